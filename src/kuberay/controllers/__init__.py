@@ -1,0 +1,1 @@
+"""The reconcilers: RayCluster, RayJob, NetworkPolicy (more to come)."""
