@@ -10,7 +10,12 @@ Invariants every model in `kuberay.api` keeps:
 - Embedded Kubernetes types (PodTemplateSpec, ServiceSpec, ...) are plain JSON dicts annotated with
   `Embedded("io.k8s.api.core.v1.PodTemplateSpec")`; the CRD generator expands them from the official schemas.
 
-The markers below are read by the CRD generator (`kuberay.api.crd`); they change nothing at run time.
+The markers below are read by the CRD generator (`kuberay.api.crd`); they change nothing at run time:
+
+- a field without a Python default is `required` in the CRD; `Required()` marks one that has a default;
+- `Literal[...]` becomes `enum`; `OpenAPI({...})` adds keywords (a CRD `default` is written only from
+  `OpenAPI({"default": ...})`, never inferred from the Python default); `Rule(...)` adds a CEL rule to the
+  field; a model's `__crd_rules__: ClassVar[tuple[Rule, ...]]` adds object-level CEL rules.
 """
 
 from __future__ import annotations
@@ -47,6 +52,12 @@ class OpenAPI:
 
     def __hash__(self) -> int:
         return hash(tuple(sorted((k, repr(v)) for k, v in self.keywords.items())))
+
+
+@dataclass(frozen=True)
+class Required:
+    """The CRD lists the field as required although the model gives it a default (the API server applies
+    schema defaults before its required check, so such a field never fails that check)."""
 
 
 Int32 = Annotated[int, OpenAPI({"format": "int32"})]
