@@ -1,0 +1,440 @@
+"""The object store: a log of revisions in SQLite, the live objects in memory, watches fed from both.
+
+After k3s's kine: one table of revisions whose autoincrement row id is the global revision and every
+object's resourceVersion. A write appends a row; `UNIQUE(name, prev_revision)` makes a second write on top
+of the same revision impossible, so the log can never fork. The live state (the newest row of every key
+that is not a deletion) is kept in memory, so reads never touch SQLite; SQLite exists for durability and
+for watches that resume from a revision older than the in-memory event window.
+
+Invariants:
+- Revisions are strictly increasing across restarts; an acknowledged write has been committed to the
+  SQLite write-ahead log (WAL mode). `synchronous=NORMAL` is durable against a crash of this process,
+  kill -9 included; only an operating-system crash or power loss could lose the newest commits.
+- Every stored object carries `metadata.resourceVersion` equal to the revision that wrote it; a deletion
+  event carries the object's last state with the deletion's revision.
+- `watch(prefix, from_rv)` yields every event under `prefix` with revision > `from_rv`, in revision
+  order, with no gap and no duplicate between the backlog and the live stream. A `from_rv` older than
+  the compacted revision raises `Compacted` (HTTP 410 Gone).
+- Objects returned by reads are fresh copies: callers may mutate them.
+
+Not thread-safe: use a Store from one thread (localkube's event loop). Its methods are synchronous and
+fast except `watch`, which is an async iterator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import builtins
+import contextlib
+import sqlite3
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+# Events kept in memory for watch resumes; older resumes (newer than the compacted revision) read SQLite.
+DEFAULT_WINDOW = 4096
+# A watcher this far behind the writers is dropped; it resumes from its last revision, as with a real
+# API server that closes slow watchers.
+DEFAULT_MAX_PENDING = 100_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kine (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    create_revision INTEGER NOT NULL,
+    prev_revision INTEGER NOT NULL,
+    value BLOB NOT NULL,
+    old_value BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS kine_name_prev_revision_uindex ON kine (name, prev_revision);
+CREATE INDEX IF NOT EXISTS kine_name_id_index ON kine (name, id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+class StoreError(Exception):
+    """Base of the store's errors; each names the key it concerns."""
+
+
+class AlreadyExists(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"{key} already exists")
+        self.key = key
+
+
+class NotFound(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"{key} not found")
+        self.key = key
+
+
+class Conflict(StoreError):
+    """The caller's resourceVersion is not the object's current one."""
+
+    def __init__(self, key: str, expected: int, actual: int) -> None:
+        super().__init__(f"{key}: resourceVersion {expected} is stale (current {actual})")
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class Compacted(StoreError):
+    """The requested revision is older than the history the store keeps."""
+
+    def __init__(self, requested: int, compacted: int) -> None:
+        super().__init__(f"revision {requested} has been compacted (oldest available: {compacted + 1})")
+        self.requested = requested
+        self.compacted = compacted
+
+
+class WatchOverflow(StoreError):
+    """The watcher fell too far behind and was dropped; resume from the last revision seen."""
+
+
+@dataclass(slots=True)
+class Event:
+    type: EventType
+    key: str
+    revision: int
+    value: bytes
+    _object: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def object(self) -> dict[str, Any]:
+        """The object as of this event, decoded once and shared between watchers: treat it as read-only."""
+        if self._object is None:
+            self._object = _decode(self.value)
+        return self._object
+
+
+@dataclass(slots=True)
+class _Live:
+    revision: int
+    create_revision: int
+    value: bytes
+
+
+class Watch:
+    """An async iterator over the events under one prefix; `close()` ends it."""
+
+    def __init__(self, store: Store, prefix: str, backlog: list[Event], max_pending: int) -> None:
+        self._store = store
+        self.prefix = prefix
+        self._pending: deque[Event] = deque(backlog)
+        self._wakeup = asyncio.Event()
+        self._closed = False
+        self._overflowed = False
+        self._max_pending = max_pending
+        if backlog:
+            self._wakeup.set()
+
+    def _deliver(self, event: Event) -> None:
+        if self._closed:
+            return
+        if len(self._pending) >= self._max_pending:
+            self._overflowed = True
+            self._closed = True
+            self._store._unsubscribe(self)
+        else:
+            self._pending.append(event)
+        self._wakeup.set()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._store._unsubscribe(self)
+            self._wakeup.set()
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            if self._pending:
+                return self._pending.popleft()
+            if self._overflowed:
+                raise WatchOverflow(
+                    f"watch on {self.prefix} fell more than {self._max_pending} events behind"
+                )
+            if self._closed:
+                raise StopAsyncIteration
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+
+class Store:
+    """Durable key → JSON-object store with a global revision and watches. See the module docstring."""
+
+    def __init__(
+        self, path: Path, *, window: int = DEFAULT_WINDOW, max_pending: int = DEFAULT_MAX_PENDING
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._window: deque[Event] = deque(maxlen=window)
+        self._max_pending = max_pending
+        self._watches: set[Watch] = set()
+        self._live: dict[str, _Live] = {}
+        self._keys: list[str] = []
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'compact_revision'").fetchone()
+        self._compact_revision: int = row[0] if row else 0
+        row = self._db.execute("SELECT MAX(id) FROM kine").fetchone()
+        self._revision: int = row[0] or 0
+        self._load_live()
+
+    def _load_live(self) -> None:
+        rows = self._db.execute(
+            "SELECT k.name, k.id, k.create_revision, k.value FROM kine k"
+            " JOIN (SELECT name, MAX(id) AS id FROM kine GROUP BY name) newest ON k.id = newest.id"
+            " WHERE k.deleted = 0"
+        )
+        for name, revision, create_revision, value in rows:
+            self._live[name] = _Live(revision, create_revision, value)
+        self._keys = sorted(self._live)
+
+    # -- reads ------------------------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """The newest revision written (0 for an empty store)."""
+        return self._revision
+
+    @property
+    def compact_revision(self) -> int:
+        """Watches and history reads must start after this revision."""
+        return self._compact_revision
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        live = self._live.get(key)
+        return None if live is None else _decode(live.value)
+
+    def list(
+        self, prefix: str, *, start_after: str | None = None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Live objects whose key starts with `prefix`, sorted by key, and the revision they reflect.
+
+        `start_after` and `limit` page through the keys (`limit` None or 0 means all)."""
+        return [_decode(self._live[key].value) for key in self.keys(prefix, start_after, limit)], (
+            self._revision
+        )
+
+    def keys(
+        self, prefix: str, start_after: str | None = None, limit: int | None = None
+    ) -> builtins.list[str]:
+        """The live keys under `prefix`, sorted, optionally after `start_after` and at most `limit`."""
+        lo = bisect.bisect_left(self._keys, prefix)
+        if start_after is not None and start_after >= prefix:
+            lo = max(lo, bisect.bisect_right(self._keys, start_after))
+        out: builtins.list[str] = []
+        for key in self._iter_from(lo):
+            if not key.startswith(prefix) or (limit and len(out) >= limit):
+                break
+            out.append(key)
+        return out
+
+    def _iter_from(self, index: int) -> Iterator[str]:
+        keys = self._keys
+        for i in range(index, len(keys)):
+            yield keys[i]
+
+    def count(self, prefix: str) -> int:
+        lo = bisect.bisect_left(self._keys, prefix)
+        hi = bisect.bisect_left(self._keys, prefix + "\U0010ffff")
+        return hi - lo
+
+    # -- writes -----------------------------------------------------------------------------------------
+
+    def create(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Stores a new object; raises AlreadyExists if the key is live."""
+        if key in self._live:
+            raise AlreadyExists(key)
+        revision = self._revision + 1
+        value = _encode(obj, revision)
+        previous = self._newest_row_revision(key)
+        self._append(
+            key, revision, created=True, deleted=False, create_revision=revision, prev=previous, value=value
+        )
+        self._live[key] = _Live(revision, revision, value)
+        bisect.insort(self._keys, key)
+        self._publish(Event("ADDED", key, revision, value))
+        return _decode(value)
+
+    def update(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> dict[str, Any]:
+        """Replaces a live object; with `expected_rv`, only if it is still the current revision."""
+        live = self._require(key, expected_rv)
+        revision = self._revision + 1
+        value = _encode(obj, revision)
+        self._append(
+            key,
+            revision,
+            created=False,
+            deleted=False,
+            create_revision=live.create_revision,
+            prev=live.revision,
+            value=value,
+            old_value=live.value,
+        )
+        self._live[key] = _Live(revision, live.create_revision, value)
+        self._publish(Event("MODIFIED", key, revision, value))
+        return _decode(value)
+
+    def delete(self, key: str, expected_rv: int | None = None) -> dict[str, Any]:
+        """Removes a live object; returns its last state carrying the deletion's revision."""
+        live = self._require(key, expected_rv)
+        revision = self._revision + 1
+        value = _encode(_decode(live.value), revision)
+        self._append(
+            key,
+            revision,
+            created=False,
+            deleted=True,
+            create_revision=live.create_revision,
+            prev=live.revision,
+            value=value,
+            old_value=live.value,
+        )
+        del self._live[key]
+        del self._keys[bisect.bisect_left(self._keys, key)]
+        self._publish(Event("DELETED", key, revision, value))
+        return _decode(value)
+
+    def _require(self, key: str, expected_rv: int | None) -> _Live:
+        live = self._live.get(key)
+        if live is None:
+            raise NotFound(key)
+        if expected_rv is not None and expected_rv != live.revision:
+            raise Conflict(key, expected_rv, live.revision)
+        return live
+
+    def _newest_row_revision(self, key: str) -> int:
+        row = self._db.execute("SELECT MAX(id) FROM kine WHERE name = ?", (key,)).fetchone()
+        return int(row[0] or 0)
+
+    def _append(
+        self,
+        key: str,
+        revision: int,
+        *,
+        created: bool,
+        deleted: bool,
+        create_revision: int,
+        prev: int,
+        value: bytes,
+        old_value: bytes | None = None,
+    ) -> None:
+        # The explicit id keeps the revision written into the object equal to the row id; the
+        # autoincrement sequence still advances, so ids are never reused after compaction.
+        self._db.execute(
+            "INSERT INTO kine (id, name, created, deleted, create_revision, prev_revision, value, old_value)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (revision, key, int(created), int(deleted), create_revision, prev, value, old_value),
+        )
+        self._revision = revision
+
+    # -- watches ----------------------------------------------------------------------------------------
+
+    def watch(self, prefix: str, from_rv: int) -> Watch:
+        """Events under `prefix` with revision > `from_rv`: the history first, then live ones."""
+        if from_rv < self._compact_revision:
+            raise Compacted(from_rv, self._compact_revision)
+        watch = Watch(self, prefix, self._history(prefix, from_rv), self._max_pending)
+        self._watches.add(watch)
+        return watch
+
+    def _history(self, prefix: str, from_rv: int) -> builtins.list[Event]:
+        if from_rv >= self._revision:
+            return []
+        if self._window and self._window[0].revision <= from_rv + 1:
+            return [e for e in self._window if e.revision > from_rv and e.key.startswith(prefix)]
+        rows = self._db.execute(
+            "SELECT id, name, created, deleted, value FROM kine"
+            " WHERE id > ? AND name >= ? AND name < ? ORDER BY id",
+            (from_rv, prefix, prefix + "\U0010ffff"),
+        )
+        return [
+            Event(_event_type(created, deleted), name, rev, value)
+            for rev, name, created, deleted, value in rows
+        ]
+
+    def _publish(self, event: Event) -> None:
+        self._window.append(event)
+        for watch in list(self._watches):
+            if event.key.startswith(watch.prefix):
+                watch._deliver(event)
+
+    def _unsubscribe(self, watch: Watch) -> None:
+        self._watches.discard(watch)
+
+    # -- maintenance ------------------------------------------------------------------------------------
+
+    def compact(self, keep_last: int) -> int:
+        """Forgets history older than the newest `keep_last` revisions; returns the compacted revision.
+
+        Rows that are still some key's live state are kept whatever their age. Watches and resumes from a
+        revision at or before the compacted one get `Compacted` (410 Gone)."""
+        target = max(self._compact_revision, self._revision - max(keep_last, 0))
+        if target <= self._compact_revision:
+            return self._compact_revision
+        with self._transaction():
+            # A row is history once a newer row of its key exists at or below the target; a deletion
+            # row at or below the target is history too (the key is gone).
+            self._db.execute(
+                "DELETE FROM kine WHERE id <= ? AND (deleted = 1 OR EXISTS"
+                " (SELECT 1 FROM kine newer WHERE newer.name = kine.name AND newer.id > kine.id"
+                " AND newer.id <= ?))",
+                (target, target),
+            )
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('compact_revision', ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (target,),
+            )
+        self._compact_revision = target
+        return target
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        for watch in list(self._watches):
+            watch.close()
+        self._db.close()
+
+
+def _event_type(created: int, deleted: int) -> EventType:
+    if deleted:
+        return "DELETED"
+    return "ADDED" if created else "MODIFIED"
+
+
+def _decode(value: bytes) -> dict[str, Any]:
+    obj: dict[str, Any] = orjson.loads(value)
+    return obj
+
+
+def _encode(obj: dict[str, Any], revision: int) -> bytes:
+    metadata = obj.get("metadata")
+    stamped = dict(obj)
+    stamped["metadata"] = {
+        **(metadata if isinstance(metadata, dict) else {}),
+        "resourceVersion": str(revision),
+    }
+    return orjson.dumps(stamped)

@@ -1,0 +1,135 @@
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube.storage import AlreadyExists, Compacted, Conflict, Event, NotFound, Store, Watch, WatchOverflow
+
+
+def _pod(name: str, **extra: Any) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default"}, **extra}
+
+
+async def _take(watch: Watch, n: int) -> list[Event]:
+    out: list[Event] = []
+    async for event in watch:
+        out.append(event)
+        if len(out) == n:
+            break
+    return out
+
+
+def test_revisions_are_resource_versions_and_strictly_increase(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    a = store.create("/pods/default/a", _pod("a"))
+    b = store.create("/pods/default/b", _pod("b"))
+    a2 = store.update("/pods/default/a", {**a, "spec": {"x": 1}})
+    assert [int(o["metadata"]["resourceVersion"]) for o in (a, b, a2)] == [1, 2, 3]
+    assert store.revision == 3
+    assert store.get("/pods/default/a") == a2
+
+
+def test_create_update_delete_errors(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    store.create("/k", _pod("a"))
+    with pytest.raises(AlreadyExists):
+        store.create("/k", _pod("a"))
+    with pytest.raises(Conflict) as conflict:
+        store.update("/k", _pod("a"), expected_rv=7)
+    assert (conflict.value.expected, conflict.value.actual) == (7, 1)
+    with pytest.raises(NotFound):
+        store.update("/missing", _pod("m"))
+    deleted = store.delete("/k", expected_rv=1)
+    assert deleted["metadata"]["resourceVersion"] == "2"
+    assert store.get("/k") is None
+    assert store.create("/k", _pod("a"))["metadata"]["resourceVersion"] == "3"
+
+
+def test_reads_are_copies(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    store.create("/k", _pod("a"))
+    store.get("/k")["metadata"]["name"] = "changed"  # type: ignore[index]
+    assert store.get("/k")["metadata"]["name"] == "a"  # type: ignore[index]
+
+
+def test_list_by_prefix_with_pages(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    for ns, name in [("b", "x"), ("a", "z"), ("a", "y"), ("ab", "w")]:
+        store.create(f"/pods/{ns}/{name}", _pod(name))
+    names = [o["metadata"]["name"] for o in store.list("/pods/a/")[0]]
+    assert names == ["y", "z"]
+    assert store.keys("/pods/", limit=2) == ["/pods/a/y", "/pods/a/z"]
+    assert store.keys("/pods/", start_after="/pods/a/z", limit=2) == ["/pods/ab/w", "/pods/b/x"]
+    assert store.count("/pods/a/") == 2
+
+
+def test_restart_keeps_every_write_and_resumes_revisions(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    store.create("/a", _pod("a"))
+    store.create("/b", _pod("b"))
+    store.delete("/a")
+    store.close()
+    reopened = Store(tmp_path / "db")
+    assert reopened.get("/a") is None
+    assert reopened.get("/b") is not None
+    assert reopened.revision == 3
+    assert reopened.create("/c", _pod("c"))["metadata"]["resourceVersion"] == "4"
+
+
+async def test_watch_replays_history_then_streams_live_without_gaps(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    store.create("/pods/a", _pod("a"))
+    store.create("/svc/s", _pod("s"))
+    store.update("/pods/a", _pod("a", spec={"v": 2}))
+    watch = store.watch("/pods/", 1)
+    store.delete("/pods/a")
+    store.create("/pods/b", _pod("b"))
+    events = await asyncio.wait_for(_take(watch, 3), 5)
+    assert [(e.type, e.key, e.revision) for e in events] == [
+        ("MODIFIED", "/pods/a", 3),
+        ("DELETED", "/pods/a", 4),
+        ("ADDED", "/pods/b", 5),
+    ]
+    assert events[1].object["spec"] == {"v": 2}
+    watch.close()
+
+
+async def test_watch_resumes_from_sqlite_after_restart(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    for i in range(5):
+        store.create(f"/pods/{i}", _pod(str(i)))
+    store.close()
+    reopened = Store(tmp_path / "db")
+    events = await asyncio.wait_for(_take(reopened.watch("/pods/", 3), 2), 5)
+    assert [e.key for e in events] == ["/pods/3", "/pods/4"]
+
+
+async def test_compaction_makes_old_resumes_gone_but_keeps_live_objects(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db", window=2)
+    store.create("/a", _pod("a"))
+    for i in range(5):
+        store.update("/a", _pod("a", spec={"i": i}))
+    store.create("/b", _pod("b"))
+    assert store.compact(keep_last=2) == 5
+    with pytest.raises(Compacted):
+        store.watch("/", 4)
+    events = await asyncio.wait_for(_take(store.watch("/", 5), 2), 5)
+    assert [e.revision for e in events] == [6, 7]
+    store.close()
+    reopened = Store(tmp_path / "db")
+    assert reopened.get("/a")["spec"] == {"i": 4}  # type: ignore[index]
+    with pytest.raises(Compacted):
+        reopened.watch("/", 1)
+
+
+async def test_a_watcher_that_falls_too_far_behind_is_dropped(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db", max_pending=3)
+    watch = store.watch("/", 0)
+    for i in range(5):
+        store.create(f"/{i}", _pod(str(i)))
+    received = []
+    with pytest.raises(WatchOverflow):
+        async for event in watch:
+            received.append(event.revision)
+    assert received == [1, 2, 3]
