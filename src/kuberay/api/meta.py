@@ -1,0 +1,91 @@
+"""Kubernetes metadata shared by every ray.io kind: `ObjectMeta`, `Condition`, and `KubeObject`, the base
+of the four top-level kinds.
+
+`ObjectMeta` names the fields the operator reads or writes and keeps every other key (managedFields, ...)
+unchanged. `Condition` is `metav1.Condition` with the schema facts controller-gen emits for it.
+A `KubeObject` always writes its `apiVersion` and `kind`, also when built in Python without them, so an
+object the operator creates (a RayJob's RayCluster, a RayCronJob's RayJob) is complete on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from kuberay.api.base import Int64, KubeModel, OpenAPI, Time
+
+CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+CONDITION_TYPE_PATTERN = (
+    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class ObjectMeta(KubeModel):
+    """`metav1.ObjectMeta` of a top-level object (the CRD schema of top-level `metadata` is only
+    ``{type: object}``; the API server owns its validation)."""
+
+    name: str | None = None
+    generate_name: str | None = Field(default=None, alias="generateName")
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
+    generation: Int64 | None = None
+    creation_timestamp: Time | None = Field(default=None, alias="creationTimestamp")
+    deletion_timestamp: Time | None = Field(default=None, alias="deletionTimestamp")
+    deletion_grace_period_seconds: Int64 | None = Field(default=None, alias="deletionGracePeriodSeconds")
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    finalizers: list[str] | None = None
+    owner_references: list[dict[str, Any]] | None = Field(default=None, alias="ownerReferences")
+
+
+class Condition(KubeModel):
+    """`metav1.Condition`: one entry of a `conditions` list keyed by `type`."""
+
+    type: Annotated[str, OpenAPI({"maxLength": 316, "pattern": CONDITION_TYPE_PATTERN})]
+    status: ConditionStatus
+    observed_generation: Annotated[Int64 | None, OpenAPI({"minimum": 0})] = Field(
+        default=None, alias="observedGeneration"
+    )
+    last_transition_time: Time = Field(alias="lastTransitionTime")
+    reason: Annotated[str, OpenAPI({"minLength": 1, "maxLength": 1024, "pattern": CONDITION_REASON_PATTERN})]
+    message: Annotated[str, OpenAPI({"maxLength": 32768})]
+
+
+# The schema keywords of a `[]metav1.Condition` field.
+CONDITIONS_LIST = OpenAPI({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
+
+
+class KubeObject(KubeModel):
+    """A top-level ray.io object: `apiVersion`, `kind`, `metadata`; subclasses add `spec` and `status`
+    and give `kind` its default."""
+
+    api_version: str = Field(default="ray.io/v1", alias="apiVersion")
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Written even when not given: an object built in Python must say what it is.
+        self.model_fields_set.update(("api_version", "kind"))
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or ""
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The object's labels, for reading (empty when none)."""
+        return self.metadata.labels or {}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        """The object's annotations, for reading (empty when none)."""
+        return self.metadata.annotations or {}
