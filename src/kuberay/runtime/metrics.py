@@ -1,0 +1,177 @@
+"""The runtime's own metrics, with controller-runtime's names, labels and buckets.
+
+One `RuntimeMetrics` per process, on a `prometheus_client.CollectorRegistry` that the operator serves on
+`--metrics-addr` (and on which the controllers register their `kuberay_*` metrics). Controllers get a
+`ControllerMetrics` (labels `controller`), work queues a `QueueMetrics` (labels `name`, `controller`).
+Gauges that describe a moment (queue depth, unfinished work, longest-running processor) are computed at
+scrape time from the queue itself, so they can never drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+RECONCILE_TIME_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+    1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+)  # fmt: skip
+# prometheus.ExponentialBuckets(10e-9, 10, 12): 1 ns .. 1000 s.
+QUEUE_TIME_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+
+
+class ReconcileResult:
+    """The `result` label values of controller_runtime_reconcile_total."""
+
+    SUCCESS = "success"
+    ERROR = "error"
+    REQUEUE = "requeue"
+    REQUEUE_AFTER = "requeue_after"
+
+
+class RuntimeMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        c = ["controller"]
+        q = ["name", "controller"]
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            [*c, "result"],
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            c,
+            registry=registry,
+        )
+        self.terminal_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            c,
+            registry=registry,
+        )
+        self.reconcile_panics = Counter(
+            "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller",
+            c,
+            registry=registry,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            c,
+            buckets=RECONCILE_TIME_BUCKETS,
+            registry=registry,
+        )
+        self.max_concurrent = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            c,
+            registry=registry,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            c,
+            registry=registry,
+        )
+        self.queue_depth = Gauge("workqueue_depth", "Current depth of workqueue", q, registry=registry)
+        self.queue_adds = Counter(
+            "workqueue_adds_total", "Total number of adds handled by workqueue", q, registry=registry
+        )
+        self.queue_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            q,
+            buckets=QUEUE_TIME_BUCKETS,
+            registry=registry,
+        )
+        self.work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            q,
+            buckets=QUEUE_TIME_BUCKETS,
+            registry=registry,
+        )
+        self.unfinished_work = Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration.",
+            q,
+            registry=registry,
+        )
+        self.longest_running = Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            q,
+            registry=registry,
+        )
+        self.queue_retries = Counter(
+            "workqueue_retries_total",
+            "Total number of items added to the workqueue with a non-zero delay",
+            q,
+            registry=registry,
+        )
+
+    def for_controller(self, controller: str) -> ControllerMetrics:
+        return ControllerMetrics(self, controller)
+
+    def for_queue(self, name: str) -> QueueMetrics:
+        return QueueMetrics(self, name)
+
+
+@dataclass(frozen=True)
+class ControllerMetrics:
+    metrics: RuntimeMetrics
+    controller: str
+
+    def set_max_concurrent(self, workers: int) -> None:
+        self.metrics.max_concurrent.labels(self.controller).set(workers)
+
+    def worker_started(self) -> None:
+        self.metrics.active_workers.labels(self.controller).inc()
+
+    def worker_finished(self) -> None:
+        self.metrics.active_workers.labels(self.controller).dec()
+
+    def reconciled(self, result: str, seconds: float) -> None:
+        self.metrics.reconcile_total.labels(self.controller, result).inc()
+        self.metrics.reconcile_time.labels(self.controller).observe(seconds)
+
+    def errored(self, *, terminal: bool) -> None:
+        self.metrics.reconcile_errors.labels(self.controller).inc()
+        if terminal:
+            self.metrics.terminal_errors.labels(self.controller).inc()
+
+    def panicked(self) -> None:
+        self.metrics.reconcile_panics.labels(self.controller).inc()
+
+
+@dataclass(frozen=True)
+class QueueMetrics:
+    metrics: RuntimeMetrics
+    name: str
+
+    def observe(
+        self, depth: Callable[[], float], unfinished: Callable[[], float], longest: Callable[[], float]
+    ) -> None:
+        """Binds the moment gauges to functions of the queue, evaluated at scrape time."""
+        labels = (self.name, self.name)
+        self.metrics.queue_depth.labels(*labels).set_function(depth)
+        self.metrics.unfinished_work.labels(*labels).set_function(unfinished)
+        self.metrics.longest_running.labels(*labels).set_function(longest)
+
+    def added(self) -> None:
+        self.metrics.queue_adds.labels(self.name, self.name).inc()
+
+    def retried(self) -> None:
+        self.metrics.queue_retries.labels(self.name, self.name).inc()
+
+    def started(self, waited_seconds: float) -> None:
+        self.metrics.queue_latency.labels(self.name, self.name).observe(waited_seconds)
+
+    def finished(self, worked_seconds: float) -> None:
+        self.metrics.work_duration.labels(self.name, self.name).observe(worked_seconds)
