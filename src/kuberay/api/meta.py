@@ -1,5 +1,5 @@
-"""Kubernetes metadata shared by every ray.io kind: `ObjectMeta`, `Condition`, and `KubeObject`, the base
-of the four top-level kinds.
+"""Kubernetes types shared by every ray.io kind: `ObjectMeta`, `Condition`, `KubeObject` (the base of the
+four top-level kinds), and the aliases of the embedded Kubernetes types (`PodTemplateSpec`, `Service`, ...).
 
 `ObjectMeta` names the fields the operator reads or writes and keeps every other key (managedFields, ...)
 unchanged. `Condition` is `metav1.Condition` with the schema facts controller-gen emits for it.
@@ -9,11 +9,29 @@ object the operator creates (a RayJob's RayCluster, a RayCronJob's RayJob) is co
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from kuberay.api.base import Int64, KubeModel, OpenAPI, Time
+from kuberay.api.base import Embedded, Int64, KubeModel, OpenAPI, Time
+
+# Embedded Kubernetes types: plain JSON dicts, named by their OpenAPI definitions.
+PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemplateSpec")]
+Service = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.Service")]
+Container = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.Container")]
+ResourceRequirements = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.ResourceRequirements")]
+SecurityContext = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.SecurityContext")]
+EnvVar = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.EnvVar")]
+EnvVarSource = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.EnvVarSource")]
+EnvFromSource = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.EnvFromSource")]
+VolumeMount = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.VolumeMount")]
+IngressTLS = Annotated[dict[str, Any], Embedded("io.k8s.api.networking.v1.IngressTLS")]
+NetworkPolicyIngressRule = Annotated[
+    dict[str, Any], Embedded("io.k8s.api.networking.v1.NetworkPolicyIngressRule")
+]
+NetworkPolicyEgressRule = Annotated[
+    dict[str, Any], Embedded("io.k8s.api.networking.v1.NetworkPolicyEgressRule")
+]
 
 CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 CONDITION_TYPE_PATTERN = (
@@ -62,7 +80,9 @@ CONDITIONS_LIST = OpenAPI({"x-kubernetes-list-type": "map", "x-kubernetes-list-m
 
 class KubeObject(KubeModel):
     """A top-level ray.io object: `apiVersion`, `kind`, `metadata`; subclasses add `spec` and `status`
-    and give `kind` its default."""
+    and give `kind` its default and `PLURAL` its resource name."""
+
+    PLURAL: ClassVar[str]
 
     api_version: str = Field(default="ray.io/v1", alias="apiVersion")
     kind: str
