@@ -1,0 +1,1 @@
+"""Controllers that run inside localkube: scheduling, garbage collection, namespaces, Jobs, endpoints."""

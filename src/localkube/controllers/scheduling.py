@@ -1,0 +1,167 @@
+"""Scheduling decisions: does a pod fit a node, and if no node fits, the reason the real scheduler gives.
+
+Pure functions over JSON-shaped objects; the scheduler controller feeds them the nodes and the pods
+already bound. A pod's request is what kube-scheduler computes: the larger of the sum over its containers
+and the largest init container, per resource, plus `spec.overhead`. Terminated pods (Succeeded, Failed)
+hold nothing. Checks, in kube-scheduler's order of plugins: unschedulable node, node selector and required
+node affinity (`matchExpressions` on labels), untolerated NoSchedule/NoExecute taints, then resources
+(including the node's pod count).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+_SUFFIXES = {
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9, "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40,
+    "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
+}  # fmt: skip
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes quantity ("500m", "2Gi", "1e3", 4) as an exact decimal; ValueError when malformed."""
+    text = str(value).strip()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if suffix and text.endswith(suffix):
+            number = text[: -len(suffix)]
+            break
+    else:
+        suffix, number = "", text
+    try:
+        return Decimal(number) * _SUFFIXES[suffix]
+    except ArithmeticError as err:
+        raise ValueError(f"quantities must match the regular expression: {value!r}") from err
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The resources kube-scheduler reserves for a pod, as exact amounts (cpu in cores, memory in bytes)."""
+    spec = pod.get("spec") or {}
+    total: defaultdict[str, Decimal] = defaultdict(Decimal)
+    for container in spec.get("containers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] += amount
+    for container in spec.get("initContainers") or []:
+        for name, amount in _container_requests(container).items():
+            total[name] = max(total[name], amount)
+    for name, amount in (spec.get("overhead") or {}).items():
+        total[name] += parse_quantity(amount)
+    return dict(total)
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    # A limit without a request defaults the request to the limit (API server defaulting).
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {name: parse_quantity(amount) for name, amount in merged.items()}
+
+
+def _holds_resources(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], bound: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Why `pod` cannot run on `node` given the pods already `bound` to it: kube-scheduler's per-node
+    reasons (e.g. "Insufficient cpu"); empty when it fits."""
+    node_spec = node.get("spec") or {}
+    if node_spec.get("unschedulable"):
+        return ["node(s) were unschedulable"]
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    spec = pod.get("spec") or {}
+    selector = spec.get("nodeSelector") or {}
+    if any(labels.get(key) != value for key, value in selector.items()) or not _affinity_matches(
+        spec, labels
+    ):
+        return ["node(s) didn't match Pod's node affinity/selector"]
+    taint = _untolerated_taint(node_spec.get("taints") or [], spec.get("tolerations") or [])
+    if taint is not None:
+        return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"]
+    allocatable = {
+        name: parse_quantity(v) for name, v in ((node.get("status") or {}).get("allocatable") or {}).items()
+    }
+    holding = [p for p in bound if _holds_resources(p)]
+    used: defaultdict[str, Decimal] = defaultdict(Decimal)
+    for other in holding:
+        for name, amount in pod_requests(other).items():
+            used[name] += amount
+    reasons = []
+    if "pods" in allocatable and len(holding) + 1 > allocatable["pods"]:
+        reasons.append("Too many pods")
+    for name, amount in sorted(pod_requests(pod).items()):
+        if amount > 0 and used[name] + amount > allocatable.get(name, Decimal(0)):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+def unschedulable_message(per_node: Mapping[str, list[str]]) -> str:
+    """The PodScheduled=False message for a pod no node fits, in kube-scheduler's words, e.g.
+    "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption
+    victims found for incoming pod."."""
+    counts = Counter(reason for reasons in per_node.values() for reason in reasons)
+    total = len(per_node)
+    if not total:
+        return "no nodes available to schedule pods"
+    detail = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+    return (
+        f"0/{total} nodes are available: {detail}. preemption: 0/{total} nodes are available: "
+        f"{total} No preemption victims found for incoming pod."
+    )
+
+
+def _affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}).get("nodeSelectorTerms")  # fmt: skip
+    if not required:
+        return True
+    return any(
+        all(_expression_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
+    )
+
+
+def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator, values = (
+        expression.get("key", ""),
+        expression.get("operator"),
+        expression.get("values") or [],
+    )
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and values:
+        try:
+            ours, theirs = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return ours > theirs if operator == "Gt" else ours < theirs
+    return False
+
+
+def _untolerated_taint(
+    taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    for taint in taints:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(toleration, taint) for toleration in tolerations):
+            return taint
+    return None
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration.get("key") == taint.get("key")
+    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", "")

@@ -1,0 +1,69 @@
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from localkube.controllers.scheduling import misfit, parse_quantity, pod_requests, unschedulable_message
+
+NODE = {
+    "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "zone": "a"}},
+    "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "3", "nvidia.com/gpu": "1"}},
+}
+
+
+def _pod(requests: dict[str, str] | None = None, phase: str = "Running", **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "resources": {"requests": requests or {}}}
+    return {"spec": {"containers": [container], **spec}, "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Decimal("0.5")),
+        ("2Gi", Decimal(2**31)),
+        ("1k", Decimal(1000)),
+        (3, Decimal(3)),
+        ("1e3", Decimal(1000)),
+    ],
+)
+def test_parse_quantity(text: str | int, value: Decimal) -> None:
+    assert parse_quantity(text) == value
+
+
+def test_requests_take_the_larger_of_containers_and_init_containers() -> None:
+    pod = _pod(
+        {"cpu": "1"}, initContainers=[{"name": "i", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]
+    )
+    assert pod_requests(pod) == {"cpu": Decimal(2), "memory": Decimal(2**30)}
+
+
+def test_fits_until_resources_run_out_and_terminated_pods_hold_nothing() -> None:
+    bound = [_pod({"cpu": "3"}), _pod({"cpu": "4"}, phase="Succeeded")]
+    assert misfit(_pod({"cpu": "1"}), NODE, bound) == []
+    assert misfit(_pod({"cpu": "1500m", "nvidia.com/gpu": "2"}), NODE, bound) == [
+        "Insufficient cpu",
+        "Insufficient nvidia.com/gpu",
+    ]
+    assert misfit(_pod({"example.com/foo": "1"}), NODE, []) == ["Insufficient example.com/foo"]
+    assert misfit(_pod(), NODE, [_pod(), _pod(), _pod()]) == ["Too many pods"]
+
+
+def test_selector_affinity_and_taints() -> None:
+    assert misfit(_pod(nodeSelector={"zone": "b"}), NODE, []) == [
+        "node(s) didn't match Pod's node affinity/selector"
+    ]
+    term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "c"]}]}
+    affinity = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
+    assert misfit(_pod(affinity=affinity), NODE, []) == []
+    tainted = {**NODE, "spec": {"taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]}}
+    assert misfit(_pod(), tainted, []) == ["node(s) had untolerated taint {gpu: yes}"]
+    assert misfit(_pod(tolerations=[{"key": "gpu", "operator": "Exists"}]), tainted, []) == []
+
+
+def test_unschedulable_message_is_the_schedulers() -> None:
+    assert unschedulable_message({"n1": ["Insufficient cpu"]}) == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod."
+    )
