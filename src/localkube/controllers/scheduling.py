@@ -114,9 +114,10 @@ def unschedulable_message(per_node: Mapping[str, list[str]]) -> str:
 
 
 def _affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}).get("nodeSelectorTerms")  # fmt: skip
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    )
     if not required:
         return True
     return any(
