@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, PlainSerializer
 
 from kuberay.api.base import Embedded, Int64, KubeModel, OpenAPI, Time
+
+
+def _go_float(value: float) -> float | int:
+    return int(value) if value.is_integer() else value
+
+
+# A Go float32/float64: `type: number`, written as Go's encoding/json writes it (2.0 as `2`), so a parsed
+# object dumps back to the same JSON.
+GoFloat = Annotated[float, PlainSerializer(_go_float, when_used="json")]
 
 # Embedded Kubernetes types: plain JSON dicts, named by their OpenAPI definitions.
 PodTemplateSpec = Annotated[dict[str, Any], Embedded("io.k8s.api.core.v1.PodTemplateSpec")]
