@@ -1,0 +1,156 @@
+"""Field errors and the 422 Invalid error, rendered exactly as the Kubernetes API server renders them.
+
+A `FieldError` is one cause (`spec.x: Invalid value: 5: ...`); an `AdmissionError` gathers the causes of one
+refused object into the API server's message (`Kind.group "name" is invalid: [a, b]`) and `Status` body.
+Rendering follows apimachinery's `field.Error.ErrorBody` and `errors.NewInvalid`: scalars print bare, strings
+print Go-quoted, composite values print as JSON, and duplicate messages are dropped from the aggregate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+REQUIRED: Final = "Required value"
+INVALID: Final = "Invalid value"
+UNSUPPORTED: Final = "Unsupported value"
+FORBIDDEN: Final = "Forbidden"
+TOO_LONG: Final = "Too long"
+TOO_MANY: Final = "Too many"
+DUPLICATE: Final = "Duplicate value"
+NOT_FOUND: Final = "Not found"
+INTERNAL: Final = "Internal error"
+
+_REASONS: Final = {
+    REQUIRED: "FieldValueRequired",
+    INVALID: "FieldValueInvalid",
+    UNSUPPORTED: "FieldValueNotSupported",
+    FORBIDDEN: "FieldValueForbidden",
+    TOO_LONG: "FieldValueTooLong",
+    TOO_MANY: "FieldValueTooMany",
+    DUPLICATE: "FieldValueDuplicate",
+    NOT_FOUND: "FieldValueNotFound",
+    INTERNAL: "InternalError",
+}
+
+# These types never show the offending value, whatever it is.
+_VALUELESS: Final = frozenset({REQUIRED, FORBIDDEN, TOO_LONG, INTERNAL})
+
+
+class _Omitted:
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED: Final = _Omitted()
+"""A `FieldError.value` that is not shown (apimachinery's omitValue)."""
+
+
+def render_value(value: Any) -> str:
+    """A value as Go's API server prints it inside an error: bare scalars, quoted strings, JSON otherwise."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return render_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def render_number(number: float) -> str:
+    """A number as Go's `%v` prints a float64: integral values without a fraction."""
+    if isinstance(number, float) and number.is_integer() and abs(number) < 1e21:
+        return str(int(number))
+    return str(number)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One cause of a refusal: the field path, the cause type text, the bad value and a detail."""
+
+    path: str
+    type: str
+    value: Any = None
+    detail: str = ""
+    reason: str = field(default="", compare=False)
+    """The cause's machine-readable reason when it differs from the type's usual one (FieldValueTypeInvalid)."""
+
+    @property
+    def cause_reason(self) -> str:
+        return self.reason or _REASONS.get(self.type, "FieldValueInvalid")
+
+    def body(self) -> str:
+        """The message without the field path (a Status cause's `message`)."""
+        text = self.type
+        if self.type not in _VALUELESS and self.value is not OMITTED:
+            text = f"{self.type}: {render_value(self.value)}"
+        if self.detail:
+            text += f": {self.detail}"
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.body()}"
+
+
+def aggregate(errors: list[FieldError]) -> str:
+    """The errors as apimachinery's aggregate prints them: one bare, several in brackets, no repeats."""
+    messages = list(dict.fromkeys(str(error) for error in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return "[" + ", ".join(messages) + "]"
+
+
+class SchemaInvalid(Exception):
+    """An object broke its schema; the owner of the object's identity turns this into an `AdmissionError`."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__(aggregate(errors))
+        self.errors = errors
+
+
+class AdmissionError(Exception):
+    """An object refused with 422 Invalid, carrying the API server's message and `Status` body."""
+
+    def __init__(self, kind: str, group: str, name: str, errors: list[FieldError]) -> None:
+        self.kind = kind
+        self.group = group
+        self.name = name
+        self.errors = errors
+        qualified = f"{kind}.{group}" if group else kind
+        self.message = f"{qualified} {json.dumps(name)} is invalid"
+        if errors:
+            self.message += f": {aggregate(errors)}"
+        super().__init__(self.message)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": "Invalid",
+            "details": self._details(),
+            "code": 422,
+        }
+
+    def _details(self) -> dict[str, Any]:
+        # Empty members are left out, as Go's omitempty does.
+        details: dict[str, Any] = {
+            k: v for k, v in (("name", self.name), ("group", self.group), ("kind", self.kind)) if v
+        }
+        details["causes"] = [
+            {
+                "reason": error.cause_reason,
+                "message": error.body(),
+                **({"field": error.path} if error.path else {}),
+            }
+            for error in self.errors
+        ]
+        return details

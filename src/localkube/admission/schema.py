@@ -1,0 +1,475 @@
+"""Admission of a custom object against its CRD version's structural schema, in the API server's order.
+
+`admit(schema, obj, old)` copies the object, prunes unknown fields, applies defaults, validates the OpenAPI
+value rules, the list-type uniqueness rules and the CEL rules, and returns the admitted copy or raises
+`SchemaInvalid` with every cause. The input is never mutated.
+
+Messages follow kube-openapi and apiextensions-apiserver (Kubernetes 1.32): type, required, enum, pattern and
+bound errors name the field twice (`spec.x: Invalid value: 7: spec.x in body should be ...`). OpenAPI errors
+name map entries with a dot (`spec.labels.a`), CEL and list-type errors with brackets (`spec.labels[a]`), as
+the real server does. Formats are validated as the API server validates them: the string formats it knows;
+`int32`/`int64` are accepted without a range check, because the API server strips them from CRD schemas.
+On update, a subtree equal to the old one is not re-validated (validation ratcheting, on by default since 1.30).
+The root's `apiVersion`, `kind` and `metadata` belong to the API server, not to the schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import ipaddress
+import re
+import uuid
+from collections.abc import Callable
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Any
+
+from localkube.admission import errors, rules
+from localkube.admission.errors import FieldError, SchemaInvalid, render_number
+from localkube.admission.structural import check_structural
+
+__all__ = ["SchemaInvalid", "admit", "check_structural", "json_type"]
+
+_ROOT_OWNED = ("apiVersion", "kind", "metadata")
+_OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
+_ABSENT = rules.ABSENT
+
+
+def admit(schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    """The object pruned, defaulted and validated against `schema`; raises SchemaInvalid with every cause."""
+    admitted = copy.deepcopy(obj)
+    prune(admitted, schema, root=True)
+    default(admitted, schema, root=True)
+    old_root = _ABSENT if old is None else old
+    found: list[FieldError] = []
+    _validate_object_root(admitted, old_root, schema, found)
+    _check_list_types(admitted, schema, "", found)
+    _check_rules(admitted, old_root, schema, "<nil>", found, root=True)
+    if found:
+        raise SchemaInvalid(found)
+    return admitted
+
+
+# --- pruning -----------------------------------------------------------------------------------------------
+
+
+def _additional(node: dict[str, Any]) -> dict[str, Any] | None:
+    extra = node.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
+
+
+def prune(value: Any, node: dict[str, Any], *, root: bool = False) -> None:
+    """Drop, in place, the fields the schema does not know, honouring preserve-unknown-fields and embedding."""
+    if isinstance(value, list):
+        items = node.get("items")
+        if isinstance(items, dict):
+            for item in value:
+                prune(item, items)
+        return
+    if not isinstance(value, dict) or node.get("x-kubernetes-int-or-string"):
+        return
+    props: dict[str, Any] = node.get("properties") or {}
+    extra = _additional(node)
+    keeps_unknown = (
+        bool(node.get("x-kubernetes-preserve-unknown-fields")) or node.get("additionalProperties") is True
+    )
+    embedded = bool(node.get("x-kubernetes-embedded-resource"))
+    for key in list(value):
+        if (root or embedded) and key in _ROOT_OWNED:
+            if embedded and key == "metadata" and isinstance(value[key], dict):
+                for meta_key in [k for k in value[key] if k not in _OBJECT_META_FIELDS]:
+                    del value[key][meta_key]
+            continue
+        if key in props:
+            prune(value[key], props[key])
+        elif extra is not None:
+            prune(value[key], extra)
+        elif not keeps_unknown:
+            del value[key]
+
+
+# --- defaulting --------------------------------------------------------------------------------------------
+
+
+def _drops_null(node: dict[str, Any] | None) -> bool:
+    return node is not None and not node.get("nullable")
+
+
+def default(value: Any, node: dict[str, Any], *, root: bool = False) -> None:
+    """Apply schema defaults in place, top-down, and drop nulls of non-nullable fields that have no default."""
+    if isinstance(value, list):
+        items = node.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                if item is None and _drops_null(items) and "default" in items:
+                    value[index] = copy.deepcopy(items["default"])
+                default(value[index], items)
+        return
+    if not isinstance(value, dict):
+        return
+    props: dict[str, Any] = node.get("properties") or {}
+    for key, prop in props.items():
+        if root and key in _ROOT_OWNED:
+            continue
+        present = key in value
+        if present and value[key] is None and _drops_null(prop):
+            del value[key]
+            present = False
+        if not present and "default" in prop:
+            value[key] = copy.deepcopy(prop["default"])
+    extra = _additional(node)
+    for key in list(value):
+        if root and key in _ROOT_OWNED:
+            continue
+        child = props.get(key, extra)
+        if child is None:
+            continue
+        if value[key] is None and key not in props and _drops_null(child):
+            if "default" in child:
+                value[key] = copy.deepcopy(child["default"])
+            else:
+                del value[key]
+                continue
+        default(value[key], child)
+
+
+# --- OpenAPI value validation ------------------------------------------------------------------------------
+
+
+def json_type(value: Any) -> str:
+    """The JSON schema type name of a decoded JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _type_matches(value: Any, expected: list[str]) -> bool:
+    actual = json_type(value)
+    if actual in expected:
+        return True
+    if actual == "integer" and "number" in expected:
+        return True
+    return actual == "number" and "integer" in expected and float(value).is_integer()
+
+
+def _expected_types(node: dict[str, Any]) -> list[str]:
+    if node.get("x-kubernetes-int-or-string"):
+        return ["integer", "string"]
+    kind = node.get("type")
+    if isinstance(kind, list):
+        return [str(k) for k in kind]
+    return [kind] if kind else []
+
+
+def _in_body(name: str) -> str:
+    return f"{name} in body"
+
+
+def _validate_object_root(
+    value: dict[str, Any], old: Any, schema: dict[str, Any], found: list[FieldError]
+) -> None:
+    # The root's apiVersion/kind/metadata are the API server's; validate the rest as an object node.
+    trimmed = {k: v for k, v in schema.items() if k not in ("properties", "required")}
+    trimmed["properties"] = {
+        k: v for k, v in (schema.get("properties") or {}).items() if k not in _ROOT_OWNED
+    }
+    trimmed["required"] = [r for r in schema.get("required") or [] if r not in _ROOT_OWNED]
+    body = {k: v for k, v in value.items() if k not in _ROOT_OWNED}
+    old_body = old if old is _ABSENT else {k: v for k, v in old.items() if k not in _ROOT_OWNED}
+    _validate(body, old_body, trimmed, "", found)
+
+
+def _join(name: str, key: str) -> str:
+    return f"{name}.{key}" if name else key
+
+
+def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
+    if old is not _ABSENT and old == value:
+        return
+    expected = _expected_types(node)
+    if value is None:
+        if expected and "null" not in expected and not node.get("nullable"):
+            detail = f'{_in_body(name)} must be of type {",".join(expected)}: "null"'
+            found.append(FieldError(name, errors.INVALID, "null", detail, reason="FieldValueTypeInvalid"))
+        return
+    if expected and not _type_matches(value, expected):
+        actual = json_type(value)
+        detail = f'{_in_body(name)} must be of type {",".join(expected)}: "{actual}"'
+        found.append(FieldError(name, errors.INVALID, actual, detail, reason="FieldValueTypeInvalid"))
+        return
+    _validate_composition(value, node, name, found)
+    if isinstance(value, str):
+        _validate_string(value, node, name, found)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        _validate_number(value, node, name, found)
+    elif isinstance(value, list):
+        _validate_array(value, old, node, name, found)
+    if "enum" in node and value not in node["enum"]:
+        supported = [v if isinstance(v, str) else errors.render_value(v) for v in node["enum"]]
+        detail = "supported values: " + ", ".join(errors.render_value(s) for s in supported)
+        found.append(FieldError(name, errors.UNSUPPORTED, value, detail))
+    if isinstance(value, dict):
+        _validate_properties(value, old, node, name, found)
+
+
+def _branch_errors(value: Any, branch: dict[str, Any], name: str) -> list[FieldError]:
+    branch_found: list[FieldError] = []
+    _validate(value, _ABSENT, branch, name, branch_found)
+    return branch_found
+
+
+def _validate_composition(value: Any, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
+    # Composite failures carry no field path in the real server (it reports them against the nil root path).
+    if node.get("anyOf"):
+        results = [_branch_errors(value, branch, name) for branch in node["anyOf"]]
+        if all(results):
+            detail = f'"{name}" must validate at least one schema (anyOf)'
+            found.append(FieldError("<nil>", errors.INVALID, "", detail))
+            found.extend(results[0])
+    if node.get("oneOf"):
+        results = [_branch_errors(value, branch, name) for branch in node["oneOf"]]
+        valid = sum(1 for result in results if not result)
+        if valid != 1:
+            extra = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
+            detail = f'"{name}" must validate one and only one schema (oneOf). {extra}'
+            found.append(FieldError("<nil>", errors.INVALID, "", detail))
+    for branch in node.get("allOf") or []:
+        found.extend(_branch_errors(value, branch, name))
+    if isinstance(node.get("not"), dict) and not _branch_errors(value, node["not"], name):
+        found.append(FieldError("<nil>", errors.INVALID, "", f'"{name}" must not validate the schema (not)'))
+
+
+@lru_cache(maxsize=1024)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _validate_string(value: str, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
+    length = len(value)
+    if "maxLength" in node and length > node["maxLength"]:
+        found.append(
+            FieldError(name, errors.TOO_LONG, detail=f"may not be more than {node['maxLength']} bytes")
+        )
+    if "minLength" in node and length < node["minLength"]:
+        detail = f"{_in_body(name)} should be at least {node['minLength']} chars long"
+        found.append(FieldError(name, errors.INVALID, value, detail))
+    if "pattern" in node and not _pattern(node["pattern"]).search(value):
+        detail = f"{_in_body(name)} should match '{node['pattern']}'"
+        found.append(FieldError(name, errors.INVALID, value, detail))
+    checker = _FORMATS.get(str(node.get("format", "")).replace("-", ""))
+    if checker is not None and not checker(value):
+        detail = f"{_in_body(name)} must be of type {node['format']}: {errors.render_value(value)}"
+        found.append(FieldError(name, errors.INVALID, value, detail, reason="FieldValueTypeInvalid"))
+
+
+def _validate_number(value: float, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
+    def fail(message: str, bound: float) -> None:
+        detail = f"{_in_body(name)} should be {message} {render_number(bound)}"
+        found.append(FieldError(name, errors.INVALID, value, detail))
+
+    if "maximum" in node:
+        if node.get("exclusiveMaximum") and value >= node["maximum"]:
+            fail("less than", node["maximum"])
+        elif value > node["maximum"]:
+            fail("less than or equal to", node["maximum"])
+    if "minimum" in node:
+        if node.get("exclusiveMinimum") and value <= node["minimum"]:
+            fail("greater than", node["minimum"])
+        elif value < node["minimum"]:
+            fail("greater than or equal to", node["minimum"])
+    factor = node.get("multipleOf")
+    if factor and (value / factor) != int(value / factor):
+        fail("a multiple of", factor)
+
+
+def _validate_array(
+    value: list[Any], old: Any, node: dict[str, Any], name: str, found: list[FieldError]
+) -> None:
+    if "maxItems" in node and len(value) > node["maxItems"]:
+        noun = "item" if node["maxItems"] == 1 else "items"
+        found.append(
+            FieldError(name, errors.TOO_MANY, len(value), f"must have at most {node['maxItems']} {noun}")
+        )
+    if "minItems" in node and len(value) < node["minItems"]:
+        detail = f"{_in_body(name)} should have at least {node['minItems']} items"
+        found.append(FieldError(name, errors.INVALID, len(value), detail))
+    if node.get("uniqueItems") and any(value[i] in value[:i] for i in range(len(value))):
+        found.append(FieldError(name, errors.INVALID, "", f"{_in_body(name)} shouldn't contain duplicates"))
+    items = node.get("items")
+    if isinstance(items, dict):
+        olds = _correlate_items(value, old, node)
+        for index, item in enumerate(value):
+            _validate(item, olds[index], items, f"{name}[{index}]", found)
+
+
+def _validate_properties(
+    value: dict[str, Any], old: Any, node: dict[str, Any], name: str, found: list[FieldError]
+) -> None:
+    for required in node.get("required") or []:
+        if required not in value:
+            found.append(FieldError(_join(name, required), errors.REQUIRED))
+    if "maxProperties" in node and len(value) > node["maxProperties"]:
+        detail = f"must have at most {node['maxProperties']} items"
+        found.append(FieldError(name, errors.TOO_MANY, len(value), detail))
+    if "minProperties" in node and len(value) < node["minProperties"]:
+        detail = f"{_in_body(name)} should have at least {node['minProperties']} properties"
+        found.append(FieldError(name, errors.INVALID, len(value), detail))
+    props: dict[str, Any] = node.get("properties") or {}
+    extra = _additional(node)
+    old_map = old if isinstance(old, dict) else {}
+    for key, child in value.items():
+        child_node = props.get(key, extra)
+        if child_node is not None:
+            _validate(child, old_map.get(key, _ABSENT), child_node, _join(name, key), found)
+
+
+def _correlate_items(value: list[Any], old: Any, node: dict[str, Any]) -> list[Any]:
+    """The old item each new item corresponds to: by key in map-type lists, none in other lists."""
+    keys = node.get("x-kubernetes-list-map-keys")
+    if node.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(old, list):
+        return [_ABSENT] * len(value)
+    by_key = {_map_key(item, keys): item for item in old if isinstance(item, dict)}
+    return [
+        by_key.get(_map_key(item, keys), _ABSENT) if isinstance(item, dict) else _ABSENT for item in value
+    ]
+
+
+def _map_key(item: dict[str, Any], keys: list[str]) -> tuple[Any, ...]:
+    return tuple(repr(item.get(key)) for key in keys)
+
+
+# --- formats -----------------------------------------------------------------------------------------------
+
+
+def _parses(parse: Callable[[str], object]) -> Callable[[str], bool]:
+    def check(text: str) -> bool:
+        try:
+            parse(text)
+        except ValueError:
+            return False
+        return True
+
+    return check
+
+
+def _date_time(text: str) -> None:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", text):
+        raise ValueError(text)
+    datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00").replace("t", "T"))
+
+
+def _byte(text: str) -> None:
+    base64.b64decode(text, validate=True)
+
+
+_DURATION = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^0$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "datetime": _parses(_date_time),
+    "date": _parses(date.fromisoformat),
+    "byte": _parses(_byte),
+    "uuid": _parses(uuid.UUID),
+    "ipv4": _parses(ipaddress.IPv4Address),
+    "ipv6": _parses(ipaddress.IPv6Address),
+    "cidr": _parses(lambda text: ipaddress.ip_network(text, strict=False)),
+    "duration": lambda text: bool(_DURATION.match(text)),
+    "hostname": lambda text: bool(_HOSTNAME.match(text)),
+    "email": lambda text: bool(re.fullmatch(r"[^@\s]+@[^@\s]+", text)),
+}
+
+
+# --- list types (after the OpenAPI pass, with field.Path names) --------------------------------------------
+
+
+def _field_child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _check_list_types(value: Any, node: dict[str, Any], path: str, found: list[FieldError]) -> None:
+    if isinstance(value, dict):
+        props: dict[str, Any] = node.get("properties") or {}
+        extra = _additional(node)
+        for key, child in value.items():
+            if key in props:
+                _check_list_types(child, props[key], _field_child(path, key), found)
+            elif extra is not None:
+                _check_list_types(child, extra, f"{path}[{key}]", found)
+    elif isinstance(value, list):
+        list_type = node.get("x-kubernetes-list-type")
+        keys = node.get("x-kubernetes-list-map-keys") or []
+        seen: list[Any] = []
+        for index, item in enumerate(value):
+            identity = (
+                {k: item.get(k) for k in keys if k in item}
+                if list_type == "map" and isinstance(item, dict)
+                else item
+            )
+            if list_type in ("set", "map"):
+                if identity in seen:
+                    found.append(FieldError(f"{path}[{index}]", errors.DUPLICATE, identity))
+                else:
+                    seen.append(identity)
+        items = node.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                _check_list_types(item, items, f"{path}[{index}]", found)
+
+
+# --- CEL rules ---------------------------------------------------------------------------------------------
+
+
+def _check_rules(
+    value: Any, old: Any, node: dict[str, Any], path: str, found: list[FieldError], *, root: bool = False
+) -> None:
+    if value is None:
+        return
+    if node.get("x-kubernetes-validations"):
+        found.extend(rules.evaluate_rules(value, old, node, path))
+    base = "" if path == "<nil>" else path
+    if isinstance(value, dict):
+        props: dict[str, Any] = node.get("properties") or {}
+        extra = _additional(node)
+        old_map = old if isinstance(old, dict) else {}
+        for key, child in value.items():
+            if root and key in _ROOT_OWNED:
+                continue
+            old_child = old_map.get(key, _ABSENT)
+            if key in props:
+                _check_rules(child, old_child, props[key], _field_child(base, key), found)
+            elif extra is not None:
+                _check_rules(child, old_child, extra, f"{base}[{key}]", found)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        olds = _correlate_items(value, old, node)
+        for index, item in enumerate(value):
+            _check_rules(item, olds[index], node["items"], f"{base}[{index}]", found)
