@@ -1,0 +1,137 @@
+"""The operator's `Configuration` file (`config.ray.io/v1alpha1`, passed with `--config`): every field and
+default of upstream KubeRay, and the start-up check of the batch-scheduler settings.
+
+Unlike a custom resource, a config file is ours to refuse: unknown fields and values of the wrong JSON type
+are errors (`ConfigError`, naming the field) rather than being dropped or coerced; a `Configuration` is
+immutable once built. Defaults follow upstream's `SetDefaults_Configuration`, including its treatment of
+empty and zero values as "unset" for the addresses and `reconcileConcurrency`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kuberay.api.features import Feature, FeatureGates
+from kuberay.api.meta import Container, EnvVar, GoFloat
+
+DEFAULT_METRICS_ADDR: Final = ":8080"
+DEFAULT_PROBE_ADDR: Final = ":8082"
+DEFAULT_RECONCILE_CONCURRENCY: Final = 1
+DEFAULT_QPS: Final = 100.0
+DEFAULT_BURST: Final = 200
+# Names accepted by `batchScheduler`.
+BATCH_SCHEDULERS: Final = ("volcano", "yunikorn", "scheduler-plugins", "kai-scheduler")
+LOG_ENCODERS: Final = ("json", "console")
+
+
+class ConfigError(ValueError):
+    """The operator configuration is invalid; the message names the field."""
+
+
+class Configuration(BaseModel):
+    """The operator's settings. Build with `Configuration.parse` / `Configuration.from_yaml` (file mode)
+    or with keyword arguments (flag mode)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", strict=True, frozen=True)
+
+    api_version: Literal["config.ray.io/v1alpha1"] = Field(
+        default="config.ray.io/v1alpha1", alias="apiVersion"
+    )
+    kind: Literal["Configuration"] = "Configuration"
+    burst: int = DEFAULT_BURST
+    qps: GoFloat = DEFAULT_QPS
+    enable_leader_election: bool = Field(default=True, alias="enableLeaderElection")
+    # Empty means `json`.
+    log_stdout_encoder: str = Field(default="", alias="logStdoutEncoder")
+    probe_addr: str = Field(default=DEFAULT_PROBE_ADDR, alias="probeAddr")
+    log_file: str = Field(default="", alias="logFile")
+    log_file_encoder: str = Field(default="", alias="logFileEncoder")
+    # Empty means the operator Pod's namespace.
+    leader_election_namespace: str = Field(default="", alias="leaderElectionNamespace")
+    batch_scheduler: str = Field(default="", alias="batchScheduler")
+    metrics_addr: str = Field(default=DEFAULT_METRICS_ADDR, alias="metricsAddr")
+    # Comma-separated namespaces; empty means all namespaces.
+    watch_namespace: str = Field(default="", alias="watchNamespace")
+    worker_sidecar_containers: list[Container] = Field(default_factory=list, alias="workerSidecarContainers")
+    head_sidecar_containers: list[Container] = Field(default_factory=list, alias="headSidecarContainers")
+    default_container_envs: list[EnvVar] = Field(default_factory=list, alias="defaultContainerEnvs")
+    default_pod_annotations: dict[str, str] = Field(default_factory=dict, alias="defaultPodAnnotations")
+    default_pod_labels: dict[str, str] = Field(default_factory=dict, alias="defaultPodLabels")
+    reconcile_concurrency: int = Field(default=DEFAULT_RECONCILE_CONCURRENCY, alias="reconcileConcurrency")
+    # Deprecated: means `batchScheduler: volcano`.
+    enable_batch_scheduler: bool = Field(default=False, alias="enableBatchScheduler")
+    use_kubernetes_proxy: bool = Field(default=False, alias="useKubernetesProxy")
+    delete_ray_job_after_job_finishes: bool = Field(default=False, alias="deleteRayJobAfterJobFinishes")
+    enable_metrics: bool = Field(default=False, alias="enableMetrics")
+
+    @field_validator("metrics_addr")
+    @classmethod
+    def _default_metrics_addr(cls, value: str) -> str:
+        return value or DEFAULT_METRICS_ADDR
+
+    @field_validator("probe_addr")
+    @classmethod
+    def _default_probe_addr(cls, value: str) -> str:
+        return value or DEFAULT_PROBE_ADDR
+
+    @field_validator("reconcile_concurrency")
+    @classmethod
+    def _default_reconcile_concurrency(cls, value: int) -> int:
+        return value or DEFAULT_RECONCILE_CONCURRENCY
+
+    @field_validator("log_stdout_encoder", "log_file_encoder")
+    @classmethod
+    def _known_encoder(cls, value: str) -> str:
+        if value and value not in LOG_ENCODERS:
+            raise ValueError(f"invalid encoder \"{value}\" (must be 'json' or 'console')")
+        return value
+
+    @classmethod
+    def parse(cls, data: Any) -> Configuration:
+        """Builds the configuration from a decoded config file; raises `ConfigError` naming the field."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file must be a mapping, not {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise ConfigError(_describe(e)) from None
+
+    @classmethod
+    def from_yaml(cls, text: str) -> Configuration:
+        """Parses a config file's text (YAML or JSON); an empty file is all defaults."""
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file is not valid YAML: {e}") from None
+        return cls.parse({} if data is None else data)
+
+    def validate_batch_scheduler(self, gates: FeatureGates) -> None:
+        """Upstream's `ValidateBatchSchedulerConfig`, with its exact messages."""
+        if gates.enabled(Feature.KUBERNETES_WAS):
+            if self.enable_batch_scheduler or self.batch_scheduler:
+                raise ConfigError(
+                    "the KubernetesWAS feature gate cannot be combined with --batch-scheduler or "
+                    "--enable-batch-scheduler"
+                )
+            return
+        if self.enable_batch_scheduler and self.batch_scheduler:
+            raise ConfigError(
+                "both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set. "
+                "Please use batch-scheduler only"
+            )
+        if self.batch_scheduler and self.batch_scheduler not in BATCH_SCHEDULERS:
+            raise ConfigError(f"scheduler is not supported, name={self.batch_scheduler}")
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "<root>"
+        if item["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown field")
+        else:
+            problems.append(f"{where}: {item['msg']}")
+    return "invalid Configuration: " + "; ".join(problems)
