@@ -225,7 +225,7 @@ def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list
         actual = json_type(value)
         detail = f'{_in_body(name)} must be of type {",".join(expected)}: "{actual}"'
         found.append(FieldError(name, errors.INVALID, actual, detail, reason="FieldValueTypeInvalid"))
-        return
+    # As in kube-openapi, a type error does not stop the other validators that apply to the value's kind.
     _validate_composition(value, node, name, found)
     if isinstance(value, str):
         _validate_string(value, node, name, found)

@@ -22,9 +22,7 @@ def _pod(fault: str | None = None, restart: str = "Always", **spec: Any) -> dict
     }
 
 
-def _at(
-    pod: dict[str, Any], seconds: float, timing: Timing = ZERO
-) -> tuple[dict[str, Any], float | None]:
+def _at(pod: dict[str, Any], seconds: float, timing: Timing = ZERO) -> tuple[dict[str, Any], float | None]:
     outcome = pod_status(pod, HERE, T0, T0 + timedelta(seconds=seconds), timing)
     return outcome.status, outcome.recheck_after
 
