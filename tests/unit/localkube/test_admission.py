@@ -48,7 +48,7 @@ def condition(**overrides: Any) -> dict[str, Any]:
     } | overrides
 
 
-def edit(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def edit(change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
     obj = copy.deepcopy(BASE)
     change(obj)
     return obj
@@ -70,7 +70,7 @@ def limits(cpu: Any) -> Callable[[dict[str, Any]], None]:
     return spec_set(autoscalerOptions={"resources": {"limits": {"cpu": cpu}}})
 
 
-CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
     ("missing required", lambda o: o["spec"].pop("headGroupSpec"), ["spec.headGroupSpec: Required value"]),
     ("null is absent", spec_set(headGroupSpec=None), ["spec.headGroupSpec: Required value"]),
     (
@@ -219,7 +219,7 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("change", "expected"), [(c, e) for _, c, e in CATALOGUE], ids=[n for n, _, _ in CATALOGUE]
 )
 def test_refusals_name_the_field_and_the_reason(
-    raycluster_schema: dict[str, Any], change: Callable[[dict[str, Any]], None], expected: list[str]
+    raycluster_schema: dict[str, Any], change: Callable[[dict[str, Any]], object], expected: list[str]
 ) -> None:
     obj = edit(change)
     before = copy.deepcopy(obj)
