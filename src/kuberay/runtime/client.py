@@ -1,0 +1,337 @@
+"""The operator's one door to the Kubernetes API: typed errors, dict objects, client-side rate limiting.
+
+lightkube supplies the connection: kubeconfig and in-cluster configuration, authentication (tokens, token
+files re-read on 401, exec plugins, client certificates), TLS, and its httpx2 transport. On top of that
+transport this module speaks the REST API directly with orjson, so every object in and out is a plain
+JSON-shaped dict, built-in kinds and custom resources alike, and no typed model sits between the wire and
+the cache.
+
+Invariants:
+- Every request first takes a token from the client's bucket (`--qps`, `--burst`).
+- Every failure surfaces as a `kuberay.runtime.errors.KubeError` subclass chained to its cause; nothing
+  from httpx2 escapes.
+- Writes carry `fieldManager` (the operator's name) so server-side field ownership is attributed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import orjson
+from lightkube.config import client_adapter
+from lightkube.config.kubeconfig import DEFAULT_KUBECONFIG, SERVICE_ACCOUNT, KubeConfig, SingleConfig
+from lightkube.core.exceptions import ConfigError
+
+from kuberay.runtime import errors
+from kuberay.runtime.clock import Clock, SystemClock
+from kuberay.runtime.ratelimit import TokenBucket
+from kuberay.runtime.resources import Resource
+
+Object = dict[str, Any]
+
+
+class PatchType(StrEnum):
+    """Patch kinds, by the Content-Type the API server expects."""
+
+    JSON = "application/json-patch+json"
+    MERGE = "application/merge-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    items: list[Object]
+    resource_version: str
+    continue_token: str
+
+
+class ConfigurationError(Exception):
+    """No usable connection configuration (bad kubeconfig, missing context, no in-cluster account)."""
+
+
+def load_config(kubeconfig: str | None = None, context: str | None = None) -> SingleConfig:
+    """The connection configuration, chosen as controller-runtime does: the `--kubeconfig` path, else the
+    KUBECONFIG variable, else the in-cluster service account, else ~/.kube/config."""
+    try:
+        if kubeconfig:
+            config = KubeConfig.from_file(kubeconfig)
+        elif os.environ.get("KUBECONFIG"):
+            config = KubeConfig.from_file(os.environ["KUBECONFIG"].split(os.pathsep)[0])
+        elif Path(SERVICE_ACCOUNT).exists():
+            config = KubeConfig.from_service_account()
+        else:
+            config = KubeConfig.from_file(Path(DEFAULT_KUBECONFIG).expanduser())
+        single = config.get(context)
+    except (ConfigError, OSError, ValueError, KeyError) as e:
+        raise ConfigurationError(f"cannot load Kubernetes configuration: {e}") from e
+    if single is None:
+        raise ConfigurationError("cannot load Kubernetes configuration: no current context")
+    return single
+
+
+class Client:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        *,
+        qps: float = 100.0,
+        burst: int = 200,
+        clock: Clock | None = None,
+        field_manager: str = "kuberay-operator",
+    ) -> None:
+        self._http = http
+        self._bucket = TokenBucket(qps, burst, clock or SystemClock())
+        self.field_manager = field_manager
+
+    @classmethod
+    def from_config(
+        cls,
+        config: SingleConfig,
+        *,
+        user_agent: str = "kuberay-operator/nightly",
+        timeout: float = 30.0,
+        **kwargs: Any,
+    ) -> Client:
+        params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout))
+        http = client_adapter.AsyncClient(config, params)
+        http.headers["User-Agent"] = user_agent
+        http.headers["Accept"] = "application/json"
+        return cls(http, **kwargs)
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def get(
+        self, resource: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
+    ) -> Object:
+        return await self._request("GET", resource.path(_ns(resource, namespace), name, subresource))
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> ObjectList:
+        """One page of a list; `namespace=None` lists all namespaces."""
+        params = _params(
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            limit=str(limit) if limit else None,
+            resourceVersion=resource_version,
+        )
+        if continue_token:
+            params["continue"] = continue_token
+        body = await self._request("GET", resource.path(namespace), params=params)
+        metadata = body.get("metadata") or {}
+        items: list[Object] = body.get("items") or []
+        # List items carry no apiVersion/kind; callers and caches expect whole objects.
+        for item in items:
+            item.setdefault("apiVersion", resource.api_version)
+            item.setdefault("kind", resource.kind)
+        return ObjectList(items, metadata.get("resourceVersion", ""), metadata.get("continue", ""))
+
+    async def list_all(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        page_size: int = 500,
+        **selectors: str | None,
+    ) -> ObjectList:
+        """Every page of a list, and the resourceVersion of the snapshot they form."""
+        items: list[Object] = []
+        token: str | None = None
+        while True:
+            page = await self.list(resource, namespace, limit=page_size, continue_token=token, **selectors)
+            items.extend(page.items)
+            if not page.continue_token:
+                return ObjectList(items, page.resource_version, "")
+            token = page.continue_token
+
+    async def create(
+        self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None
+    ) -> Object:
+        ns = _ns(resource, namespace or _object_namespace(obj))
+        return await self._request(
+            "POST", resource.path(ns), body=_with_type(resource, obj), params=self._write_params()
+        )
+
+    async def update(
+        self, resource: Resource, obj: Mapping[str, Any], *, subresource: str | None = None
+    ) -> Object:
+        """Replaces the object (PUT); a stale metadata.resourceVersion raises `Conflict`."""
+        name = (obj.get("metadata") or {}).get("name") or ""
+        path = resource.path(_ns(resource, _object_namespace(obj)), name, subresource)
+        return await self._request("PUT", path, body=_with_type(resource, obj), params=self._write_params())
+
+    async def update_status(self, resource: Resource, obj: Mapping[str, Any]) -> Object:
+        return await self.update(resource, obj, subresource="status")
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str | None = None,
+        force: bool = False,
+    ) -> Object:
+        params = self._write_params()
+        if force:
+            params["force"] = "true"
+        content = patch if isinstance(patch, bytes) else orjson.dumps(patch)
+        return await self._request(
+            "PATCH",
+            resource.path(_ns(resource, namespace), name, subresource),
+            content=content,
+            params=params,
+            content_type=patch_type.value,
+        )
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> None:
+        options: Object = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        await self._request("DELETE", resource.path(_ns(resource, namespace), name), body=options)
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[Object]:
+        """The raw watch events (`{"type", "object"}`), bookmarks included, until the server ends the
+        stream. An `ERROR` event is raised as the error its Status names (410 → `Gone`)."""
+        params = _params(
+            watch="true",
+            allowWatchBookmarks="true",
+            resourceVersion=resource_version,
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            timeoutSeconds=str(timeout_seconds),
+        )
+        await self._bucket.acquire()
+        # A silent connection is dead once the server's own timeout has long passed.
+        timeout = httpx2.Timeout(30.0, read=timeout_seconds + 30.0)
+        try:
+            async with self._http.stream(
+                "GET", resource.path(namespace), params=params, timeout=timeout
+            ) as response:
+                if response.status_code >= 400:
+                    raise _status_error(response, await response.aread())
+                buffer = b""
+                async for chunk in response.aiter_bytes():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield _decode_event(line)
+                if buffer.strip():
+                    yield _decode_event(buffer)
+        except httpx2.HTTPError as e:
+            raise errors.Unavailable(f"watch {resource}: {e}") from e
+
+    def _write_params(self) -> dict[str, str]:
+        return {"fieldManager": self.field_manager}
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content: bytes | None = None,
+        content_type: str = "application/json",
+    ) -> Object:
+        await self._bucket.acquire()
+        if body is not None:
+            content = orjson.dumps(body)
+        headers = {"Content-Type": content_type} if content is not None else None
+        try:
+            response = await self._http.request(method, path, params=params, content=content, headers=headers)
+        except httpx2.HTTPError as e:
+            raise errors.Unavailable(f"{method} {path}: {e}") from e
+        if response.status_code >= 400:
+            raise _status_error(response, response.content)
+        if not response.content:
+            return {}
+        decoded: Object = orjson.loads(response.content)
+        return decoded
+
+
+def _status_error(response: httpx2.Response, content: bytes) -> errors.KubeError:
+    try:
+        body = orjson.loads(content) if content else None
+    except orjson.JSONDecodeError:
+        body = {"message": content.decode(errors="replace")[:500]}
+    error = errors.from_status(response.status_code, body)
+    try:
+        response.raise_for_status()
+    except httpx2.HTTPStatusError as cause:
+        error.__cause__ = cause
+    return error
+
+
+def _decode_event(line: bytes) -> Object:
+    event: Object = orjson.loads(line)
+    if event.get("type") == "ERROR":
+        status = event.get("object") or {}
+        raise errors.from_status(int(status.get("code") or 500), status)
+    return event
+
+
+def _params(**values: str | None) -> dict[str, str]:
+    return {k: v for k, v in values.items() if v}
+
+
+def _ns(resource: Resource, namespace: str | None) -> str | None:
+    if not resource.namespaced:
+        return None
+    if not namespace:
+        raise ValueError(f"{resource.kind} is namespaced: a namespace is required")
+    return namespace
+
+
+def _object_namespace(obj: Mapping[str, Any]) -> str | None:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return str(namespace) if namespace else None
+
+
+def _with_type(resource: Resource, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    if obj.get("apiVersion") and obj.get("kind"):
+        return obj
+    return {"apiVersion": resource.api_version, "kind": resource.kind, **obj}

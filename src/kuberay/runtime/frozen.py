@@ -1,0 +1,70 @@
+"""Read-only JSON values for the cache: `freeze` once on the way in, `thaw` (or `copy.deepcopy`) to edit.
+
+Cached objects are shared by every reader, so a reconciler that edited one in place would corrupt the
+cache for everyone (the Go runtime lives with this by convention; here it is enforced). `FrozenDict` and
+`FrozenList` are `dict` and `list` subclasses with every mutating method refused, so reading costs
+nothing, orjson and pydantic accept them as they are, and they take no more memory than plain containers
+(`__slots__ = ()`). `copy.deepcopy` and `thaw` return plain, mutable containers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+
+class ReadOnlyError(TypeError):
+    """A cached object was about to be changed in place; `thaw` it (or `copy.deepcopy`) first."""
+
+
+def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise ReadOnlyError("cached objects are read-only; thaw() or copy.deepcopy() before changing them")
+
+
+class FrozenDict(dict[str, Any]):
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        thawed: dict[str, Any] = thaw(self)
+        return thawed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list[Any]):
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = clear = extend = insert = pop = remove = reverse = sort = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        thawed: list[Any] = thaw(self)
+        return thawed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A read-only copy of a JSON-shaped value (dicts and lists become frozen; scalars are shared)."""
+    if isinstance(value, dict):
+        return FrozenDict((k, freeze(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return FrozenList(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A mutable deep copy of a JSON-shaped value (frozen or not)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value
