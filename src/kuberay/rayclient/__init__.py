@@ -1,0 +1,1 @@
+"""Clients of Ray itself: the dashboard Jobs and Serve APIs."""

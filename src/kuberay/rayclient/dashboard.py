@@ -1,0 +1,266 @@
+"""The Ray dashboard's HTTP API as the operator uses it: the Jobs API and the Serve API.
+
+One `DashboardClient` talks to one Ray head, either directly (`http://<head-svc>.<ns>.svc.<domain>:8265`,
+2 s timeout) or through the Kubernetes API server's service proxy (`--use-kubernetes-proxy`, 10 s), in
+which case the caller passes an httpx client that carries the API server's credentials. Requests and
+error texts follow upstream KubeRay's dashboard client, so that messages surfaced in status and Events
+read the same as upstream's. Paths keep their trailing slashes: the dashboard routes on them.
+
+Nothing here retries or sleeps: a failed call raises and the reconciler decides when to try again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+DIRECT_TIMEOUT = 2.0
+PROXY_TIMEOUT = 10.0
+AUTH_HEADER = "x-ray-authorization"
+DASHBOARD_PORT_NAME = "dashboard"
+
+# Job statuses reported by Ray (`JobStatus` in ray.dashboard.modules.job.common).
+TERMINAL_JOB_STATUSES = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
+
+
+class DashboardError(Exception):
+    """A dashboard call failed; the message reads as upstream's."""
+
+
+class JobNotFound(DashboardError):
+    """The dashboard has no job with this submission id."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"Job {job_id} does not exist on the cluster")
+        self.job_id = job_id
+
+
+class SubmissionIdInUse(DashboardError):
+    """A job with this submission id was submitted before (for example by an earlier reconcile)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"submission ID '{job_id}' already used, Please use a different submission_id")
+        self.job_id = job_id
+
+
+@dataclass(frozen=True)
+class JobSubmitRequest:
+    """The body of `POST /api/jobs/`; empty fields are left out, as upstream's Go encoding does."""
+
+    entrypoint: str
+    submission_id: str = ""
+    runtime_env: Mapping[str, Any] | None = None
+    metadata: Mapping[str, str] | None = None
+    entrypoint_resources: Mapping[str, float] | None = None
+    entrypoint_num_cpus: float = 0.0
+    entrypoint_num_gpus: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if self.runtime_env:
+            body["runtime_env"] = dict(self.runtime_env)
+        if self.metadata:
+            body["metadata"] = dict(self.metadata)
+        if self.entrypoint_resources:
+            body["entrypoint_resources"] = dict(self.entrypoint_resources)
+        body["entrypoint"] = self.entrypoint
+        if self.submission_id:
+            body["submission_id"] = self.submission_id
+        if self.entrypoint_num_cpus:
+            body["entrypoint_num_cpus"] = self.entrypoint_num_cpus
+        if self.entrypoint_num_gpus:
+            body["entrypoint_num_gpus"] = self.entrypoint_num_gpus
+        return body
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What the dashboard reports about one job (times in milliseconds since the epoch)."""
+
+    submission_id: str
+    status: str
+    message: str = ""
+    job_id: str | None = None
+    entrypoint: str = ""
+    error_type: str | None = None
+    start_time: int | None = None
+    end_time: int | None = None
+    driver_exit_code: int | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    runtime_env: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_JOB_STATUSES
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JobInfo:
+        return cls(
+            submission_id=data.get("submission_id") or "",
+            status=data.get("status") or "",
+            message=data.get("message") or "",
+            job_id=data.get("job_id"),
+            entrypoint=data.get("entrypoint") or "",
+            error_type=data.get("error_type"),
+            start_time=data.get("start_time"),
+            end_time=data.get("end_time"),
+            driver_exit_code=data.get("driver_exit_code"),
+            metadata=data.get("metadata") or {},
+            runtime_env=data.get("runtime_env") or {},
+        )
+
+
+@dataclass(frozen=True)
+class ServeDeploymentStatus:
+    name: str
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ServeApplicationStatus:
+    name: str
+    status: str
+    message: str = ""
+    deployments: Mapping[str, ServeDeploymentStatus] = field(default_factory=dict)
+
+
+def dashboard_base_url(head_service: Mapping[str, Any], cluster_domain: str = "cluster.local") -> str:
+    """`http://<svc>.<ns>.svc.<domain>:<port>` for a RayCluster's head Service, from its port named
+    `dashboard`; DashboardError("dashboard port is not found") without one."""
+    metadata = head_service.get("metadata") or {}
+    for port in (head_service.get("spec") or {}).get("ports") or []:
+        if port.get("name") == DASHBOARD_PORT_NAME:
+            host = f"{metadata.get('name')}.{metadata.get('namespace')}.svc.{cluster_domain}"
+            return f"http://{host}:{port.get('port')}"
+    raise DashboardError("dashboard port is not found")
+
+
+def proxy_base_url(api_server: str, namespace: str, head_service_name: str) -> str:
+    """The API server's service-proxy path to a head Service's dashboard port."""
+    return (
+        f"{api_server.rstrip('/')}/api/v1/namespaces/{namespace}/services/{head_service_name}:dashboard/proxy"
+    )
+
+
+class DashboardClient:
+    """The Jobs and Serve APIs of one Ray head. The httpx client is owned by the caller."""
+
+    def __init__(self, http: httpx.AsyncClient, base_url: str, *, token: str | None = None) -> None:
+        self._http = http
+        self._base = base_url.rstrip("/")
+        self._headers = {AUTH_HEADER: f"Bearer {token}"} if token else {}
+
+    async def _request(
+        self, method: str, path: str, *, content: bytes | None = None, params: dict[str, str] | None = None
+    ) -> httpx.Response:
+        headers = self._headers
+        if method in ("POST", "PUT"):
+            headers = {**headers, "Content-Type": "application/json"}
+        try:
+            return await self._http.request(
+                method, self._base + path, headers=headers, content=content, params=params
+            )
+        except httpx.HTTPError as err:
+            raise DashboardError(f"{method} {self._base + path}: {err!r}") from err
+
+    # -- Jobs ---------------------------------------------------------------------------------------------
+
+    async def submit_job(self, request: JobSubmitRequest) -> str:
+        """Submits a job; returns its submission id. Raises SubmissionIdInUse when the id was taken."""
+        response = await self._request("POST", "/api/jobs/", content=orjson.dumps(request.to_json()))
+        if response.status_code == 500 and "Please use a different submission_id" in response.text:
+            raise SubmissionIdInUse(request.submission_id)
+        if not response.is_success:
+            raise DashboardError(f"SubmitJob fail: {_status_line(response)} {response.text}")
+        body = _json_or_none(response)
+        if not isinstance(body, dict) or "job_id" not in body:
+            raise DashboardError(f"SubmitJob fail: {response.text}")
+        return str(body.get("submission_id") or body["job_id"])
+
+    async def get_job_info(self, job_id: str) -> JobInfo:
+        """The job's status; JobNotFound when the dashboard does not know it (not submitted yet)."""
+        response = await self._request("GET", f"/api/jobs/{job_id}")
+        if response.status_code == 404:
+            raise JobNotFound(job_id)
+        body = _json_or_none(response)
+        if not isinstance(body, dict):
+            raise DashboardError(f"GetJobInfo fail: {response.text}")
+        return JobInfo.from_json(body)
+
+    async def list_jobs(self) -> list[JobInfo]:
+        response = await self._request("GET", "/api/jobs/")
+        if response.status_code == 404:
+            return []
+        body = _json_or_none(response)
+        if not isinstance(body, list):
+            raise DashboardError(f"GetJobInfo fail: {response.text}")
+        return [JobInfo.from_json(item) for item in body]
+
+    async def get_job_logs(self, job_id: str) -> str:
+        """The driver's log so far; empty when the job is unknown."""
+        response = await self._request("GET", f"/api/jobs/{job_id}/logs")
+        if response.status_code == 404:
+            return ""
+        body = _json_or_none(response)
+        if not isinstance(body, dict):
+            raise DashboardError(f"GetJobLog fail: {response.text}")
+        return str(body.get("logs") or "")
+
+    async def stop_job(self, job_id: str) -> None:
+        """Stops a job. A job the dashboard would not stop is fine if it has already ended."""
+        response = await self._request("POST", f"/api/jobs/{job_id}/stop")
+        body = _json_or_none(response)
+        if not isinstance(body, dict):
+            raise DashboardError(f"StopJob fail: {response.text}")
+        if body.get("stopped"):
+            return
+        info = await self.get_job_info(job_id)
+        if not info.terminal:
+            raise DashboardError(f"failed to stop job: {job_id} is still {info.status}")
+
+    async def delete_job(self, job_id: str) -> None:
+        await self._request("DELETE", f"/api/jobs/{job_id}")
+
+    # -- Serve --------------------------------------------------------------------------------------------
+
+    async def get_serve_applications(self) -> dict[str, ServeApplicationStatus]:
+        """Each declarative Serve application's status and its deployments' statuses."""
+        response = await self._request("GET", "/api/serve/applications/", params={"api_type": "declarative"})
+        if not response.is_success:
+            raise DashboardError(f"GetServeDetails fail: {_status_line(response)} {response.text}")
+        body = _json_or_none(response)
+        if not isinstance(body, dict):
+            raise DashboardError(f"GetServeDetails failed. Failed to unmarshal bytes: {response.text}")
+        applications: dict[str, ServeApplicationStatus] = {}
+        for name, app in (body.get("applications") or {}).items():
+            deployments = {
+                dep_name: ServeDeploymentStatus(dep_name, dep.get("status") or "", dep.get("message") or "")
+                for dep_name, dep in (app.get("deployments") or {}).items()
+            }
+            applications[name] = ServeApplicationStatus(
+                name, app.get("status") or "", app.get("message") or "", deployments
+            )
+        return applications
+
+    async def update_serve_applications(self, config: Mapping[str, Any]) -> None:
+        """Deploys a Serve config (serveConfigV2 as JSON); sorted keys and compact, as upstream sends it."""
+        content = orjson.dumps(config, option=orjson.OPT_SORT_KEYS)
+        response = await self._request("PUT", "/api/serve/applications/", content=content)
+        if not response.is_success:
+            raise DashboardError(f"UpdateDeployments fail: {_status_line(response)} {response.text}")
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _status_line(response: httpx.Response) -> str:
+    return f"{response.status_code} {response.reason_phrase}"

@@ -1,0 +1,75 @@
+"""A real Ray head (ray from PyPI) for tests: `ray start --head --block` in its own process group.
+
+Stopping kills that process group (SIGTERM, then SIGKILL after a grace period). `ray stop` is never used:
+it kills every Ray process on the host, including other clusters'.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class RayHead:
+    def __init__(self, temp_dir: Path) -> None:
+        self.temp_dir = temp_dir
+        self.gcs_port = free_port()
+        self.dashboard_port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def start(self, timeout: float = 120.0) -> None:
+        ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+        command = [
+            ray, "start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true",
+            f"--port={self.gcs_port}", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
+            f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+            "--num-cpus=2", "--object-store-memory=100000000", f"--temp-dir={self.temp_dir}",
+        ]  # fmt: skip
+        log = self.temp_dir.parent / "ray-head.log"
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        with log.open("wb") as out:
+            self._process = subprocess.Popen(command, env=env, start_new_session=True, stdout=out, stderr=out)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"ray start exited with {self._process.returncode}; see {log}")
+            try:
+                if httpx.get(f"{self.dashboard_url}/api/version", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the Ray dashboard did not answer within {timeout} s; see {log}")
+
+    def stop(self, grace: float = 15.0) -> None:
+        if self._process is None:
+            return
+        try:
+            os.killpg(self._process.pid, signal.SIGTERM)
+            self._process.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+        except ProcessLookupError:
+            pass
+        self._process = None
