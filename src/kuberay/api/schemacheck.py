@@ -1,0 +1,345 @@
+"""The CRD schema check of a ray.io object, offline, as the API server runs it on create.
+
+`check(obj, kind)` applies the schema's defaults to a copy (the API server defaults before it validates, so
+a required field with a default never fails), then validates the copy against our generated CRD schema
+(`kuberay.api.crd.schema`): types (with `nullable` and `x-kubernetes-int-or-string`), `required`, `enum`,
+the `date-time` format, `pattern`, bounds on numbers, lengths and item counts, and the CEL rules of
+`x-kubernetes-validations` with `self`. Transition rules (those reading `oldSelf`) only run on update and are
+skipped. Fields the schema does not know are reported as kubectl's strict field validation (its default)
+reports them, rather than silently pruned.
+
+Errors are `FieldError`s whose path and message read like the API server's causes:
+``spec.headGroupSpec: Required value``,
+``spec.x: Unsupported value: "y": supported values: "a", "b"``,
+``spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"``.
+The JSON-schema walk is the `jsonschema` library's (Draft 4, which OpenAPI v3.0 schemas follow), with the
+keywords whose behaviour or wording differs replaced by ones that follow the API server. Not checked: the
+uniqueness of `x-kubernetes-list-type: map/set` items, and the top-level `metadata` (the API server's own
+ObjectMeta rules; our validation checks names).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+import cel
+import jsonschema  # type: ignore[import-untyped]
+from cel import stdlib
+from jsonschema import Draft4Validator, ValidationError
+
+from kuberay.api import crd
+from kuberay.api.validation import FieldError
+
+_ROOT_OWNED = ("apiVersion", "kind", "metadata")
+# Stands for the field's own path inside a message; replaced once the error's full path is known.
+_HERE = "\x00path\x00"
+_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
+
+
+def _render(value: Any) -> str:
+    """A value as the API server prints it in an error: strings quoted, numbers and booleans bare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if value is None:
+        return '"null"'
+    return json.dumps(value if isinstance(value, str) else _json_type(value), ensure_ascii=False)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _is_type(value: Any, expected: str) -> bool:
+    if expected == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if expected == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _JSON_TYPES.get(expected, object))
+
+
+def _invalid(value: Any, detail: str) -> ValidationError:
+    return ValidationError(f"Invalid value: {_render(value)}: {detail}")
+
+
+def _in_body(detail: str) -> str:
+    return f"{_HERE} in body {detail}"
+
+
+# --- keywords, in the API server's wording -------------------------------------------------------------------
+Keyword = Iterator[ValidationError]
+
+
+def _type(_: Any, expected: str, value: Any, node: Mapping[str, Any]) -> Keyword:
+    if node.get("x-kubernetes-int-or-string"):
+        return
+    if value is None and node.get("nullable"):
+        return
+    if not _is_type(value, expected):
+        actual = _json_type(value)
+        yield ValidationError(
+            f"Invalid value: {json.dumps(actual)}: "
+            + _in_body(f"must be of type {expected}: {json.dumps(actual)}")
+        )
+
+
+def _any_of(_: Any, branches: list[Any], value: Any, node: Mapping[str, Any]) -> Keyword:
+    # The only anyOf in our schemas is int-or-string's pair of types.
+    if node.get("x-kubernetes-int-or-string") and not (_is_type(value, "integer") or isinstance(value, str)):
+        actual = _json_type(value)
+        yield ValidationError(
+            f"Invalid value: {json.dumps(actual)}: "
+            + _in_body(f"must be of type integer,string: {json.dumps(actual)}")
+        )
+
+
+def _required(_: Any, names: list[str], value: Any, __: Any) -> Keyword:
+    if isinstance(value, dict):
+        for name in names:
+            if name not in value:
+                yield ValidationError("Required value", path=(name,))
+
+
+def _enum(_: Any, allowed: list[Any], value: Any, __: Any) -> Keyword:
+    if value not in allowed:
+        supported = ", ".join(_render(item) for item in allowed)
+        yield ValidationError(f"Unsupported value: {_render(value)}: supported values: {supported}")
+
+
+def _pattern(_: Any, pattern: str, value: Any, __: Any) -> Keyword:
+    if isinstance(value, str) and re.search(pattern, value) is None:
+        yield _invalid(value, _in_body(f"should match '{pattern}'"))
+
+
+def _format(_: Any, fmt: str, value: Any, __: Any) -> Keyword:
+    # int32/int64 are not range-checked by the API server; date-time is the only other format we emit.
+    if fmt == "date-time" and isinstance(value, str):
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+            valid = "T" in value.upper() and re.search(r"([+-]\d\d:\d\d|[Zz])$", value) is not None
+        except ValueError:
+            valid = False
+        if not valid:
+            yield _invalid(value, _in_body(f"must be of type date-time: {_render(value)}"))
+
+
+def _bound(relation: str, limit: float) -> str:
+    shown = str(int(limit)) if float(limit).is_integer() else str(limit)
+    return _in_body(f"should be {relation} {shown}")
+
+
+def _minimum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
+    if _is_type(value, "number"):
+        if node.get("exclusiveMinimum") and value <= limit:
+            yield _invalid(value, _bound("greater than", limit))
+        elif value < limit:
+            yield _invalid(value, _bound("greater than or equal to", limit))
+
+
+def _maximum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
+    if _is_type(value, "number"):
+        if node.get("exclusiveMaximum") and value >= limit:
+            yield _invalid(value, _bound("less than", limit))
+        elif value > limit:
+            yield _invalid(value, _bound("less than or equal to", limit))
+
+
+def _max_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
+    if isinstance(value, str) and len(value) > limit:
+        yield ValidationError(f"Too long: may not be more than {limit} bytes")
+
+
+def _min_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
+    if isinstance(value, str) and len(value) < limit:
+        yield _invalid(value, _in_body(f"should be at least {limit} chars long"))
+
+
+def _max_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
+    if isinstance(value, list) and len(value) > limit:
+        yield ValidationError(
+            f"Too many: {len(value)}: must have at most {limit} {'item' if limit == 1 else 'items'}"
+        )
+
+
+def _min_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
+    if isinstance(value, list) and len(value) < limit:
+        yield _invalid(len(value), _in_body(f"should have at least {limit} items"))
+
+
+@cache
+def _cel_functions() -> dict[str, Any]:
+    context = cel.Context()
+    stdlib.add_stdlib_to_context(context)
+    functions: dict[str, Any] = context.functions
+    return functions
+
+
+@cache
+def _compiled(expression: str) -> tuple[Any, bool]:
+    program = cel.compile(expression)
+    return program, "oldSelf" in program.variables()
+
+
+def _to_cel(value: Any, node: Mapping[str, Any]) -> Any:
+    """A JSON value typed by its schema, as the API server hands it to CEL (numbers as doubles)."""
+    if node.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, dict):
+        properties = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        return {
+            k: _to_cel(v, properties.get(k, extra if isinstance(extra, dict) else {}))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        items = node.get("items")
+        return [_to_cel(v, items if isinstance(items, dict) else {}) for v in value]
+    return value
+
+
+def _cel_rules(_: Any, rules: list[Mapping[str, Any]], value: Any, node: Mapping[str, Any]) -> Keyword:
+    shown_type = json.dumps(node.get("type", ""))
+    for rule in rules:
+        expression = str(rule.get("rule", ""))
+        program, transition = _compiled(expression)
+        if transition:
+            continue
+        context = cel.Context(variables={"self": _to_cel(value, node)}, functions=_cel_functions())
+        try:
+            passed = program.execute(context) is True
+            detail = str(rule.get("message") or f"failed rule: {expression}")
+        except (KeyError, ValueError, TypeError, RuntimeError) as error:
+            passed, detail = False, f"{error} evaluating rule: {rule.get('message') or expression}"
+        if not passed:
+            yield ValidationError(f"Invalid value: {shown_type}: {detail}")
+
+
+def _properties(
+    validator: Any, properties: Mapping[str, Any], value: Any, node: Mapping[str, Any]
+) -> Keyword:
+    if not isinstance(value, dict):
+        return
+    extra = node.get("additionalProperties")
+    for key, child in value.items():
+        schema = properties.get(key, extra if isinstance(extra, dict) else None)
+        if schema is not None:
+            yield from validator.descend(child, schema, path=key)
+        elif not node.get("x-kubernetes-preserve-unknown-fields") and extra is not True:
+            yield ValidationError(f'unknown field "{_HERE}"', path=(key,))
+
+
+def _additional_properties(validator: Any, extra: Any, value: Any, node: Mapping[str, Any]) -> Keyword:
+    if isinstance(value, dict) and isinstance(extra, dict) and "properties" not in node:
+        for key, child in value.items():
+            yield from validator.descend(child, extra, path=key)
+
+
+def _items(validator: Any, items: Any, value: Any, _: Any) -> Keyword:
+    if isinstance(value, list) and isinstance(items, dict):
+        for index, item in enumerate(value):
+            yield from validator.descend(item, items, path=index)
+
+
+_Validator = jsonschema.validators.create(
+    meta_schema=Draft4Validator.META_SCHEMA,
+    validators={
+        "type": _type,
+        "anyOf": _any_of,
+        "required": _required,
+        "enum": _enum,
+        "pattern": _pattern,
+        "format": _format,
+        "minimum": _minimum,
+        "maximum": _maximum,
+        "maxLength": _max_length,
+        "minLength": _min_length,
+        "maxItems": _max_items,
+        "minItems": _min_items,
+        "properties": _properties,
+        "additionalProperties": _additional_properties,
+        "items": _items,
+        "x-kubernetes-validations": _cel_rules,
+    },
+)
+
+
+# --- defaults ------------------------------------------------------------------------------------------------
+
+
+def _apply_defaults(value: Any, node: Mapping[str, Any]) -> None:
+    """Defaults in place. As the API server does, a null in a field that is not `nullable` is dropped
+    first, so that the field reads as absent and takes its default."""
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        for key in list(value):
+            child_node = properties.get(key, extra if isinstance(extra, dict) else None)
+            if value[key] is None and child_node is not None and not child_node.get("nullable"):
+                del value[key]
+        for key, child in properties.items():
+            if key not in value and "default" in child:
+                value[key] = copy.deepcopy(child["default"])
+        for key, item in value.items():
+            child_node = properties.get(key, extra if isinstance(extra, dict) else None)
+            if child_node is not None:
+                _apply_defaults(item, child_node)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for item in value:
+            _apply_defaults(item, node["items"])
+
+
+@cache
+def _schema(kind: str) -> dict[str, Any]:
+    return crd.schema(kind)
+
+
+def _body_schema(kind: str) -> dict[str, Any]:
+    schema = _schema(kind)
+    return {
+        **schema,
+        "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in _ROOT_OWNED},
+    }
+
+
+def defaulted(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A copy of `obj` with the CRD schema's defaults applied, as the API server stores it."""
+    result = copy.deepcopy(dict(obj))
+    _apply_defaults(result, _schema(kind))
+    return result
+
+
+def _path(error: ValidationError) -> str:
+    path = ""
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def check(obj: Mapping[str, Any], kind: str) -> list[FieldError]:
+    """The schema errors of `obj` (a JSON-shaped ray.io object of `kind`) after defaulting, in document
+    order; `KeyError` for a kind that is not ray.io's."""
+    body = {k: v for k, v in defaulted(obj, kind).items() if k not in _ROOT_OWNED}
+    errors = []
+    for error in _Validator(_body_schema(kind)).iter_errors(body):
+        path = _path(error) or "<nil>"
+        errors.append(FieldError(path, error.message.replace(_HERE, path)))
+    return errors
