@@ -1,0 +1,38 @@
+"""The controllers the operator can run, and the cache selectors of the kinds they own.
+
+A `ControllerSetup` installs one controller into the manager (building its reconciler from the settings
+and registering its watches) when `enabled` says so (a feature gate, a flag). `BUILTIN` is the list the
+`kuberay-operator` command runs; tests pass their own list to `kuberay.operator.main.run`. Nothing here
+is global state: the list is passed explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kuberay.operator.settings import OperatorSettings
+from kuberay.runtime.manager import Manager
+from kuberay.runtime.resources import JOB, POD, Resource
+
+
+def _always(settings: OperatorSettings) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class ControllerSetup:
+    name: str
+    install: Callable[[Manager, OperatorSettings], None]
+    enabled: Callable[[OperatorSettings], bool] = _always
+
+
+# The RayCluster, RayJob, RayService and RayCronJob controllers plug in here.
+BUILTIN: tuple[ControllerSetup, ...] = ()
+
+# Upstream's manager cache selectors: only the pods and batch Jobs the operator manages are cached, so
+# memory grows with what it owns rather than with the cluster.
+CACHE_SELECTORS: Mapping[Resource, str] = {
+    POD: "ray.io/node-type in (head,worker,redis-cleanup)",
+    JOB: "app.kubernetes.io/created-by=kuberay-operator",
+}

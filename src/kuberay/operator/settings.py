@@ -1,0 +1,180 @@
+"""The operator's settings: upstream's flags, or the `--config` file, plus feature gates and connection.
+
+Flags are Go-style, as upstream's: `-flag` or `--flag`, `--flag=value` or `--flag value`, and booleans as
+`--flag` or `--flag=false`. As upstream, when `--config` names a Configuration file every flag it covers is
+ignored (`--feature-gates`, `--kubeconfig` and the logging level still apply). A bad flag, an unreadable or
+invalid config file, or an unknown feature gate raises `SettingsError` with one line that names it; `main`
+prints it and exits with status 2.
+
+Flags beyond upstream's: `--kubeconfig` (controller-runtime's), `--zap-log-level`, and the leader-election
+timings (`--leader-election-lease-duration`, `--leader-election-renew-deadline`,
+`--leader-election-retry-period`, client-go's defaults), which tests and small clusters shorten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kuberay.api.config import (
+    DEFAULT_BURST,
+    DEFAULT_METRICS_ADDR,
+    DEFAULT_PROBE_ADDR,
+    DEFAULT_QPS,
+    DEFAULT_RECONCILE_CONCURRENCY,
+    ConfigError,
+    Configuration,
+)
+from kuberay.api.features import FeatureGateError, FeatureGates
+
+LOG_LEVELS = ("debug", "info", "error")
+
+
+class SettingsError(Exception):
+    """The command line or the config file is unusable; the message is one line naming the culprit."""
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    config: Configuration
+    feature_gates: FeatureGates
+    kubeconfig: str | None = None
+    log_level: str = "info"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    config_file: str | None = None
+    forced_cluster_upgrade: bool = False
+
+    @property
+    def watch_namespaces(self) -> list[str]:
+        """The namespaces to cache, or an empty list for all of them."""
+        return [ns.strip() for ns in self.config.watch_namespace.split(",") if ns.strip()]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise SettingsError(message)
+
+
+def _go_bool(value: str) -> bool:
+    # Go's strconv.ParseBool.
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}")
+
+
+def _positive_seconds(value: str) -> float:
+    seconds = float(value)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return seconds
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="kuberay-operator", allow_abbrev=False, add_help=True)
+
+    def flag(name: str, **kwargs: Any) -> None:
+        parser.add_argument(f"--{name}", f"-{name}", dest=name.replace("-", "_"), **kwargs)
+
+    def bool_flag(name: str, default: bool) -> None:
+        flag(name, type=_go_bool, nargs="?", const=True, default=default, metavar="BOOL")
+
+    flag("metrics-addr", default=DEFAULT_METRICS_ADDR)
+    flag("health-probe-bind-address", default=DEFAULT_PROBE_ADDR)
+    bool_flag("enable-leader-election", True)
+    flag("leader-election-namespace", default="")
+    flag("reconcile-concurrency", type=int, default=DEFAULT_RECONCILE_CONCURRENCY)
+    flag("watch-namespace", default="")
+    bool_flag("forced-cluster-upgrade", False)
+    flag("log-file-path", default="")
+    flag("log-file-encoder", default="json", choices=("json", "console"))
+    flag("log-stdout-encoder", default="json", choices=("json", "console"))
+    bool_flag("enable-batch-scheduler", False)
+    flag("batch-scheduler", default="")
+    flag("config", default="")
+    bool_flag("use-kubernetes-proxy", False)
+    flag("feature-gates", default="")
+    bool_flag("enable-metrics", False)
+    flag("qps", type=float, default=DEFAULT_QPS)
+    flag("burst", type=int, default=DEFAULT_BURST)
+    flag("kubeconfig", default="")
+    flag("zap-log-level", default="info", choices=LOG_LEVELS)
+    flag("leader-election-lease-duration", type=_positive_seconds, default=15.0)
+    flag("leader-election-renew-deadline", type=_positive_seconds, default=10.0)
+    flag("leader-election-retry-period", type=_positive_seconds, default=2.0)
+    return parser
+
+
+def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> OperatorSettings:
+    environ = dict(os.environ) if environ is None else environ
+    args = _parser().parse_args(list(argv))
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except FeatureGateError as e:
+        raise SettingsError(f"invalid --feature-gates: {e}") from None
+    try:
+        if args.config:
+            config = Configuration.from_yaml(_read(args.config))
+        else:
+            config = Configuration(
+                metrics_addr=args.metrics_addr,
+                probe_addr=args.health_probe_bind_address,
+                enable_leader_election=args.enable_leader_election,
+                leader_election_namespace=args.leader_election_namespace,
+                reconcile_concurrency=args.reconcile_concurrency,
+                watch_namespace=args.watch_namespace,
+                log_file=args.log_file_path,
+                log_file_encoder=args.log_file_encoder,
+                log_stdout_encoder=args.log_stdout_encoder,
+                enable_batch_scheduler=args.enable_batch_scheduler,
+                batch_scheduler=args.batch_scheduler,
+                use_kubernetes_proxy=args.use_kubernetes_proxy,
+                delete_ray_job_after_job_finishes=environ.get("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES")
+                == "true",
+                enable_metrics=args.enable_metrics,
+                qps=args.qps,
+                burst=args.burst,
+            )
+        config.validate_batch_scheduler(gates)
+    except ConfigError as e:
+        source = f"config file {args.config}" if args.config else "flags"
+        raise SettingsError(f"invalid {source}: {e}") from None
+    if config.reconcile_concurrency < 1:
+        raise SettingsError(
+            f"invalid reconcile concurrency {config.reconcile_concurrency}: must be at least 1"
+        )
+    if config.qps <= 0 or config.burst < 1:
+        raise SettingsError(
+            f"invalid client rate limits qps={config.qps} burst={config.burst}: both must be positive"
+        )
+    if (
+        not args.leader_election_lease_duration
+        > args.leader_election_renew_deadline
+        > args.leader_election_retry_period
+    ):
+        raise SettingsError("leader election needs lease-duration > renew-deadline > retry-period")
+    return OperatorSettings(
+        config=config,
+        feature_gates=gates,
+        kubeconfig=args.kubeconfig or None,
+        log_level=args.zap_log_level,
+        lease_duration=args.leader_election_lease_duration,
+        renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period,
+        config_file=args.config or None,
+        forced_cluster_upgrade=args.forced_cluster_upgrade,
+    )
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise SettingsError(f"failed to read config file {path}: {e.strerror or e}") from None
