@@ -308,22 +308,22 @@ def _apply_defaults(value: Any, node: Mapping[str, Any]) -> None:
 
 
 @cache
-def _schema(kind: str) -> dict[str, Any]:
-    return crd.schema(kind)
+def _schema(kind: str, version: str) -> dict[str, Any]:
+    return crd.schema(kind, version)
 
 
-def _body_schema(kind: str) -> dict[str, Any]:
-    schema = _schema(kind)
+def _body_schema(kind: str, version: str) -> dict[str, Any]:
+    schema = _schema(kind, version)
     return {
         **schema,
         "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in _ROOT_OWNED},
     }
 
 
-def defaulted(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+def defaulted(obj: Mapping[str, Any], kind: str, version: str = "v1") -> dict[str, Any]:
     """A copy of `obj` with the CRD schema's defaults applied, as the API server stores it."""
     result = copy.deepcopy(dict(obj))
-    _apply_defaults(result, _schema(kind))
+    _apply_defaults(result, _schema(kind, version))
     return result
 
 
@@ -334,12 +334,12 @@ def _path(error: ValidationError) -> str:
     return path
 
 
-def check(obj: Mapping[str, Any], kind: str) -> list[FieldError]:
-    """The schema errors of `obj` (a JSON-shaped ray.io object of `kind`) after defaulting, in document
-    order; `KeyError` for a kind that is not ray.io's."""
-    body = {k: v for k, v in defaulted(obj, kind).items() if k not in _ROOT_OWNED}
+def check(obj: Mapping[str, Any], kind: str, version: str = "v1") -> list[FieldError]:
+    """The schema errors of `obj` (a JSON-shaped ray.io object of `kind`, written at `version`) after
+    defaulting; `KeyError` for a kind or version that ray.io does not serve."""
+    body = {k: v for k, v in defaulted(obj, kind, version).items() if k not in _ROOT_OWNED}
     errors = []
-    for error in _Validator(_body_schema(kind)).iter_errors(body):
+    for error in _Validator(_body_schema(kind, version)).iter_errors(body):
         path = _path(error) or "<nil>"
         errors.append(FieldError(path, error.message.replace(_HERE, path)))
     return errors

@@ -1,0 +1,121 @@
+"""ray.io objects in manifest text, and the offline check `kuberay validate` runs on each of them.
+
+`ray_objects(text)` reads a multi-document YAML stream (documents and the items of `kind: List`) and keeps
+the ray.io ones, in order; everything else (ConfigMaps, Services, ...) is skipped silently. It does no
+I/O: the caller reads the file.
+
+`check_object(data, gates)` does what a cluster would do with the object, without a cluster:
+1. the CRD schema check at the object's version (`schemacheck`); when it fails, the API server would
+   refuse the object, so those errors are the answer;
+2. the object as stored: schema defaults applied, a `generateName` completed with a 5-character suffix
+   (the API server picks a random one; we use a fixed one of the same alphabet);
+3. our validation (`kuberay.api.validation`) on the parsed v1 object, as the webhooks and reconcilers
+   run it (a v1alpha1 object is stored and read as v1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+import yaml
+
+from kuberay.api import constants as c
+from kuberay.api import schemacheck, validation
+from kuberay.api.features import FeatureGates
+from kuberay.api.meta import KubeObject
+from kuberay.api.raycluster import RayCluster
+from kuberay.api.raycronjob import RayCronJob
+from kuberay.api.rayjob import RayJob
+from kuberay.api.rayservice import RayService
+from kuberay.api.validation import FieldError
+
+
+class ManifestError(ValueError):
+    """The text is not a YAML stream of objects; the message says where."""
+
+
+@dataclass(frozen=True)
+class _Kind:
+    model: type[KubeObject]
+    validate: Callable[[Any, FeatureGates], list[FieldError]]
+    versions: tuple[str, ...]
+
+
+_KINDS: Mapping[str, _Kind] = {
+    "RayCluster": _Kind(RayCluster, validation.validate_raycluster, ("v1", "v1alpha1")),
+    "RayJob": _Kind(RayJob, validation.validate_rayjob, ("v1", "v1alpha1")),
+    "RayService": _Kind(RayService, validation.validate_rayservice, ("v1", "v1alpha1")),
+    "RayCronJob": _Kind(RayCronJob, validation.validate_raycronjob, ("v1",)),
+}
+_GENERATED_SUFFIX = c.RANDOM_SUFFIX_ALPHABET[: c.RANDOM_SUFFIX_LENGTH]
+_MAX_GENERATE_NAME_PREFIX = 58  # the API server trims generateName to leave room for the suffix
+
+
+def _is_ray_object(document: Any) -> bool:
+    return isinstance(document, dict) and str(document.get("apiVersion", "")).split("/")[0] == c.GROUP
+
+
+def ray_objects(text: str) -> list[dict[str, Any]]:
+    """The ray.io objects of a YAML stream, in order; `ManifestError` when the YAML does not parse or a
+    document is not an object."""
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        raise ManifestError(f"invalid YAML: {' '.join(str(error).split())}") from None
+    found: list[dict[str, Any]] = []
+    for number, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            raise ManifestError(f"document {number} is not an object")
+        items = document.get("items") if document.get("kind") == "List" else [document]
+        found.extend(item for item in items or [] if _is_ray_object(item))
+    return found
+
+
+def display_name(data: Mapping[str, Any]) -> str:
+    """``<Kind>/<name>`` (the generateName prefix when the name is left to the API server)."""
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return f"{data.get('kind', '<no kind>')}/{meta.get('name') or meta.get('generateName') or '<no name>'}"
+
+
+def _as_stored(data: dict[str, Any]) -> dict[str, Any]:
+    meta = data.get("metadata")
+    if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):
+        prefix = str(meta["generateName"])[:_MAX_GENERATE_NAME_PREFIX]
+        data = {**data, "metadata": {**meta, "name": prefix + _GENERATED_SUFFIX}}
+    return data
+
+
+def _model_errors(error: pydantic.ValidationError) -> list[FieldError]:
+    def path(location: tuple[int | str, ...]) -> str:
+        text = ""
+        for part in location:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text or "<nil>"
+
+    return [FieldError(path(problem["loc"]), problem["msg"]) for problem in error.errors()]
+
+
+def check_object(data: dict[str, Any], gates: FeatureGates) -> list[FieldError]:
+    """Schema check, then our validation, of one ray.io object (see the module docstring)."""
+    group_version, kind = str(data.get("apiVersion", "")), str(data.get("kind", ""))
+    version = group_version.partition("/")[2]
+    known = _KINDS.get(kind)
+    if known is None:
+        return [FieldError("kind", f'no matches for kind "{kind}" in version "{group_version}"')]
+    if version not in known.versions:
+        return [FieldError("apiVersion", f'no matches for kind "{kind}" in version "{group_version}"')]
+    schema_errors = schemacheck.check(data, kind, version)
+    if schema_errors:
+        return schema_errors
+    stored = _as_stored(schemacheck.defaulted(data, kind, version))
+    try:
+        obj = known.model.parse({**stored, "apiVersion": c.API_VERSION})
+    except pydantic.ValidationError as error:
+        return _model_errors(error)
+    return known.validate(obj, gates)
