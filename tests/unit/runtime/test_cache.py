@@ -1,0 +1,73 @@
+import copy
+
+import orjson
+import pytest
+
+from kuberay.runtime.cache import OWNER_UID_INDEX, Store, prepare
+from kuberay.runtime.clock import FakeClock
+from kuberay.runtime.expectations import ScaleAction, ScaleExpectations
+from kuberay.runtime.frozen import ReadOnlyError
+from kuberay.runtime.resources import ObjectKey
+
+
+def pod(name: str, namespace: str = "ns", owner: str = "", rv: str = "1", **labels: str) -> dict:
+    metadata = {
+        "name": name,
+        "namespace": namespace,
+        "resourceVersion": rv,
+        "labels": labels,
+        "managedFields": [{"manager": "x"}],
+    }
+    if owner:
+        metadata["ownerReferences"] = [
+            {"uid": owner, "name": owner, "kind": "RayCluster", "apiVersion": "ray.io/v1", "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": {"containers": [{"name": "c"}]}}
+
+
+def test_cached_objects_lose_managed_fields_and_refuse_changes_until_copied():
+    obj = prepare(pod("a"))
+    assert "managedFields" not in obj["metadata"]
+    with pytest.raises(ReadOnlyError):
+        obj["metadata"]["labels"]["x"] = "y"
+    with pytest.raises(ReadOnlyError):
+        obj["spec"]["containers"].append({})
+    mutable = copy.deepcopy(obj)
+    mutable["spec"]["containers"].append({"name": "d"})
+    assert len(obj["spec"]["containers"]) == 1
+    assert orjson.loads(orjson.dumps(obj)) == obj
+
+
+def test_indexes_follow_updates_and_removals():
+    store = Store()
+    store.add_index("group", lambda o: [o["metadata"]["labels"].get("group", "")])
+    store.upsert(prepare(pod("a", owner="u1", group="g1")))
+    store.upsert(prepare(pod("b", owner="u1", group="g2")))
+    store.upsert(prepare(pod("c", namespace="other", owner="u2")))
+    assert {o["metadata"]["name"] for o in store.by_index(OWNER_UID_INDEX, "u1")} == {"a", "b"}
+    store.upsert(prepare(pod("b", owner="u2", group="g1", rv="2")))
+    assert [o["metadata"]["name"] for o in store.by_index(OWNER_UID_INDEX, "u1")] == ["a"]
+    assert {o["metadata"]["name"] for o in store.by_index("group", "g1")} == {"a", "b"}
+    store.remove(ObjectKey("ns", "a"))
+    assert [o["metadata"]["name"] for o in store.list("ns")] == ["b"]
+    assert [o["metadata"]["name"] for o in store.list(labels={"group": "g1"})] == ["b"]
+    with pytest.raises(KeyError, match="no index named 'nope'"):
+        store.by_index("nope", "x")
+
+
+def test_scale_expectations_wait_for_the_cache_or_the_timeout():
+    store, clock = Store(), FakeClock()
+    owner = ObjectKey("ns", "cluster")
+    expectations = ScaleExpectations(store.get, clock, timeout=30)
+    expectations.expect(owner, "g", "p1", ScaleAction.CREATE)
+    expectations.expect(owner, "g", "p2", ScaleAction.CREATE)
+    assert expectations.satisfied(owner, "other-group")
+    assert not expectations.satisfied(owner, "g")
+    store.upsert(prepare(pod("p1")))
+    assert not expectations.satisfied(owner, "g")
+    clock.advance(30)  # p2's create never showed up: stop waiting for it
+    assert expectations.satisfied(owner, "g")
+    expectations.expect(owner, "g", "p1", ScaleAction.DELETE)
+    assert not expectations.satisfied(owner, "g")
+    store.remove(ObjectKey("ns", "p1"))
+    assert expectations.satisfied(owner, "g")
