@@ -1,0 +1,187 @@
+"""The simulated kubelet of one node: registers the Node, plays the lifecycle of the pods bound to it and
+finishes their deletion.
+
+Status comes from `simulate.pod_status`, a pure function of the pod and the time since this kubelet
+admitted it, so a recheck that finds nothing new writes nothing. Pod addresses come from a pool in the
+loopback range (127.244.0.0/16): a simulated pod runs no process, and a client that dials its address
+reaches nothing but this machine. Deleting a pod bound here completes at once (nothing to stop); a pod
+that still has finalizers waits for them and is removed on the next change.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from localkube.node.simulate import Placement, SimulationError, Timing, pod_status
+from localkube.storage import Event, Store
+
+PODS_PREFIX = "/registry/core/pods/"
+NODES_PREFIX = "/registry/core/nodes/"
+POD_NETWORK = ipaddress.ip_network("127.244.0.0/16")
+
+# A simulated node is large enough for every sample and benchmark; accelerators included so that GPU and
+# TPU pods schedule too.
+DEFAULT_CAPACITY: Mapping[str, str] = {
+    "cpu": "1k",
+    "memory": "4Ti",
+    "ephemeral-storage": "10Ti",
+    "pods": "100k",
+    "nvidia.com/gpu": "1k",
+    "amd.com/gpu": "1k",
+    "google.com/tpu": "1k",
+    "aws.amazon.com/neuroncore": "1k",
+    "habana.ai/gaudi": "1k",
+}
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    name: str = "localkube"
+    host_ip: str = "127.0.0.1"
+    capacity: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CAPACITY))
+    labels: Mapping[str, str] = field(default_factory=dict)
+    timing: Timing = field(default_factory=Timing)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def node_object(options: NodeOptions, now: datetime.datetime) -> dict[str, Any]:
+    """The Node as its kubelet registers it."""
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    labels = {
+        "kubernetes.io/hostname": options.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "localkube",
+        **options.labels,
+    }
+    conditions = [
+        ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": options.name, "labels": labels},
+        "spec": {},
+        "status": {
+            "capacity": dict(options.capacity),
+            "allocatable": dict(options.capacity),
+            "addresses": [
+                {"type": "InternalIP", "address": options.host_ip},
+                {"type": "Hostname", "address": options.name},
+            ],
+            "conditions": [
+                {
+                    "type": t,
+                    "status": s,
+                    "reason": r,
+                    "message": m,
+                    "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": stamp,
+                }
+                for t, s, r, m in conditions
+            ],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.32.0-localkube",
+                "containerRuntimeVersion": "localkube://simulated",
+            },
+        },
+    }
+
+
+class SimulatedKubelet:
+    """The kubelet of one simulated node (see the module docstring)."""
+
+    name = "kubelet"
+    prefixes = (PODS_PREFIX,)
+
+    def __init__(
+        self, store: Store, options: NodeOptions, clock: Callable[[], datetime.datetime] = _now
+    ) -> None:
+        self._store = store
+        self._options = options
+        self._clock = clock
+        self._admitted: dict[str, datetime.datetime] = {}
+        self._addresses: dict[str, str] = {}
+        self._cursor = 0
+
+    def register(self, create: Callable[[dict[str, Any]], None]) -> None:
+        """Creates this kubelet's Node through the API's create path unless it exists."""
+        if self._store.get(NODES_PREFIX + self._options.name) is None:
+            create(node_object(self._options, self._clock()))
+
+    def observe(self, event: Event) -> Iterable[str]:
+        pod = event.object
+        if (pod.get("spec") or {}).get("nodeName") != self._options.name:
+            return []
+        if event.type == "DELETED":
+            self._admitted.pop(event.key, None)
+            self._addresses.pop(event.key, None)
+            return []
+        address = (pod.get("status") or {}).get("podIP")
+        if address and event.key not in self._addresses:
+            self._addresses[event.key] = address  # kept across a restart of localkube
+        return [event.key]
+
+    def reconcile(self, key: str) -> float | None:
+        pod = self._store.get(key)
+        if pod is None or (pod.get("spec") or {}).get("nodeName") != self._options.name:
+            return None
+        metadata = pod["metadata"]
+        if metadata.get("deletionTimestamp"):
+            if not metadata.get("finalizers"):
+                self._store.delete(key, int(metadata["resourceVersion"]))
+            return None
+        started = self._admitted.setdefault(
+            key, _parse_time((pod.get("status") or {}).get("startTime")) or self._clock()
+        )
+        placement = Placement(self._options.name, self._options.host_ip, self._address(key))
+        try:
+            outcome = pod_status(pod, placement, started, self._clock(), self._options.timing)
+        except SimulationError:
+            return None  # an annotation we do not understand: the pod stays as it is
+        status = dict(outcome.status)
+        scheduled = [
+            c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"
+        ]
+        if scheduled:
+            status["conditions"] = [
+                c if c.get("type") != "PodScheduled" else scheduled[0] for c in status["conditions"]
+            ]
+        if status != pod.get("status"):
+            self._store.update(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
+        return outcome.recheck_after
+
+    def _address(self, key: str) -> str:
+        """The pod's address: kept for its lifetime, the next free one of the pool for a new pod."""
+        address = self._addresses.get(key)
+        if address is None:
+            in_use = set(self._addresses.values())
+            size = POD_NETWORK.num_addresses - 2
+            for _ in range(size):
+                self._cursor = self._cursor % size + 1
+                candidate = str(POD_NETWORK.network_address + self._cursor)
+                if candidate not in in_use:
+                    address = candidate
+                    break
+            else:
+                raise RuntimeError(f"no free pod address left in {POD_NETWORK}")
+            self._addresses[key] = address
+        return address
+
+
+def _parse_time(text: str | None) -> datetime.datetime | None:
+    if not text:
+        return None
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)

@@ -1,0 +1,96 @@
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube.controllers.runner import Runner
+from localkube.controllers.scheduler import Scheduler
+from localkube.node.kubelet import NODES_PREFIX, NodeOptions, SimulatedKubelet
+from localkube.storage import Store
+
+POD_KEY = "/registry/core/pods/default/"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    store = Store(tmp_path / "db")
+    kubelet = SimulatedKubelet(store, NodeOptions(capacity={"cpu": "4", "memory": "8Gi", "pods": "10"}))
+    kubelet.register(lambda node: store.create(NODES_PREFIX + node["metadata"]["name"], node) and None)
+    runner = Runner(store, [Scheduler(store), kubelet])
+    await runner.start()
+    yield store
+    await runner.stop()
+    store.close()
+
+
+def _pod(name: str, cpu: str = "1", **metadata: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": name, **metadata},
+        "spec": {"containers": [container]},
+    }
+
+
+async def _until(
+    store: Store, key: str, check: Callable[[dict[str, Any] | None], bool]
+) -> dict[str, Any] | None:
+    async with asyncio.timeout(10):
+        while not check(obj := store.get(key)):
+            await asyncio.sleep(0.02)
+    return obj
+
+
+def _condition(pod: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    assert pod is not None
+    return next(c for c in pod["status"]["conditions"] if c["type"] == kind)
+
+
+async def test_a_pod_is_bound_started_and_ready(store: Store) -> None:
+    store.create(POD_KEY + "a", _pod("a"))
+    pod = await _until(
+        store, POD_KEY + "a", lambda p: bool(p and p.get("status", {}).get("phase") == "Running")
+    )
+    assert pod is not None and pod["spec"]["nodeName"] == "localkube"
+    assert _condition(pod, "Ready")["status"] == "True"
+    assert _condition(pod, "PodScheduled")["status"] == "True"
+    assert pod["status"]["podIP"].startswith("127.244.")
+
+
+async def test_a_pod_that_fits_nowhere_says_why_and_schedules_when_room_is_freed(store: Store) -> None:
+    store.create(POD_KEY + "big", _pod("big", cpu="3"))
+    await _until(store, POD_KEY + "big", lambda p: bool(p and p["spec"].get("nodeName")))
+    store.create(POD_KEY + "late", _pod("late", cpu="2"))
+    pending = await _until(
+        store, POD_KEY + "late", lambda p: bool(p and p.get("status", {}).get("conditions"))
+    )
+    scheduled = _condition(pending, "PodScheduled")
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+    assert scheduled["message"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    store.delete(POD_KEY + "big")
+    await _until(store, POD_KEY + "late", lambda p: bool(p and p["spec"].get("nodeName") == "localkube"))
+
+
+async def test_deleting_a_bound_pod_completes_once_finalizers_are_gone(store: Store) -> None:
+    created = store.create(POD_KEY + "d", _pod("d", finalizers=["example.com/hold"]))
+    bound = await _until(
+        store, POD_KEY + "d", lambda p: bool(p and p.get("status", {}).get("phase") == "Running")
+    )
+    assert bound is not None and created
+    bound["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    terminating = store.update(POD_KEY + "d", bound)
+    await asyncio.sleep(0.1)
+    assert store.get(POD_KEY + "d") is not None
+    terminating["metadata"]["finalizers"] = []
+    store.update(POD_KEY + "d", terminating)
+    await _until(store, POD_KEY + "d", lambda p: p is None)
+
+
+async def test_injected_failures_show_in_status(store: Store) -> None:
+    store.create(POD_KEY + "pull", _pod("pull", annotations={"localkube.io/simulate": "ImagePullBackOff"}))
+    pod = await _until(
+        store, POD_KEY + "pull", lambda p: bool(p and p.get("status", {}).get("containerStatuses"))
+    )
+    assert pod is not None and pod["status"]["phase"] == "Pending"
+    assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
