@@ -27,7 +27,7 @@ def _timestamp(record: logging.LogRecord) -> str:
 
 
 def _context(record: logging.LogRecord) -> dict[str, str]:
-    return {key: value for key in FIELDS if (value := getattr(record, key, ""))}
+    return {key: value for key, attribute in FIELDS.items() if (value := getattr(record, attribute, ""))}
 
 
 class JsonFormatter(logging.Formatter):

@@ -21,8 +21,14 @@ class ReconcileContext(NamedTuple):
 
 current: ContextVar[ReconcileContext | None] = ContextVar("reconcile", default=None)
 
-# The record attributes a formatter can rely on (empty outside a reconcile), with controller-runtime's keys.
-FIELDS = ("controller", "namespace", "name", "reconcileID")
+# controller-runtime's log keys, and the record attributes that carry them (empty outside a reconcile);
+# prefixed because LogRecord already has a `name` (the logger's).
+FIELDS = {
+    "controller": "reconcile_controller",
+    "namespace": "reconcile_namespace",
+    "name": "reconcile_name",
+    "reconcileID": "reconcile_id",
+}
 
 
 class ReconcileContextFilter(logging.Filter):
@@ -33,6 +39,6 @@ class ReconcileContextFilter(logging.Filter):
             if context
             else ("",) * 4
         )
-        for field, value in zip(FIELDS, values, strict=True):
-            setattr(record, field, value)
+        for attribute, value in zip(FIELDS.values(), values, strict=True):
+            setattr(record, attribute, value)
         return True
