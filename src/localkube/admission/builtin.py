@@ -1,0 +1,88 @@
+"""The official schemas of Kubernetes' built-in kinds, from kubernetes-validate's packaged JSON schemas.
+
+One Kubernetes minor (1.32, kubectl's) is served. Definitions are loaded once, lazily, and never mutated;
+references stay as `{"$ref": "#/$defs/<name>"}` (some types are recursive) and `resolve` follows them.
+The definitions keep the patch extensions (`x-kubernetes-patch-merge-key`, `x-kubernetes-patch-strategy`,
+`x-kubernetes-list-type`, `x-kubernetes-list-map-keys`) that strategic merge and server-side apply need.
+Types are JSON-schema style: `type` may be a list such as `["string", "null"]`.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Final
+
+KUBERNETES_VERSION: Final = "1.32.0"
+_REF_PREFIX: Final = "#/$defs/"
+
+
+@lru_cache(maxsize=1)
+def definitions() -> dict[str, dict[str, Any]]:
+    """Every definition by its OpenAPI name (`io.k8s.api.core.v1.Pod`)."""
+    folder = (
+        resources.files("kubernetes_validate") / "kubernetes-json-schema" / f"v{KUBERNETES_VERSION}-local"
+    )
+    document = json.loads((folder / "_definitions.json").read_text())
+    found: dict[str, dict[str, Any]] = document["$defs"]
+    return found
+
+
+@lru_cache(maxsize=1)
+def _names_by_gvk() -> dict[tuple[str, str, str], str]:
+    names: dict[tuple[str, str, str], str] = {}
+    for name, definition in definitions().items():
+        for gvk in definition.get("x-kubernetes-group-version-kind") or []:
+            key = (gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", ""))
+            # Shared types (DeleteOptions, WatchEvent) list every group; a kind's own definition wins.
+            if key not in names or name.endswith("." + key[2]):
+                names[key] = name
+    return names
+
+
+def definition_name(gvk: tuple[str, str, str]) -> str | None:
+    """The definition name of a (group, version, kind), or None when it is not a built-in kind."""
+    return _names_by_gvk().get(gvk)
+
+
+def schema_for(gvk: tuple[str, str, str]) -> dict[str, Any] | None:
+    """The official schema of a built-in (group, version, kind), or None when it is not a built-in kind."""
+    name = definition_name(gvk)
+    return definitions()[name] if name else None
+
+
+def resolve(node: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`node` with its `$ref` followed (repeatedly); other nodes are returned as they are."""
+    while node is not None and "$ref" in node:
+        ref = str(node["$ref"])
+        node = definitions().get(ref.removeprefix(_REF_PREFIX)) if ref.startswith(_REF_PREFIX) else None
+    return node
+
+
+def property_schema(node: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """The resolved schema of a property (or map value) of an object node; None when unknown."""
+    node = resolve(node)
+    if node is None:
+        return None
+    props = node.get("properties") or {}
+    if key in props:
+        return _with_own_extensions(props[key])
+    extra = node.get("additionalProperties")
+    return resolve(extra) if isinstance(extra, dict) else None
+
+
+def items_schema(node: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The resolved schema of the items of an array node; None when unknown."""
+    node = resolve(node)
+    items = node.get("items") if node is not None else None
+    return resolve(items) if isinstance(items, dict) else None
+
+
+def _with_own_extensions(prop: dict[str, Any]) -> dict[str, Any] | None:
+    # A property may carry patch extensions beside its $ref; they belong to the property, so keep them.
+    target = resolve(prop)
+    if target is None or target is prop:
+        return target
+    own = {k: v for k, v in prop.items() if k.startswith("x-kubernetes-")}
+    return {**target, **own} if own else target
