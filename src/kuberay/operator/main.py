@@ -155,3 +155,7 @@ def _own_namespace(context_namespace: str) -> str:
     with contextlib.suppress(OSError):
         return IN_CLUSTER_NAMESPACE.read_text().strip()
     return context_namespace
+
+
+if __name__ == "__main__":
+    main()

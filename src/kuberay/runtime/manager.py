@@ -94,6 +94,9 @@ class Manager:
         """All informers have synced (the readiness of a follower as much as of the leader)."""
         return self._synced.is_set()
 
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
     @property
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading
