@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ SPEC_COMMAND = (
 )
 
 
-def build(case: Path) -> dict:  # type: ignore[type-arg]
+def build(case: Path) -> dict[str, Any]:
     cluster, options, _ = podcases.load(case)
     return rediscleanup.build_redis_cleanup_job(cluster, options)
 
