@@ -25,10 +25,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any, Literal
 
-from kuberay.builders import quantity
+from kuberay.builders import goformat, quantity
 
 NodeType = Literal["head", "worker"]
 
@@ -80,7 +79,7 @@ def with_group_resources(params: Mapping[str, str], resources: Mapping[str, str]
         else:
             custom[name] = float(value)
     if custom:
-        result["resources"] = f"'{go_json_float_map(custom)}'"
+        result["resources"] = f"'{goformat.json(custom)}'"
     return result
 
 
@@ -156,7 +155,7 @@ def _add_accelerators(params: dict[str, str], limits: Mapping[str, Any]) -> None
         if not accelerator_seen and ray_name is not None and value is not None:
             if ray_name not in declared:
                 declared[ray_name] = quantity.approximate_float(value)
-                params["resources"] = f"'{go_json_float_map(declared)}'"
+                params["resources"] = f"'{goformat.json(declared)}'"
             accelerator_seen = True
 
 
@@ -184,39 +183,6 @@ def _declared_custom_resources(params: Mapping[str, str]) -> dict[str, float] | 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def go_json_float_map(values: Mapping[str, float]) -> str:
-    """`json.Marshal(map[string]float64)`: keys sorted, no spaces, floats in Go's shortest form
-    (`4`, `0.5`, `1e-7`, `1e+21`)."""
-    items = (f"{_go_json_string(key)}:{_go_json_float(values[key])}" for key in sorted(values))
-    return "{" + ",".join(items) + "}"
-
-
-def _go_json_string(text: str) -> str:
-    # Go's encoder escapes HTML-significant characters and leaves other non-ASCII text as is.
-    encoded = json.dumps(text, ensure_ascii=False)
-    for char, escape in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        encoded = encoded.replace(char, escape)
-    return encoded
-
-
-def _go_json_float(value: float) -> str:
-    magnitude = abs(value)
-    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
-        text = repr(value)  # shortest digits in exponent form, as Go's 'e' format with precision -1
-        mantissa, _, exponent = text.partition("e")
-        sign, digits = exponent[0], exponent[1:].lstrip("0") or "0"
-        if sign == "+":
-            digits = digits.zfill(2)  # Go keeps at least two exponent digits for positive exponents
-        return f"{mantissa}e{sign}{digits}"
-    return format(Decimal(repr(value)).normalize(), "f")
 
 
 def render_flags(params: Mapping[str, str]) -> str:

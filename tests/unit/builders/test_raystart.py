@@ -152,22 +152,6 @@ def test_gpu_resource_keys(key: str, gpu: bool) -> None:
     assert raystart.is_gpu_resource_key(key) is gpu
 
 
-@pytest.mark.parametrize(
-    ("values", "text"),
-    [
-        ({"TPU": 4.0}, '{"TPU":4}'),
-        ({"neuron_cores": 4.0, "custom_resource": 2.0}, '{"custom_resource":2,"neuron_cores":4}'),
-        (
-            {"a": 0.5, "b": 1e-7, "c": 1e21, "d": 1e20, "e": 123456.789},
-            '{"a":0.5,"b":1e-7,"c":1e+21,"d":100000000000000000000,"e":123456.789}',
-        ),
-        ({"<&>": 1.0}, '{"\\u003c\\u0026\\u003e":1}'),
-    ],
-)
-def test_go_json_of_float_maps(values: dict[str, float], text: str) -> None:
-    assert raystart.go_json_float_map(values) == text
-
-
 def test_flags_render_booleans_as_switches() -> None:
     flags = raystart.render_flags(
         {"no-monitor": "True", "disable-usage-stats": "false", "log-color": "false", "num-cpus": "0"}
