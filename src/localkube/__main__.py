@@ -1,0 +1,5 @@
+"""`python -m localkube ...`: see `localkube.cli`."""
+
+from localkube.cli import main
+
+main()

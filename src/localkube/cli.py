@@ -1,0 +1,49 @@
+"""The `localkube` command line: `python -m localkube serve --data-dir DIR [--host H] [--port P]`.
+
+argparse rather than a richer CLI library keeps start-up fast: tests start localkube many times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from localkube.server.runner import ServeOptions, serve
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="localkube", description="A Kubernetes API server in one process.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_command = commands.add_parser("serve", help="serve the Kubernetes API over HTTPS")
+    serve_command.add_argument("--data-dir", type=Path, required=True, help="state, certificates and kubeconfig")
+    serve_command.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve_command.add_argument("--port", type=int, default=6443, help="port to listen on; 0 picks a free one")
+    serve_command.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"],
+        help="debug logs one line per request",
+    )  # fmt: skip
+    serve_command.add_argument(
+        "--compact-interval", type=float, default=60.0, help="seconds between compactions of the store"
+    )
+    serve_command.add_argument(
+        "--compact-keep", type=int, default=50_000, help="revisions kept for watch resumes at each compaction"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    arguments = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    serve(
+        ServeOptions(
+            data_dir=arguments.data_dir,
+            host=arguments.host,
+            port=arguments.port,
+            compact_interval_seconds=arguments.compact_interval,
+            compact_keep=arguments.compact_keep,
+        )
+    )

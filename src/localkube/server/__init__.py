@@ -1,0 +1,1 @@
+"""localkube's API server: HTTP routes, REST verbs, watch, discovery, OpenAPI, Table output, auth."""

@@ -1,0 +1,462 @@
+"""The ASGI application: routing, authentication, authorization, content negotiation and replies.
+
+A plain ASGI callable with a small hand-written router, to keep per-request overhead low. A request is
+routed by its path into one of: health and version, discovery, OpenAPI, or a resource request
+(`/api/v1/...` and `/apis/<group>/<version>/...`, optionally under `namespaces/<ns>/`, with a name and a
+subresource). Resource requests are authenticated (bearer token), authorized (the admin always; anyone
+else by RBAC), handed to `Resources` and answered in JSON, as a Table, or as a watch stream. Every
+refusal is an `ApiError` answered with its `Status`. One line per request is logged at debug level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+import yaml
+
+from localkube import __version__
+from localkube.server import errors, subresources
+from localkube.server.auth import Authenticator, User
+from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
+from localkube.server.errors import ApiError
+from localkube.server.openapi import OpenApi
+from localkube.server.patching import PATCH_TYPES
+from localkube.server.registry import ResourceType
+from localkube.server.rest import Resources
+from localkube.server.reviews import Reviews
+from localkube.server.selectors import SelectorError, field_matcher, label_matcher
+from localkube.server.tables import table
+from localkube.server.watch import stream
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+log = logging.getLogger("localkube.server")
+
+JSON = "application/json"
+_HEALTH = frozenset({"livez", "readyz", "healthz"})
+_VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-localkube",
+    "gitCommit": __version__,
+    "gitTreeState": "clean",
+    "buildDate": "2026-11-30T00:00:00Z",
+    "goVersion": "go1.23",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
+@dataclass(slots=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+    user: User | None = None
+
+
+@dataclass(slots=True)
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = JSON
+
+
+@dataclass(slots=True)
+class StreamReply:
+    chunks: AsyncIterator[bytes]
+    content_type: str = JSON
+
+
+@dataclass(slots=True)
+class Target:
+    """A resource request after routing."""
+
+    resource_type: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+# Whether a user may do something, described as an access review describes it: resource attributes
+# (verb, group, resource, subresource, namespace, name) or non-resource ones (verb, path).
+Authorize = Callable[[User, dict[str, str]], bool]
+
+
+def _json(obj: Any, status: int = 200) -> Reply:
+    return Reply(status, orjson.dumps(obj))
+
+
+def _error_reply(error: ApiError) -> Reply:
+    return Reply(error.code, orjson.dumps(error.status()))
+
+
+def request_verb(method: str, target: Target | None, query: dict[str, str]) -> str:
+    """The Kubernetes verb of a request, as RBAC names it."""
+    if method in ("GET", "HEAD"):
+        if target is not None and target.name is None:
+            return "watch" if query.get("watch") in ("true", "1") else "list"
+        return "get"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(
+        method, "delete" if target is None or target.name is not None else "deletecollection"
+    )
+
+
+class App:
+    """The API server as an ASGI application over `resources`, authenticating with `authenticator`."""
+
+    def __init__(
+        self,
+        resources: Resources,
+        authenticator: Authenticator,
+        authorize: Authorize | None = None,
+        pod_logs: subresources.PodLogs | None = None,
+    ) -> None:
+        self.resources = resources
+        self.registry = resources.registry
+        self.authenticator = authenticator
+        self.authorize = authorize
+        self.discovery = Discovery(self.registry)
+        self.openapi = OpenApi(self.registry)
+        self.pod_logs = pod_logs
+        self.reviews = Reviews(authenticator, self._allowed)
+        self.ready = True
+
+    # -- ASGI -------------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        started = time.perf_counter()
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        request = Request(
+            scope["method"],
+            scope["path"],
+            dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)),
+            headers,
+            body,
+        )
+        try:
+            reply = self.handle(request)
+        except ApiError as error:
+            reply = _error_reply(error)
+        except Exception:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            reply = _error_reply(ApiError(500, "InternalError", "an internal error occurred"))
+        if isinstance(reply, StreamReply):
+            await _send_stream(reply, receive, send)
+            status = 200
+        else:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": reply.status,
+                    "headers": [
+                        (b"content-type", reply.content_type.encode()),
+                        (b"content-length", str(len(reply.body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": reply.body})
+            status = reply.status
+        if log.isEnabledFor(logging.DEBUG):
+            query = scope["query_string"].decode("latin-1")
+            log.debug(
+                "%s %s%s %d %.1fms user=%s",
+                request.method,
+                request.path,
+                "?" + query if query else "",
+                status,
+                (time.perf_counter() - started) * 1000,
+                request.user.name if request.user else "-",
+            )
+
+    # -- routing ----------------------------------------------------------------------------------------
+
+    def handle(self, request: Request) -> Reply | StreamReply:
+        segments = [s for s in request.path.split("/") if s]
+        head = segments[0] if segments else ""
+        if head in _HEALTH:
+            return Reply(200 if self.ready else 500, b"ok", "text/plain; charset=utf-8")
+        if head == "version" and len(segments) == 1:
+            return _json(_VERSION)
+        request.user = self.authenticator.authenticate(request.headers.get("authorization"))
+        if request.user is None:
+            raise errors.unauthorized()
+        if head == "openapi":
+            self._require(request)
+            return self._openapi(segments[1:])
+        if head == "api" and len(segments) <= 2:
+            self._require(request)
+            return self._core_discovery(request, segments)
+        if head == "apis" and len(segments) <= 3:
+            self._require(request)
+            return self._group_discovery(request, segments)
+        if head in ("api", "apis"):
+            target = self._route(segments)
+            if target.resource_type.virtual:
+                return self._review(request, target)
+            verb = request_verb(request.method, target, request.query)
+            if not self._allowed(request.user, _attributes(verb, target)):
+                raise self._forbidden(request.user, verb, target)
+            return self._resource(request, target, verb)
+        raise errors.page_not_found()
+
+    def _require(self, request: Request) -> None:
+        assert request.user is not None
+        verb = request.method.lower()
+        if not self._allowed(request.user, {"verb": verb, "path": request.path}):
+            raise errors.forbidden(f'forbidden: User "{request.user.name}" cannot {verb} path "{request.path}"')
+
+    def _allowed(self, user: User, attributes: dict[str, str]) -> bool:
+        if user.is_admin or self.authorize is None:
+            return user.is_admin
+        return self.authorize(user, attributes)
+
+    @staticmethod
+    def _forbidden(user: User, verb: str, target: Target) -> ApiError:
+        resource_type = target.resource_type
+        resource = resource_type.plural + (f"/{target.subresource}" if target.subresource else "")
+        scope = f' in the namespace "{target.namespace}"' if target.namespace else " at the cluster scope"
+        name = resource_type.group_resource + (f' "{target.name}"' if target.name else "")
+        return ApiError(
+            403,
+            "Forbidden",
+            f'{name} is forbidden: User "{user.name}" cannot {verb} resource "{resource}" in API group '
+            f'"{resource_type.group}"{scope}',
+            {"name": target.name or "", "group": resource_type.group, "kind": resource_type.plural},
+        )
+
+    def _route(self, segments: list[str]) -> Target:
+        if segments[0] == "api":
+            if segments[1] != "v1":
+                raise errors.page_not_found()
+            group, version, rest = "", "v1", segments[2:]
+        else:
+            group, version, rest = segments[1], segments[2], segments[3:]
+        namespace = None
+        namespace_subresource = group == "" and len(rest) == 3 and rest[2] in ("status", "finalize")
+        if rest[0] == "namespaces" and len(rest) >= 3 and not namespace_subresource:
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise errors.page_not_found()
+        resource_type = self.registry.get(group, version, rest[0])
+        if resource_type is None or (namespace is not None and not resource_type.namespaced):
+            raise errors.page_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        if subresource is not None and subresource not in resource_type.subresources:
+            raise errors.page_not_found()
+        return Target(resource_type, namespace, name, subresource)
+
+    # -- discovery and OpenAPI --------------------------------------------------------------------------
+
+    def _core_discovery(self, request: Request, segments: list[str]) -> Reply:
+        if len(segments) == 1:
+            if wants_aggregated(request.headers.get("accept", "")):
+                return Reply(200, self.discovery.aggregated(core=True), AGGREGATED_CONTENT_TYPE)
+            return Reply(200, self.discovery.api_versions())
+        document = self.discovery.resource_list("", segments[1])
+        if document is None:
+            raise errors.page_not_found()
+        return Reply(200, document)
+
+    def _group_discovery(self, request: Request, segments: list[str]) -> Reply:
+        if len(segments) == 1:
+            if wants_aggregated(request.headers.get("accept", "")):
+                return Reply(200, self.discovery.aggregated(core=False), AGGREGATED_CONTENT_TYPE)
+            return Reply(200, self.discovery.group_list())
+        document = (
+            self.discovery.group(segments[1])
+            if len(segments) == 2
+            else self.discovery.resource_list(segments[1], segments[2])
+        )
+        if document is None:
+            raise errors.page_not_found()
+        return Reply(200, document)
+
+    def _openapi(self, segments: list[str]) -> Reply:
+        if segments == ["v2"]:
+            # An empty protobuf document: kubectl's client-side validation then has no schema to check.
+            return Reply(200, b"", "application/octet-stream")
+        if segments == ["v3"]:
+            return Reply(200, self.openapi.index())
+        if segments and segments[0] == "v3":
+            document = self.openapi.document("/".join(segments[1:]))
+            if document is not None:
+                return Reply(200, document)
+        raise errors.page_not_found()
+
+    # -- resources --------------------------------------------------------------------------------------
+
+    def _resource(self, request: Request, target: Target, verb: str) -> Reply | StreamReply:
+        resource_type, namespace, name, sub = target.resource_type, target.namespace, target.name, target.subresource
+        resources = self.resources
+        query = request.query
+        if sub in ("scale", "log", "binding", "token", "finalize"):
+            content_type = request.headers.get("content-type", JSON)
+            return _json_or_text(
+                subresources.handle(
+                    resources, self.authenticator, self.pod_logs, request.method, target, request.body, content_type, query
+                )
+            )
+        if verb in ("list", "watch"):
+            return self._list(request, resource_type, namespace, verb)
+        if verb == "get":
+            assert name is not None
+            return self._object_reply(request, resource_type, resources.get(resource_type, namespace, name))
+        if verb == "create":
+            if resource_type.namespaced and namespace is None:
+                raise errors.page_not_found()
+            created = resources.create(resource_type, namespace, _decode(request), query)
+            return self._object_reply(request, resource_type, created, 201)
+        if verb == "update":
+            assert name is not None
+            updated = resources.update(resource_type, namespace, name, _decode(request), sub, query)
+            return self._object_reply(request, resource_type, updated)
+        if verb == "patch":
+            assert name is not None
+            content_type = request.headers.get("content-type", "").split(";")[0].strip()
+            if content_type not in PATCH_TYPES:
+                raise errors.unsupported_media_type(list(PATCH_TYPES))
+            code, patched = resources.patch(resource_type, namespace, name, request.body, content_type, sub, query)
+            return self._object_reply(request, resource_type, patched, code)
+        options = _decode(request) if request.body else {}
+        if verb == "delete":
+            assert name is not None
+            code, deleted = resources.delete(resource_type, namespace, name, options, query)
+            return self._object_reply(request, resource_type, deleted, code)
+        deleted_items = resources.delete_collection(resource_type, namespace, options, query)
+        return _json({"kind": resource_type.list_kind, "apiVersion": resource_type.api_version, "metadata": {}, "items": deleted_items})
+
+    def _object_reply(self, request: Request, resource_type: ResourceType, obj: dict[str, Any], status: int = 200) -> Reply:
+        accept = request.headers.get("accept", "")
+        if "as=Table" in accept:
+            include = request.query.get("includeObject", "Metadata")
+            meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
+            return _json(table(resource_type, [obj], meta, include), status)
+        if "as=PartialObjectMetadata" in accept:
+            return _json({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}, status)
+        return _json(obj, status)
+
+    def _list(self, request: Request, resource_type: ResourceType, namespace: str | None, verb: str) -> Reply | StreamReply:
+        accept = request.headers.get("accept", "")
+        include = request.query.get("includeObject", "Metadata") if "as=Table" in accept else None
+        if verb == "watch":
+            try:
+                label_match = label_matcher(request.query.get("labelSelector"))
+                field_match = field_matcher(request.query.get("fieldSelector"))
+            except SelectorError as exc:
+                raise errors.bad_request(str(exc)) from exc
+            matchers = [m for m in (label_match, field_match) if m is not None]
+            matches = None if not matchers else (lambda obj: all(m(obj) for m in matchers))
+            return StreamReply(stream(self.resources, resource_type, namespace, request.query, matches, include))
+        objects, metadata = self.resources.list(resource_type, namespace, request.query)
+        if include is not None:
+            return _json(table(resource_type, objects, metadata, include))
+        if "as=PartialObjectMetadataList" in accept:
+            items = [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]} for o in objects]
+            return _json({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items})
+        return _json({"kind": resource_type.list_kind, "apiVersion": resource_type.api_version, "metadata": metadata, "items": objects})
+
+    def _review(self, request: Request, target: Target) -> Reply:
+        if request.method != "POST" or target.name is not None:
+            raise errors.method_not_allowed()
+        assert request.user is not None
+        return _json(self.reviews.create(request.user, target.resource_type, _decode(request)), 201)
+
+
+def _attributes(verb: str, target: Target) -> dict[str, str]:
+    return {
+        "verb": verb,
+        "group": target.resource_type.group,
+        "resource": target.resource_type.plural,
+        "subresource": target.subresource or "",
+        "namespace": target.namespace or "",
+        "name": target.name or "",
+    }
+
+
+def _json_or_text(result: tuple[int, Any]) -> Reply:
+    code, body = result
+    if isinstance(body, str):
+        return Reply(code, body.encode(), "text/plain")
+    return _json(body, code)
+
+
+def _decode(request: Request) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", JSON)
+    try:
+        if "yaml" in content_type:
+            decoded = yaml.safe_load(request.body)
+        else:
+            decoded = orjson.loads(request.body)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
+    if not isinstance(decoded, dict):
+        raise errors.bad_request("the request body must be an object")
+    return decoded
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None:
+    """Sends a streaming body until it ends or the client goes away, whichever is first."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", reply.content_type.encode()), (b"cache-control", b"no-cache, private")],
+        }
+    )
+
+    async def pump() -> None:
+        async for chunk in reply.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def disconnected() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    pumping = asyncio.ensure_future(pump())
+    watching = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (pumping, watching):
+            task.cancel()
+        await asyncio.gather(pumping, watching, return_exceptions=True)
+        aclose = getattr(reply.chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if pumping.done() and not pumping.cancelled() and pumping.exception() is None:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

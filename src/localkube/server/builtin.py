@@ -1,0 +1,141 @@
+"""What the real API server does to built-in kinds on create and delete, beyond the generic semantics.
+
+- Pods get the defaults their readers rely on (restart and DNS policy, scheduler name, grace period,
+  service account, each container's pull policy and termination-message settings) and start `Pending`
+  with a QoS class.
+- Services get a type, ports with protocol and targetPort, and a cluster IP allocated from 10.96.0.0/12
+  (node ports from 30000-32767 for NodePort and LoadBalancer), unique among the stored Services.
+- Namespaces start `Active` and carry the `kubernetes.io/metadata.name` label.
+- Deployments and Jobs get their scalar defaults.
+- A pod bound to a node is deleted gracefully: it keeps a deletionTimestamp until its node agent (or a
+  delete with gracePeriodSeconds=0) removes it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+_SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
+_NODE_PORTS = range(30000, 32768)
+_KUBERNETES_SERVICE_IP = "10.96.0.1"
+
+
+def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], list[dict[str, Any]]]) -> None:
+    """Fills the server-side defaults of a new built-in object in place."""
+    if kind == "Pod":
+        _default_pod_spec(obj.setdefault("spec", {}))
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj["spec"])}
+    elif kind == "Service":
+        _default_service(obj, services)
+    elif kind == "Namespace":
+        obj.setdefault("spec", {})
+        obj["status"] = {"phase": "Active"}
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+    elif kind == "Deployment":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("replicas", 1)
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+        _default_pod_spec((spec.get("template") or {}).get("spec") or {})
+    elif kind == "Job":
+        spec = obj.setdefault("spec", {})
+        if "completions" not in spec and "parallelism" not in spec:
+            spec["completions"] = 1
+        spec.setdefault("parallelism", 1)
+        spec.setdefault("backoffLimit", 6)
+        spec.setdefault("completionMode", "NonIndexed")
+        spec.setdefault("suspend", False)
+        _default_pod_spec((spec.get("template") or {}).get("spec") or {})
+
+
+def _default_pod_spec(spec: dict[str, Any]) -> None:
+    if not spec:
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    spec["serviceAccountName"] = spec["serviceAccount"] = account
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if not isinstance(container, dict):
+            continue
+        image = str(container.get("image", ""))
+        tag = image.rpartition("/")[2].partition("@")[0]
+        latest = ":" not in tag or tag.endswith(":latest")
+        container.setdefault("imagePullPolicy", "Always" if latest and "@" not in image else "IfNotPresent")
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        container.setdefault("resources", {})
+        for port in container.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+
+
+def _qos_class(spec: dict[str, Any]) -> str:
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    resources = [c.get("resources") or {} for c in containers]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    for r in resources:
+        limits = r.get("limits") or {}
+        requests = {**limits, **(r.get("requests") or {})}
+        if not all(resource in limits and requests.get(resource) == limits[resource] for resource in ("cpu", "memory")):
+            return "Burstable"
+    return "Guaranteed"
+
+
+def _default_service(obj: dict[str, Any], services: Callable[[], list[dict[str, Any]]]) -> None:
+    spec = obj.setdefault("spec", {})
+    service_type = spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+    obj["status"] = {"loadBalancer": {}}
+    if service_type == "ExternalName":
+        return
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    existing = services()
+    if not spec.get("clusterIP"):
+        used = {s.get("spec", {}).get("clusterIP") for s in existing} | {_KUBERNETES_SERVICE_IP}
+        spec["clusterIP"] = _free_address(used)
+    spec["clusterIPs"] = [spec["clusterIP"]]
+    if service_type in ("NodePort", "LoadBalancer"):
+        used_ports = {p.get("nodePort") for s in existing for p in s.get("spec", {}).get("ports") or []}
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict) and not port.get("nodePort"):
+                port["nodePort"] = next(p for p in _NODE_PORTS if p not in used_ports)
+                used_ports.add(port["nodePort"])
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+
+
+def _free_address(used: set[Any]) -> str:
+    # Random probing keeps allocation O(1) in practice; the range holds about a million addresses.
+    size = _SERVICE_RANGE.num_addresses
+    while True:
+        candidate = str(_SERVICE_RANGE.network_address + 2 + secrets.randbelow(size - 3))
+        if candidate not in used:
+            return candidate
+
+
+def graceful_deletion_seconds(kind: str, obj: dict[str, Any], options: dict[str, Any], query: dict[str, str]) -> int:
+    """How long a delete waits before the object may go: non-zero only for a running pod bound to a node."""
+    if kind != "Pod" or not (obj.get("spec") or {}).get("nodeName"):
+        return 0
+    if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    requested = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+    if requested is None:
+        requested = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+    return max(int(requested), 0)

@@ -1,0 +1,112 @@
+"""Running the API server: data directory, TLS, the listening socket, kubeconfig, uvicorn, compaction.
+
+`serve(...)` blocks until SIGINT or SIGTERM. It binds the socket itself, so with port 0 the chosen port is
+known before serving starts and is written into `DIR/kubeconfig` and printed. The store is compacted
+periodically, keeping the newest `compact_keep` revisions for watch resumes; older resumes get 410.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+import uvloop
+
+from localkube.server.app import App
+from localkube.server.auth import Authenticator, write_kubeconfig
+from localkube.server.registry import Registry
+from localkube.server.rest import Resources
+from localkube.server.tls import ensure_tls
+from localkube.storage import Store
+
+log = logging.getLogger("localkube")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 6443
+    compact_interval_seconds: float = 60.0
+    compact_keep: int = 50_000
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def build_app(data_dir: Path, store: Store) -> App:
+    """The application over a store, with the data directory's credentials."""
+    registry = Registry()
+    resources = Resources(store, registry)
+    service_accounts = registry.get("", "v1", "serviceaccounts")
+    assert service_accounts is not None
+
+    def find_service_account(namespace: str, name: str) -> dict[str, object] | None:
+        return store.get(service_accounts.key(namespace, name))
+
+    return App(resources, Authenticator(data_dir, find_service_account))
+
+
+async def _compact_periodically(store: Store, interval: float, keep: int) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        compacted = store.compact(keep)
+        log.debug("compacted the store up to revision %d", compacted)
+
+
+def serve(options: ServeOptions) -> None:
+    data_dir = options.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    tls = ensure_tls(data_dir, options.host)
+    store = Store(data_dir / "state.db")
+    app = build_app(data_dir, store)
+    sock = _bind(options.host, options.port)
+    port = sock.getsockname()[1]
+    url_host = "127.0.0.1" if options.host in ("0.0.0.0", "") else "[::1]" if options.host == "::" else options.host
+    url_host = f"[{url_host}]" if ":" in url_host and not url_host.startswith("[") else url_host
+    url = f"https://{url_host}:{port}"
+    write_kubeconfig(data_dir / "kubeconfig", url, tls.ca_cert, app.authenticator.admin_token)
+    print(f"localkube serving on {url} (kubeconfig: {data_dir / 'kubeconfig'})", flush=True)
+    config = uvicorn.Config(
+        app,
+        ssl_certfile=str(tls.server_cert),
+        ssl_keyfile=str(tls.server_key),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http="httptools",
+        loop="none",
+        timeout_keep_alive=120,
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+
+    async def main() -> None:
+        compaction = asyncio.create_task(
+            _compact_periodically(store, options.compact_interval_seconds, options.compact_keep)
+        )
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            compaction.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await compaction
+
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    finally:
+        store.close()
+        sock.close()

@@ -1,0 +1,147 @@
+"""Label and field selectors: parsing the query-string syntax and matching objects.
+
+Label selectors take the full syntax of the real server: `k=v`, `k==v`, `k!=v`, `k in (a,b)`,
+`k notin (a,b)`, `k` (exists) and `!k` (does not exist), joined by commas, all of which must hold.
+Field selectors take `f=v`, `f==v` and `f!=v` on any dotted path (`metadata.name`, `spec.nodeName`,
+`status.phase`, `involvedObject.uid`, ...); a missing field reads as the empty string, as on a real server.
+A syntax error raises `SelectorError`, which the REST layer answers with 400 BadRequest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Match = Callable[[dict[str, Any]], bool]
+
+
+class SelectorError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Requirement:
+    key: str
+    operator: str  # "=", "!=", "in", "notin", "exists", "!"
+    values: frozenset[str]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "exists":
+            return present
+        if self.operator == "!":
+            return not present
+        if self.operator in ("=", "in"):
+            return present and labels[self.key] in self.values
+        # "!=" and "notin" also match objects without the label, as on a real server.
+        return not present or labels[self.key] not in self.values
+
+
+_SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\(([^)]*)\)\s*$")
+_EQUALITY_RE = re.compile(r"^\s*([^=!\s]+)\s*(==|=|!=)\s*(\S*)\s*$")
+_EXISTS_RE = re.compile(r"^\s*(!?)\s*([^=!\s(),]+)\s*$")
+
+
+def _split_requirements(text: str) -> list[str]:
+    """Splits on commas that are not inside a parenthesised value set."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise SelectorError(f"unable to parse requirement: unexpected ')' in {text!r}")
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if depth:
+        raise SelectorError(f"unable to parse requirement: unclosed '(' in {text!r}")
+    parts.append("".join(current))
+    return parts
+
+
+def _parse_label_requirement(text: str) -> _Requirement:
+    if match := _SET_RE.match(text):
+        key, operator, raw_values = match.groups()
+        values = frozenset(v.strip() for v in raw_values.split(",") if v.strip())
+        return _Requirement(key, operator, values)
+    if match := _EQUALITY_RE.match(text):
+        key, operator, value = match.groups()
+        return _Requirement(key, "!=" if operator == "!=" else "=", frozenset((value,)))
+    if match := _EXISTS_RE.match(text):
+        negated, key = match.groups()
+        return _Requirement(key, "!" if negated else "exists", frozenset())
+    raise SelectorError(f"unable to parse requirement: {text.strip()!r}")
+
+
+def label_matcher(text: str | None) -> Match | None:
+    """A predicate over objects for a `labelSelector` query value; None when it selects everything."""
+    if not text or not text.strip():
+        return None
+    requirements = [_parse_label_requirement(part) for part in _split_requirements(text) if part.strip()]
+
+    def matches(obj: dict[str, Any]) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return all(requirement.matches(labels) for requirement in requirements)
+
+    return matches
+
+
+def field_value(obj: dict[str, Any], path: str) -> str:
+    """The value at a dotted path as a field selector compares it ("" when absent)."""
+    current: Any = obj
+    for part in path.split("."):
+        if not isinstance(current, dict):
+            return ""
+        current = current.get(part)
+    if current is None:
+        return ""
+    if isinstance(current, bool):
+        return "true" if current else "false"
+    return str(current)
+
+
+def field_matcher(text: str | None) -> Match | None:
+    """A predicate over objects for a `fieldSelector` query value; None when it selects everything."""
+    if not text or not text.strip():
+        return None
+    terms: list[tuple[str, bool, str]] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        match = _EQUALITY_RE.match(part)
+        if match is None:
+            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+        path, operator, value = match.groups()
+        terms.append((path, operator != "!=", value))
+
+    def matches(obj: dict[str, Any]) -> bool:
+        return all((field_value(obj, path) == value) is wanted for path, wanted, value in terms)
+
+    return matches
+
+
+def selector_text(selector: dict[str, Any] | None) -> str:
+    """A metav1.LabelSelector (`matchLabels`, `matchExpressions`) in query-string syntax."""
+    if not selector:
+        return ""
+    parts = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(sorted(expression.get("values") or []))
+        if operator == "In":
+            parts.append(f"{key} in ({values})")
+        elif operator == "NotIn":
+            parts.append(f"{key} notin ({values})")
+        elif operator == "Exists":
+            parts.append(key)
+        elif operator == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)

@@ -1,0 +1,259 @@
+"""Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), which `kubectl get` prints.
+
+Custom resources get `Name` plus their version's additionalPrinterColumns (or `Name`, `Age` when it
+declares none), evaluated with the simple JSONPath the CRDs use (`.status.state`, `.spec.a[0].b`,
+`.spec.groups[*].replicas`). Built-in kinds get the columns kubectl users know for the common kinds
+(pods, services, deployments, jobs, namespaces, nodes) and `Name`, `Age` otherwise. `date` columns are
+shown as ages (`5m`, `3h2m`), as the real server's CRD table convertor does.
+
+Each row carries the object as `PartialObjectMetadata` (the default `includeObject=Metadata`), the whole
+object with `includeObject=Object`, or nothing with `None`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable
+from typing import Any
+
+from localkube.server.registry import PrinterColumn, ResourceType
+
+Cell = str | int | float | bool | None
+
+_NAME = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}  # fmt: skip
+_AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is the time the object was created.")
+_SEGMENT_RE = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
+
+
+def jsonpath_values(obj: Any, path: str) -> list[Any]:
+    """Every value `path` reaches in `obj` (`{}` around the path is allowed and ignored)."""
+    path = path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    current = [obj]
+    for match in _SEGMENT_RE.finditer(path):
+        name, index = match.groups()
+        following: list[Any] = []
+        for value in current:
+            if name is not None:
+                if isinstance(value, dict) and name in value:
+                    following.append(value[name])
+            elif isinstance(value, list):
+                if index == "*":
+                    following.extend(value)
+                elif -len(value) <= int(index) < len(value):
+                    following.append(value[int(index)])
+        current = following
+    return current
+
+
+def human_duration(seconds: float) -> str:
+    """Kubernetes' short age format (apimachinery `duration.HumanDuration`)."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        return f"{minutes}m{whole % 60}s" if whole % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def age(timestamp: Any) -> str:
+    if not isinstance(timestamp, str) or not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "<invalid>"
+    return human_duration((datetime.datetime.now(datetime.UTC) - then).total_seconds())
+
+
+def _cell(column: PrinterColumn, obj: dict[str, Any]) -> Cell:
+    values = jsonpath_values(obj, column.json_path)
+    if not values:
+        return None
+    value = values[0]
+    if column.type == "date":
+        return age(value)
+    if isinstance(value, dict | list):
+        return str(value)
+    if len(values) > 1:
+        return ",".join(str(v) for v in values)
+    return value  # type: ignore[no-any-return]
+
+
+def _columns(resource_type: ResourceType) -> list[PrinterColumn]:
+    if resource_type.custom:
+        return list(resource_type.printer_columns) or [_AGE]
+    builtin = _BUILTIN_COLUMNS.get(resource_type.kind)
+    return [column for column, _ in builtin] if builtin else [_AGE]
+
+
+def _builtin_cells(resource_type: ResourceType, obj: dict[str, Any]) -> list[Cell] | None:
+    builtin = _BUILTIN_COLUMNS.get(resource_type.kind) if not resource_type.custom else None
+    return [compute(obj) for _, compute in builtin] if builtin else None
+
+
+def table(
+    resource_type: ResourceType, objects: list[dict[str, Any]], metadata: dict[str, Any], include_object: str
+) -> dict[str, Any]:
+    """A meta.k8s.io/v1 Table of `objects`; `metadata` is the list metadata (resourceVersion, continue)."""
+    columns = _columns(resource_type)
+    definitions = [_NAME] + [
+        {
+            "name": column.name,
+            "type": "string" if column.type == "date" else column.type,
+            "format": column.format,
+            "description": column.description,
+            "priority": column.priority,
+        }
+        for column in columns
+    ]
+    rows = []
+    for obj in objects:
+        cells = _builtin_cells(resource_type, obj)
+        if cells is None:
+            cells = [_cell(column, obj) for column in columns]
+        row: dict[str, Any] = {"cells": [obj.get("metadata", {}).get("name", ""), *cells]}
+        if include_object == "Object":
+            row["object"] = obj
+        elif include_object != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj.get("metadata", {}),
+            }
+        rows.append(row)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }
+
+
+# -- built-in kinds -------------------------------------------------------------------------------------
+
+
+def _get(obj: dict[str, Any], *path: str) -> Any:
+    current: Any = obj
+    for part in path:
+        if not isinstance(current, dict):
+            return None
+        current = current.get(part)
+    return current
+
+
+def _created(obj: dict[str, Any]) -> str:
+    return age(_get(obj, "metadata", "creationTimestamp"))
+
+
+def _pod_ready(obj: dict[str, Any]) -> str:
+    statuses = _get(obj, "status", "containerStatuses") or []
+    containers = _get(obj, "spec", "containers") or []
+    return f"{sum(1 for s in statuses if s.get('ready'))}/{len(containers)}"
+
+
+def _pod_status(obj: dict[str, Any]) -> str:
+    if _get(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    for status in _get(obj, "status", "containerStatuses") or []:
+        state = status.get("state") or {}
+        for phase in ("waiting", "terminated"):
+            reason = (state.get(phase) or {}).get("reason")
+            if reason:
+                return str(reason)
+    return str(_get(obj, "status", "reason") or _get(obj, "status", "phase") or "Pending")
+
+
+def _pod_restarts(obj: dict[str, Any]) -> int:
+    return sum(int(s.get("restartCount", 0)) for s in _get(obj, "status", "containerStatuses") or [])
+
+
+def _service_ports(obj: dict[str, Any]) -> str:
+    ports = []
+    for port in _get(obj, "spec", "ports") or []:
+        text = f"{port.get('port')}"
+        if port.get("nodePort"):
+            text += f":{port['nodePort']}"
+        ports.append(f"{text}/{port.get('protocol', 'TCP')}")
+    return ",".join(ports) or "<none>"
+
+
+def _node_ready(obj: dict[str, Any]) -> str:
+    for condition in _get(obj, "status", "conditions") or []:
+        if condition.get("type") == "Ready":
+            return "Ready" if condition.get("status") == "True" else "NotReady"
+    return "Unknown"
+
+
+def _job_status(obj: dict[str, Any]) -> str:
+    for condition in _get(obj, "status", "conditions") or []:
+        if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed", "Suspended"):
+            return str(condition["type"])
+    return "Running"
+
+
+def _column(name: str, compute: Callable[[dict[str, Any]], Cell], kind: str = "string", priority: int = 0) -> tuple[PrinterColumn, Callable[[dict[str, Any]], Cell]]:  # fmt: skip
+    return PrinterColumn(name, kind, "", priority=priority), compute
+
+
+_AGE_COLUMN = _column("Age", _created)
+
+_BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]], Cell]]]] = {
+    "Pod": [
+        _column("Ready", _pod_ready),
+        _column("Status", _pod_status),
+        _column("Restarts", _pod_restarts, "integer"),
+        _AGE_COLUMN,
+        _column("IP", lambda o: _get(o, "status", "podIP") or "<none>", priority=1),
+        _column("Node", lambda o: _get(o, "spec", "nodeName") or "<none>", priority=1),
+    ],
+    "Service": [
+        _column("Type", lambda o: _get(o, "spec", "type") or "ClusterIP"),
+        _column("Cluster-IP", lambda o: _get(o, "spec", "clusterIP") or "<none>"),
+        _column("External-IP", lambda o: ",".join(_get(o, "spec", "externalIPs") or []) or "<none>"),
+        _column("Port(s)", _service_ports),
+        _AGE_COLUMN,
+    ],
+    "Deployment": [
+        _column("Ready", lambda o: f"{_get(o, 'status', 'readyReplicas') or 0}/{_get(o, 'spec', 'replicas') or 0}"),
+        _column("Up-to-date", lambda o: _get(o, "status", "updatedReplicas") or 0, "integer"),
+        _column("Available", lambda o: _get(o, "status", "availableReplicas") or 0, "integer"),
+        _AGE_COLUMN,
+    ],
+    "Job": [
+        _column("Status", _job_status),
+        _column("Completions", lambda o: f"{_get(o, 'status', 'succeeded') or 0}/{_get(o, 'spec', 'completions') or 1}"),
+        _AGE_COLUMN,
+    ],
+    "Namespace": [_column("Status", lambda o: _get(o, "status", "phase") or "Active"), _AGE_COLUMN],
+    "Node": [
+        _column("Status", _node_ready),
+        _AGE_COLUMN,
+        _column("Version", lambda o: _get(o, "status", "nodeInfo", "kubeletVersion") or ""),
+    ],
+    "CustomResourceDefinition": [
+        _column("Created At", lambda o: _get(o, "metadata", "creationTimestamp"), "date"),
+    ],
+}  # fmt: skip

@@ -1,0 +1,104 @@
+"""TLS material in the data directory: a self-signed CA and a serving certificate it signs.
+
+Made once, on first start, and reused afterwards so kubeconfigs written earlier keep working. The serving
+certificate names localhost, the loopback addresses, the host the server binds and the in-cluster names of
+the `kubernetes` Service, so a client may reach it by any of them. Keys are EC P-256: quick to make and to
+handshake with.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = datetime.timedelta(days=3650)
+_SERVICE_NAMES = (
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+_SERVICE_ADDRESSES = ("127.0.0.1", "::1", "10.96.0.1")
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca_cert: Path
+    server_cert: Path
+    server_key: Path
+
+
+def ensure_tls(data_dir: Path, host: str) -> TlsFiles:
+    """The CA and serving certificate under `data_dir/pki`, made if missing."""
+    pki = data_dir / "pki"
+    files = TlsFiles(pki / "ca.crt", pki / "server.crt", pki / "server.key")
+    if files.ca_cert.exists() and files.server_cert.exists() and files.server_key.exists():
+        return files
+    pki.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localkube-ca")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                key_encipherment=False, data_encipherment=False, key_agreement=False, encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )  # fmt: skip
+        .sign(ca_key, hashes.SHA256())
+    )
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localkube")]))
+        .issuer_name(ca_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(_alternative_names(host)), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    files.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    files.server_cert.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
+    files.server_key.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    files.server_key.chmod(0o600)
+    return files
+
+
+def _alternative_names(host: str) -> list[x509.GeneralName]:
+    dns = set(_SERVICE_NAMES) | {socket.gethostname()}
+    addresses = set(_SERVICE_ADDRESSES)
+    try:
+        ipaddress.ip_address(host)
+        if host not in ("0.0.0.0", "::"):
+            addresses.add(host)
+    except ValueError:
+        dns.add(host)
+    names: list[x509.GeneralName] = [x509.DNSName(name) for name in sorted(dns)]
+    names += [x509.IPAddress(ipaddress.ip_address(address)) for address in sorted(addresses)]
+    return names

@@ -1,0 +1,45 @@
+"""Shared fixtures: one localkube for the whole run, and private ones for tests that kill or restart.
+
+`localkube` is session-scoped: started once, with the project's CRDs (`deploy/crds/*.yaml`, when present)
+installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
+starts a private instance on a fresh data directory (arguments as for `LocalKubeProcess`) and kills it
+at the end of the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localkube_process import LocalKubeProcess
+
+REPO = Path(__file__).resolve().parent.parent
+CRD_DIR = REPO / "deploy" / "crds"
+
+
+@pytest.fixture(scope="session")
+def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubeProcess]:
+    server = LocalKubeProcess(tmp_path_factory.mktemp("localkube"))
+    server.start()
+    try:
+        server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., LocalKubeProcess]]:
+    started: list[LocalKubeProcess] = []
+
+    def start(**kwargs: Any) -> LocalKubeProcess:
+        server = LocalKubeProcess(tmp_path_factory.mktemp("localkube-private"), **kwargs)
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.kill()

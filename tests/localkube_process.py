@@ -1,0 +1,170 @@
+"""localkube as a subprocess for tests: start, wait until ready, stop, kill -9, restart.
+
+`LocalKubeProcess(data_dir, port=None)` runs `python -m localkube serve` on `data_dir`. Without a port it
+asks for a free one and keeps it across restarts, so kubeconfigs and clients stay valid. stderr goes to
+`data_dir/localkube.log` (level from LOCALKUBE_LOG_LEVEL, default info). `client()` is an httpx client
+that trusts the server's CA and sends the admin token; `apply(objects)` creates or replaces objects
+through it (used to install CRDs).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+
+class LocalKubeProcess:
+    def __init__(self, data_dir: Path, port: int | None = None, extra_args: Iterable[str] = ()) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.extra_args = list(extra_args)
+        self.process: subprocess.Popen[bytes] | None = None
+        self._url: str | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 30.0) -> LocalKubeProcess:
+        """Starts the server and returns once /readyz answers 200."""
+        assert self.process is None or self.process.poll() is not None, "already running"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable, "-m", "localkube", "serve", "--data-dir", str(self.data_dir),
+            "--port", str(self.port if self.port is not None else 0),
+            "--log-level", os.environ.get("LOCALKUBE_LOG_LEVEL", "info"), *self.extra_args,
+        ]  # fmt: skip
+        log = (self.data_dir / "localkube.log").open("ab")
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
+        log.close()
+        deadline = time.monotonic() + timeout
+        self._url = self._announced_url(deadline)
+        self.port = int(self._url.rsplit(":", 1)[1])
+        self._wait_ready(deadline)
+        return self
+
+    def _announced_url(self, deadline: float) -> str:
+        assert self.process is not None and self.process.stdout is not None
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.process.stdout], [], [], 0.1)
+            if ready:
+                line = self.process.stdout.readline().decode()
+                if line.startswith("localkube serving on "):
+                    return line.split()[3]
+            if self.process.poll() is not None:
+                raise RuntimeError(f"localkube exited with {self.process.returncode}; see {self.data_dir}/localkube.log")
+        raise TimeoutError("localkube did not announce its address")
+
+    def _wait_ready(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/readyz", verify=self.ssl_context(), timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError("localkube did not become ready")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self._close_pipe()
+
+    def kill(self) -> None:
+        """SIGKILL: the crash the store must survive."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.kill()
+        self.process.wait()
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def restart(self) -> LocalKubeProcess:
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> LocalKubeProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- access ---------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        assert self._url is not None, "not started"
+        return self._url
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    @property
+    def token(self) -> str:
+        return (self.data_dir / "admin-token").read_text().strip()
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.data_dir / "pki" / "ca.crt"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_cert))
+
+    def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+        """A client for the API that trusts the CA and sends `token` (default: the admin's)."""
+        return httpx.Client(
+            base_url=self.url,
+            verify=self.ssl_context(),
+            headers={"Authorization": f"Bearer {token or self.token}"},
+            **kwargs,
+        )
+
+    def apply(self, objects: Iterable[dict[str, Any]]) -> None:
+        """Creates each object, or replaces it when it exists (resources found through discovery)."""
+        with self.client(timeout=30) as client:
+            for obj in objects:
+                path = _collection_path(client, obj)
+                created = client.post(path, json=obj)
+                if created.status_code == 409:
+                    name = obj["metadata"]["name"]
+                    current = client.get(f"{path}/{name}").json()
+                    metadata = {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
+                    client.put(f"{path}/{name}", json={**obj, "metadata": metadata}).raise_for_status()
+                else:
+                    created.raise_for_status()
+
+    def apply_files(self, paths: Iterable[Path]) -> None:
+        for path in paths:
+            with path.open() as f:
+                self.apply(doc for doc in yaml.safe_load_all(f) if doc)
+
+
+def _collection_path(client: httpx.Client, obj: dict[str, Any]) -> str:
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    base = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+    listing = client.get(base)
+    listing.raise_for_status()
+    resource = next(r for r in listing.json()["resources"] if r["kind"] == kind and "/" not in r["name"])
+    if not resource["namespaced"]:
+        return f"{base}/{resource['name']}"
+    namespace = obj.get("metadata", {}).get("namespace") or "default"
+    return f"{base}/namespaces/{namespace}/{resource['name']}"
