@@ -218,7 +218,7 @@ def build_worker_pod(
 
 
 def _template_of(group: Mapping[str, Any], path: str) -> JSON:
-    template = copy.deepcopy(dict(group.get("template") or {}))
+    template: JSON = _without_nulls(group.get("template") or {})
     spec = template.get("spec") or {}
     containers = spec.get("containers")
     if not containers or not isinstance(containers, list):
@@ -226,6 +226,15 @@ def _template_of(group: Mapping[str, Any], path: str) -> JSON:
     template["spec"] = spec
     template["metadata"] = dict(template.get("metadata") or {})
     return template
+
+
+def _without_nulls(value: Any) -> Any:
+    """A deep copy without JSON nulls: Go decodes a null field as absent, and so do the builders."""
+    if isinstance(value, Mapping):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 def _group_params(group: Mapping[str, Any]) -> dict[str, str]:

@@ -364,3 +364,30 @@ def test_bad_input_names_the_field() -> None:
     )
     with pytest.raises(pod.PodBuildError, match="spec.headGroupSpec.template.spec.containers"):
         pod.build_head_pod(cluster, pod.PodOptions())
+
+
+def test_null_fields_count_as_absent_and_odd_ports_fall_back() -> None:
+    cluster = RayCluster.parse(
+        {
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {
+                "headGroupSpec": {
+                    "rayStartParams": {
+                        "dashboard-agent-listen-port": "not-a-port",
+                        "dashboard-port": "+8266",
+                    },
+                    "template": {
+                        "metadata": None,
+                        "spec": {"containers": [{"name": "h", "env": None, "ports": None}]},
+                    },
+                }
+            },
+        }
+    )
+    head = pod.build_head_pod(cluster, pod.PodOptions())
+    assert env_names(ray(head))[0] == "RAY_CLUSTER_NAME"
+    probe = ray(head)["livenessProbe"]["exec"]["command"][2]
+    assert (
+        "http://localhost:52365/api/local_raylet_healthz" in probe
+        and "http://localhost:8266/api/gcs_healthz" in probe
+    )
