@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kuberay.api.meta import KubeObject
+
 
 def controller_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
     """The controller owner reference to the object `kind/name` (uid `uid`) of `api_version`."""
@@ -22,6 +24,11 @@ def controller_reference(api_version: str, kind: str, name: str, uid: str) -> di
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def controlled_by(owner: KubeObject) -> list[dict[str, Any]]:
+    """The `ownerReferences` of an object controlled by the ray.io object `owner`."""
+    return [controller_reference(owner.api_version, owner.kind, owner.name, owner.metadata.uid or "")]
 
 
 def controller_of(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -1,3 +1,4 @@
+from kuberay.api.rayjob import RayJob
 from kuberay.builders import ownership
 
 
@@ -19,3 +20,10 @@ def test_controller_of_picks_the_controller_reference() -> None:
     assert ownership.controller_of({"ownerReferences": [other, controller]}) is controller
     assert ownership.controller_of({"ownerReferences": [other]}) is None
     assert ownership.controller_of({}) is None
+
+
+def test_controlled_by_a_ray_object() -> None:
+    job = RayJob.parse({"metadata": {"name": "job", "uid": "u-4"}})
+    assert ownership.controlled_by(job) == [
+        ownership.controller_reference("ray.io/v1", "RayJob", "job", "u-4")
+    ]
