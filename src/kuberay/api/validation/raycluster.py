@@ -216,7 +216,7 @@ def _worker_group(group: JSON, at: str, spec: JSON, autoscaling: bool, v2: bool)
         version, failures = _version_gate(
             wire.text(spec, "rayVersion"),
             _PRIORITY_MIN_VERSION,
-            f"worker group {name}: priority is set",
+            f"worker group {name}: priority is set,",
             f"{at}.priority",
         )
         yield from failures
