@@ -1,0 +1,194 @@
+"""Endpoints and EndpointSlices for Services with a selector, from the pods that match it.
+
+For each such Service: one `Endpoints` object of the Service's name (ready pods under `addresses`, the
+others that have an address under `notReadyAddresses`) and one `EndpointSlice` named `<service>-slice`
+labelled `kubernetes.io/service-name`, both owned by the Service. A named `targetPort` is resolved against
+each pod's container ports, as kube-proxy would. Terminating pods are left out. Services without a
+selector are left alone (their endpoints belong to whoever manages them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from localkube.controllers.api import ControllerApi
+from localkube.storage import Event, Store
+
+SERVICES_PREFIX = "/registry/core/services/"
+PODS_PREFIX = "/registry/core/pods/"
+ENDPOINTS_PREFIX = "/registry/core/endpoints/"
+SLICES_PREFIX = "/registry/discovery.k8s.io/endpointslices/"
+MANAGED_BY = "endpointslice-controller.k8s.io"
+
+
+class EndpointsController:
+    name = "endpoints-controller"
+    prefixes = (SERVICES_PREFIX, PODS_PREFIX)
+
+    def __init__(self, store: Store, api: ControllerApi) -> None:
+        self._store = store
+        self._api = api
+        self._selectors: dict[str, dict[str, dict[str, str]]] = {}  # namespace -> service key -> selector
+        self._pods: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> pod key -> pod (read-only)
+
+    def observe(self, event: Event) -> Iterable[str]:
+        namespace = (event.object.get("metadata") or {}).get("namespace", "")
+        selectors = self._selectors.setdefault(namespace, {})
+        if event.key.startswith(SERVICES_PREFIX):
+            selector = (event.object.get("spec") or {}).get("selector")
+            if event.type == "DELETED" or not selector:
+                selectors.pop(event.key, None)
+                return []
+            selectors[event.key] = selector
+            return [event.key]
+        pods = self._pods.setdefault(namespace, {})
+        before = pods.pop(event.key, None)
+        if event.type != "DELETED":
+            pods[event.key] = event.object
+        # Services that selected the pod before or select it now.
+        labels = [(p["metadata"].get("labels") or {}) for p in (before, event.object) if p is not None]
+        return [
+            key
+            for key, selector in selectors.items()
+            if any(all(lbl.get(k) == v for k, v in selector.items()) for lbl in labels)
+        ]
+
+    def reconcile(self, key: str) -> float | None:
+        service = self._store.get(key)
+        if service is None or not (service.get("spec") or {}).get("selector"):
+            return None
+        metadata = service["metadata"]
+        namespace, name = metadata["namespace"], metadata["name"]
+        selector = service["spec"]["selector"]
+        pods = [
+            pod
+            for _, pod in sorted(self._pods.get(namespace, {}).items())
+            if all((pod["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+            and (pod.get("status") or {}).get("podIP")
+            and not pod["metadata"].get("deletionTimestamp")
+        ]
+        owner = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "name": name,
+            "uid": metadata["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        self._write(
+            f"{ENDPOINTS_PREFIX}{namespace}/{name}",
+            "",
+            "endpoints",
+            namespace,
+            _endpoints(service, pods, owner),
+        )
+        slice_name = f"{name}-slice"
+        self._write(
+            f"{SLICES_PREFIX}{namespace}/{slice_name}",
+            "discovery.k8s.io",
+            "endpointslices",
+            namespace,
+            _slice(service, slice_name, pods, owner),
+        )
+        return None
+
+    def _write(self, key: str, group: str, plural: str, namespace: str, desired: dict[str, Any]) -> None:
+        current = self._store.get(key)
+        if current is None:
+            self._api.create(group, plural, namespace, desired)
+            return
+        body = {k: v for k, v in desired.items() if k != "metadata"}
+        if all(current.get(k) == v for k, v in body.items()):
+            return
+        self._api.update(key, {**current, **body})
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _target_port(port: dict[str, Any], pod: dict[str, Any]) -> int | None:
+    target = port.get("targetPort", port.get("port"))
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for container_port in container.get("ports") or []:
+            if container_port.get("name") == target:
+                return int(container_port["containerPort"])
+    return None
+
+
+def _address(pod: dict[str, Any]) -> dict[str, Any]:
+    metadata = pod["metadata"]
+    return {
+        "ip": pod["status"]["podIP"],
+        "nodeName": (pod.get("spec") or {}).get("nodeName"),
+        "targetRef": {
+            "kind": "Pod",
+            "namespace": metadata["namespace"],
+            "name": metadata["name"],
+            "uid": metadata.get("uid"),
+        },
+    }
+
+
+def _endpoints(service: dict[str, Any], pods: list[dict[str, Any]], owner: dict[str, Any]) -> dict[str, Any]:
+    subsets = []
+    for port in service["spec"].get("ports") or []:
+        ready: list[dict[str, Any]] = []
+        not_ready: list[dict[str, Any]] = []
+        for pod in pods:
+            if _target_port(port, pod) is None:
+                continue
+            (ready if _ready(pod) else not_ready).append(_address(pod))
+        if not ready and not not_ready:
+            continue
+        subset: dict[str, Any] = {"ports": [_endpoint_port(port, pods)]}
+        if ready:
+            subset["addresses"] = ready
+        if not_ready:
+            subset["notReadyAddresses"] = not_ready
+        subsets.append(subset)
+    metadata = {"name": service["metadata"]["name"], "labels": dict(service["metadata"].get("labels") or {})}
+    metadata["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Endpoints", "metadata": metadata, "subsets": subsets}
+
+
+def _endpoint_port(port: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    number = next((n for n in (_target_port(port, pod) for pod in pods) if n is not None), port.get("port"))
+    out: dict[str, Any] = {"port": number, "protocol": port.get("protocol", "TCP")}
+    if port.get("name"):
+        out["name"] = port["name"]
+    return out
+
+
+def _slice(
+    service: dict[str, Any], name: str, pods: list[dict[str, Any]], owner: dict[str, Any]
+) -> dict[str, Any]:
+    ports = [_endpoint_port(port, pods) for port in service["spec"].get("ports") or []]
+    endpoints = [
+        {
+            "addresses": [pod["status"]["podIP"]],
+            "conditions": {"ready": _ready(pod), "serving": _ready(pod), "terminating": False},
+            "nodeName": (pod.get("spec") or {}).get("nodeName"),
+            "targetRef": _address(pod)["targetRef"],
+        }
+        for pod in pods
+    ]
+    labels = {
+        **(service["metadata"].get("labels") or {}),
+        "kubernetes.io/service-name": service["metadata"]["name"],
+        "endpointslice.kubernetes.io/managed-by": MANAGED_BY,
+    }
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": name, "labels": labels, "ownerReferences": [owner]},
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+        "ports": ports,
+    }
