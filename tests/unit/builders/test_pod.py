@@ -391,3 +391,32 @@ def test_null_fields_count_as_absent_and_odd_ports_fall_back() -> None:
         "http://localhost:52365/api/local_raylet_healthz" in probe
         and "http://localhost:8266/api/gcs_healthz" in probe
     )
+
+
+def test_user_command_runs_before_ray_start() -> None:
+    container = {"name": "w", "image": "ray", "command": ["python"], "args": ["/opt/code.py"]}
+    group = {
+        "groupName": "g",
+        "maxReplicas": 1,
+        "minReplicas": 0,
+        "template": {"spec": {"containers": [container]}},
+    }
+    cluster = RayCluster.parse(
+        {
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {
+                "headGroupSpec": {"template": {"spec": {"containers": [{"name": "h"}]}}},
+                "workerGroupSpecs": [group],
+            },
+        }
+    )
+    worker = pod.build_worker_pod(
+        cluster, (cluster.spec.worker_group_specs or [])[0], pod.PodOptions(login_shell=True)
+    )
+    assert ray(worker)["command"] == ["/bin/bash", "-cl", "--"]
+    assert ray(worker)["args"] == [
+        " python  /opt/code.py  && ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start "
+        " --address=c-head-svc.ns.svc.cluster.local:6379  --block  --dashboard-agent-listen-port=52365 "
+        " --metrics-export-port=8080 "
+    ]
+    assert worker["spec"]["initContainers"][0]["command"] == ["/bin/bash", "-cl", "--"]
