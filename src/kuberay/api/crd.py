@@ -69,9 +69,22 @@ class Version:
 
 @dataclass(frozen=True)
 class Kind:
-    kind: str
-    plural: str
+    """A ray.io kind; its names come from the storage version's model (`kind` default, `PLURAL`)."""
+
     versions: tuple[Version, ...]
+
+    @property
+    def _storage_model(self) -> type[KubeObject]:
+        return next(version.model for version in self.versions if version.storage)
+
+    @property
+    def kind(self) -> str:
+        kind: str = self._storage_model.model_fields["kind"].default
+        return kind
+
+    @property
+    def plural(self) -> str:
+        return self._storage_model.PLURAL
 
     @property
     def singular(self) -> str:
@@ -102,8 +115,6 @@ _RAYCLUSTER_COLUMNS = (
 # Order is the manifest order: rayclusters, rayjobs, rayservices, raycronjobs; in each, v1 first.
 KINDS: tuple[Kind, ...] = (
     Kind(
-        "RayCluster",
-        "rayclusters",
         (
             Version("v1", RayCluster, storage=True, printer_columns=_RAYCLUSTER_COLUMNS),
             Version(
@@ -116,8 +127,6 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
-        "RayJob",
-        "rayjobs",
         (
             Version(
                 "v1",
@@ -139,8 +148,6 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
-        "RayService",
-        "rayservices",
         (
             Version(
                 "v1",
@@ -161,8 +168,6 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
-        "RayCronJob",
-        "raycronjobs",
         (
             Version(
                 "v1",

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from kuberay.api import crd
+from kuberay.api import crd, k8sschema
 from kuberay.api.base import QUANTITY_PATTERN, KubeModel, OpenAPI
 from kuberay.cli import app
 
@@ -281,3 +281,15 @@ def test_kuberay_crds_prints_four_documents(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["crds", "--output-dir", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == FILES
+
+
+def test_k8s_expansion() -> None:
+    port = k8sschema.expand("io.k8s.api.core.v1.ContainerPort")
+    assert port["required"] == ["containerPort"] and port["properties"]["protocol"] == {
+        "type": "string",
+        "default": "TCP",
+    }
+    port["required"].append("mutated")
+    assert k8sschema.expand("io.k8s.api.core.v1.ContainerPort")["required"] == ["containerPort"]
+    with pytest.raises(k8sschema.UnknownDefinition, match="io.k8s.api.core.v1.Nope"):
+        k8sschema.expand("io.k8s.api.core.v1.Nope")
