@@ -12,7 +12,8 @@ upstream's generated CRDs have (controller-gen with `maxDescLen=0,generateEmbedd
   (plus the quantity `pattern`); an embedded `ObjectMeta` keeps only its five user-settable properties;
 - kubebuilder facts that the JSON schemas lose in conversion (`+default`, `+kubebuilder:validation:*`,
   atomic struct markers inherited from an embedded `LocalObjectReference`) are added back from
-  `_MARKER_FACTS`/`_MARKER_REQUIRED`/`_ATOMIC_STRUCTS`, which list exactly what controller-gen emits for the types we embed.
+  `_MARKER_FACTS`/`_MARKER_REQUIRED`/`_ATOMIC_STRUCTS`. These tables cover the types the ray.io models
+  embed (the CRD tests compare every embedded schema with upstream's); a newly embedded type may need entries.
 
 Expansion is pure and deterministic; results are cached and every call returns a fresh deep copy, so callers
 may edit what they get.
