@@ -28,8 +28,13 @@ RETRY_MAX = 30.0
 
 
 class Controller(Protocol):
-    name: str
-    prefixes: tuple[str, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """The store key prefixes whose events the controller observes."""
+        ...
 
     def observe(self, event: Event) -> Iterable[str]:
         """Updates the controller's own indexes from an event; returns the keys that need a reconcile."""

@@ -116,7 +116,7 @@ class SimulatedKubelet:
         self._addresses: dict[str, str] = {}
         self._cursor = 0
 
-    def register(self, create: Callable[[dict[str, Any]], None]) -> None:
+    def register(self, create: Callable[[dict[str, Any]], object]) -> None:
         """Creates this kubelet's Node through the API's create path unless it exists."""
         if self._store.get(NODES_PREFIX + self._options.name) is None:
             create(node_object(self._options, self._clock()))

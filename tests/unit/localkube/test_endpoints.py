@@ -11,7 +11,7 @@ from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
 from localkube.node.kubelet import NodeOptions, SimulatedKubelet
 from localkube.server.registry import Registry
-from localkube.server.rest import Resources
+from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
 
 
@@ -19,9 +19,10 @@ from localkube.storage import Store
 async def resources(tmp_path: Path) -> AsyncIterator[Resources]:
     store = Store(tmp_path / "db")
     resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
     api = ControllerApi(resources)
     kubelet = SimulatedKubelet(store, NodeOptions())
-    kubelet.register(lambda node: api.create("", "nodes", None, node) and None)
+    kubelet.register(lambda node: api.create("", "nodes", None, node))
     runner = Runner(store, [Scheduler(store), kubelet, EndpointsController(store, api)])
     await runner.start()
     yield resources

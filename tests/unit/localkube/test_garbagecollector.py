@@ -9,7 +9,7 @@ from localkube.controllers.api import ControllerApi
 from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.runner import Runner
 from localkube.server.registry import Registry
-from localkube.server.rest import Resources
+from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
 
 
@@ -17,6 +17,7 @@ from localkube.storage import Store
 async def resources(tmp_path: Path) -> AsyncIterator[Resources]:
     store = Store(tmp_path / "db")
     resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
     runner = Runner(store, [GarbageCollector(store, ControllerApi(resources))])
     await runner.start()
     yield resources

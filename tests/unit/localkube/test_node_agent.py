@@ -17,7 +17,7 @@ POD_KEY = "/registry/core/pods/default/"
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
     store = Store(tmp_path / "db")
     kubelet = SimulatedKubelet(store, NodeOptions(capacity={"cpu": "4", "memory": "8Gi", "pods": "10"}))
-    kubelet.register(lambda node: store.create(NODES_PREFIX + node["metadata"]["name"], node) and None)
+    kubelet.register(lambda node: store.create(NODES_PREFIX + node["metadata"]["name"], node))
     runner = Runner(store, [Scheduler(store), kubelet])
     await runner.start()
     yield store
