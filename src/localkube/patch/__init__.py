@@ -4,8 +4,17 @@ Pure functions over JSON-shaped dicts; none mutates its inputs. Errors are `Patc
 server's `Status`) and, for apply, `ApplyConflict` (409).
 """
 
+from localkube.patch.apply import record_update, server_side_apply
 from localkube.patch.errors import ApplyConflict, PatchError
 from localkube.patch.json_patch import json_patch, merge_patch
 from localkube.patch.strategic import strategic_merge_patch
 
-__all__ = ["ApplyConflict", "PatchError", "json_patch", "merge_patch", "strategic_merge_patch"]
+__all__ = [
+    "ApplyConflict",
+    "PatchError",
+    "json_patch",
+    "merge_patch",
+    "record_update",
+    "server_side_apply",
+    "strategic_merge_patch",
+]

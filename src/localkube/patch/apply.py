@@ -1,0 +1,513 @@
+"""Server-side apply and field ownership (`metadata.managedFields`), after structured-merge-diff.
+
+A field set is a set of paths; a path is a tuple of FieldsV1 elements: `f:<field>`, `k:<json keys>` (an item of
+an associative list), `v:<json value>` (an item of a set) and `i:<index>`. Which lists are associative and
+which maps are atomic comes from the schema: the official one for built-in kinds, the CRD's when given, and
+otherwise every map is granular and every list atomic. The root's `metadata` is always typed as ObjectMeta.
+
+Apply merges the applied configuration into the live object (applied values win; associative lists merge by
+key in structured-merge-diff's order), removes the fields the manager applied last time and no longer applies
+when nobody else owns them, then checks the fields it changed against the other managers: changed fields they
+own are conflicts (409) unless `force`, which takes them over. The manager then owns exactly what it applied.
+An update (`record_update`) gives its manager every field it changed and takes them from the others.
+Server-owned metadata (name, uid, resourceVersion, ...) and apiVersion/kind are never owned by anybody.
+Neither function mutates its inputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from localkube.admission import builtin
+from localkube.patch.errors import ApplyConflict, PatchError
+
+Path = tuple[str, ...]
+Schema = dict[str, Any] | None
+_MISSING: Final = object()
+_OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_SERVER_OWNED: Final[frozenset[Path]] = frozenset(
+    {
+        ("f:apiVersion",),
+        ("f:kind",),
+        ("f:metadata",),
+        *(
+            ("f:metadata", f"f:{name}")
+            for name in (
+                "name",
+                "namespace",
+                "creationTimestamp",
+                "selfLink",
+                "uid",
+                "clusterName",
+                "generation",
+                "managedFields",
+                "resourceVersion",
+            )
+        ),
+    }
+)
+
+
+# --- the shape of values, from the schema ------------------------------------------------------------------
+
+
+def _child(node: Schema, key: str, root: bool) -> Schema:
+    if root and key == "metadata":
+        return builtin.definitions().get(_OBJECT_META)
+    return builtin.property_schema(node, key)
+
+
+def _declares(node: Schema, key: str, root: bool) -> bool:
+    if root and key == "metadata":
+        return True
+    resolved = builtin.resolve(node)
+    return resolved is not None and key in (resolved.get("properties") or {})
+
+
+def _list_kind(node: Schema) -> tuple[str, list[str]]:
+    """("atomic" | "set" | "map", keys), as structured-merge-diff reads the OpenAPI extensions."""
+    resolved = builtin.resolve(node) or {}
+    list_type = resolved.get("x-kubernetes-list-type")
+    if list_type == "map":
+        return "map", list(resolved.get("x-kubernetes-list-map-keys") or [])
+    if list_type in ("set", "atomic"):
+        return str(list_type), []
+    if "merge" in str(resolved.get("x-kubernetes-patch-strategy", "")).split(","):
+        key = resolved.get("x-kubernetes-patch-merge-key")
+        return ("map", [str(key)]) if key else ("set", [])
+    return "atomic", []
+
+
+def _atomic_map(node: Schema) -> bool:
+    resolved = builtin.resolve(node) or {}
+    return resolved.get("x-kubernetes-map-type") == "atomic"
+
+
+def _item_element(item: Any, kind: str, keys: list[str], index: int) -> str:
+    if kind == "map" and isinstance(item, dict):
+        return "k:" + json.dumps({k: item[k] for k in sorted(keys) if k in item}, separators=(",", ":"))
+    if kind == "set":
+        return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True)
+    return f"i:{index}"
+
+
+# --- field sets --------------------------------------------------------------------------------------------
+
+
+def field_set(value: Any, node: Schema, path: Path = (), *, root: bool = True) -> set[Path]:
+    """The paths a value sets, as structured-merge-diff's ToFieldSet computes them."""
+    found: set[Path] = set()
+    _collect(value, node, path, root, found)
+    return found
+
+
+def _collect(value: Any, node: Schema, path: Path, root: bool, found: set[Path]) -> None:
+    if isinstance(value, dict):
+        if _atomic_map(node) and not root:
+            found.add(path)
+            return
+        for key, child in value.items():
+            child_path = (*path, f"f:{key}")
+            _collect(child, _child(node, key, root), child_path, False, found)
+            if child is None or child == {} or not _declares(node, key, root):
+                found.add(child_path)
+    elif isinstance(value, list):
+        kind, keys = _list_kind(node)
+        if kind == "atomic":
+            found.add(path)
+            return
+        items = builtin.items_schema(node)
+        for index, item in enumerate(value):
+            item_path = (*path, _item_element(item, kind, keys, index))
+            _collect(item, items, item_path, False, found)
+            found.add(item_path)
+    elif path:
+        found.add(path)
+
+
+def _parents(paths: set[Path]) -> set[Path]:
+    return {path[:i] for path in paths for i in range(len(path))}
+
+
+def _strip(paths: set[Path]) -> set[Path]:
+    return {path for path in paths if path not in _SERVER_OWNED}
+
+
+def _value_at(value: Any, path: Path) -> Any:
+    for element in path:
+        kind, _, text = element.partition(":")
+        if kind == "f" and isinstance(value, dict) and text in value:
+            value = value[text]
+        elif kind in ("k", "v") and isinstance(value, list):
+            value = next((item for item in value if _matches(item, kind, text)), _MISSING)
+        elif kind == "i" and isinstance(value, list) and int(text) < len(value):
+            value = value[int(text)]
+        else:
+            return _MISSING
+        if value is _MISSING:
+            return _MISSING
+    return value
+
+
+def _matches(item: Any, kind: str, text: str) -> bool:
+    if kind == "v":
+        return json.dumps(item, separators=(",", ":"), sort_keys=True) == text
+    keys = json.loads(text)
+    return isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items())
+
+
+def _remove_at(value: Any, path: Path) -> None:
+    parent = _value_at(value, path[:-1])
+    kind, _, text = path[-1].partition(":")
+    if kind == "f" and isinstance(parent, dict):
+        parent.pop(text, None)
+    elif kind in ("k", "v") and isinstance(parent, list):
+        parent[:] = [item for item in parent if not _matches(item, kind, text)]
+
+
+def _drop_emptied(value: Any, path: Path, kept: set[Path]) -> None:
+    """Remove the maps a removal left empty, up to the first one somebody still has a claim on."""
+    while path and path not in kept and _value_at(value, path) == {}:
+        _remove_at(value, path)
+        path = path[:-1]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """How an object changed, as field sets (structured-merge-diff's Comparison)."""
+
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+
+def compare(old: Any, new: Any, node: Schema) -> Changes:
+    old_set, new_set = field_set(old, node), field_set(new, node)
+    inner = _parents(old_set | new_set)
+    modified = {
+        path
+        for path in old_set & new_set
+        if path not in inner and not _json_same(_value_at(old, path), _value_at(new, path))
+    }
+    return Changes(new_set - old_set, modified, old_set - new_set)
+
+
+def _json_same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+# --- FieldsV1 ----------------------------------------------------------------------------------------------
+
+
+def encode_fields(paths: set[Path]) -> dict[str, Any]:
+    """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children."""
+    members = {path for path in paths if path in _parents(paths)}
+    return _encode_level(sorted(paths), members, ())
+
+
+def _encode_level(paths: list[Path], members: set[Path], prefix: Path) -> dict[str, Any]:
+    tree: dict[str, Any] = {".": {}} if prefix in members else {}
+    depth = len(prefix)
+    children = sorted({path[depth] for path in paths if len(path) > depth})
+    for element in children:
+        below = [path for path in paths if len(path) > depth and path[depth] == element]
+        tree[element] = _encode_level(below, members, (*prefix, element))
+    return tree
+
+
+def decode_fields(fields: dict[str, Any], path: Path = ()) -> set[Path]:
+    found: set[Path] = set()
+    for element, children in (fields or {}).items():
+        if element == ".":
+            found.add(path)
+            continue
+        child_path = (*path, element)
+        if children:
+            found |= decode_fields(children, child_path)
+        else:
+            found.add(child_path)
+    return found
+
+
+def path_string(path: Path) -> str:
+    """A path as structured-merge-diff prints it: `.spec.containers[name="c"].image`."""
+    text = ""
+    for element in path:
+        kind, _, rest = element.partition(":")
+        if kind == "f":
+            text += f".{rest}"
+        elif kind == "k":
+            keys = json.loads(rest)
+            text += (
+                "[" + ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in keys.items()) + "]"
+            )
+        elif kind == "v":
+            text += f"[={rest}]"
+        else:
+            text += f"[{rest}]"
+    return text
+
+
+# --- managers ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Manager:
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str
+    time: str
+    fields: set[Path]
+
+    def same_identity(self, other: _Manager) -> bool:
+        # Appliers are one manager across API versions; updaters are one per API version.
+        same_version = self.operation == "Apply" or self.api_version == other.api_version
+        return (self.manager, self.operation, self.subresource) == (
+            other.manager,
+            other.operation,
+            other.subresource,
+        ) and same_version
+
+    def display(self) -> str:
+        text = json.dumps(self.manager)
+        if self.subresource:
+            text += f" with subresource {json.dumps(self.subresource)}"
+        if self.operation == "Update":
+            text += f" using {self.api_version}"
+        return text
+
+    def entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": encode_fields(self.fields),
+        }
+        if self.subresource:
+            entry["subresource"] = self.subresource
+        return entry
+
+
+def _decode_managers(obj: dict[str, Any] | None) -> list[_Manager]:
+    entries = ((obj or {}).get("metadata") or {}).get("managedFields") or []
+    return [
+        _Manager(
+            str(e.get("manager", "")),
+            str(e.get("operation", "Update")),
+            str(e.get("apiVersion", "")),
+            str(e.get("subresource", "")),
+            str(e.get("time", "")),
+            decode_fields(e.get("fieldsV1") or {}),
+        )
+        for e in entries
+        if isinstance(e, dict)
+    ]
+
+
+def _encode_managers(managers: list[_Manager]) -> list[dict[str, Any]]:
+    kept = [m for m in managers if m.fields]
+    kept.sort(key=lambda m: (m.operation, m.time, m.manager, m.api_version, m.subresource))
+    return [m.entry() for m in kept]
+
+
+def _without_managed_fields(obj: dict[str, Any] | None) -> dict[str, Any]:
+    result = copy.deepcopy(obj) if obj else {}
+    if isinstance(result.get("metadata"), dict):
+        result["metadata"].pop("managedFields", None)
+    return result
+
+
+def _now(now: str) -> str:
+    return now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _api_version(obj: dict[str, Any], gvk: tuple[str, str, str]) -> str:
+    group, version, _ = gvk
+    return str(obj.get("apiVersion") or (f"{group}/{version}" if group else version))
+
+
+def _schema(gvk: tuple[str, str, str], schema: Schema) -> Schema:
+    return schema if schema is not None else builtin.schema_for(gvk)
+
+
+def _with_managers(obj: dict[str, Any], managers: list[_Manager]) -> dict[str, Any]:
+    encoded = _encode_managers(managers)
+    metadata = obj.setdefault("metadata", {})
+    if encoded:
+        metadata["managedFields"] = encoded
+    else:
+        metadata.pop("managedFields", None)
+    return obj
+
+
+# --- merging an applied configuration ----------------------------------------------------------------------
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def merge(live: Any, applied: Any, node: Schema, *, root: bool = True) -> Any:
+    """The applied configuration merged into the live value (applied values win)."""
+    if isinstance(live, dict) and isinstance(applied, dict) and (root or not _atomic_map(node)):
+        result = dict(live)
+        for key, value in applied.items():
+            if value is None:
+                result.pop(key, None)
+            elif key in live:
+                result[key] = merge(live[key], value, _child(node, key, root), root=False)
+            else:
+                result[key] = _clean(value)
+        return result
+    if isinstance(live, list) and isinstance(applied, list):
+        kind, keys = _list_kind(node)
+        if kind != "atomic":
+            return _merge_list(live, applied, node, kind, keys)
+    return _clean(applied)
+
+
+def _merge_list(live: list[Any], applied: list[Any], node: Schema, kind: str, keys: list[str]) -> list[Any]:
+    # structured-merge-diff's order: live-only items stay where they are, shared items follow the applied order.
+    items = builtin.items_schema(node)
+    lhs = [_item_element(item, kind, keys, i) for i, item in enumerate(live)]
+    rhs = [_item_element(item, kind, keys, i) for i, item in enumerate(applied)]
+    lhs_items = dict(zip(lhs, live, strict=True))
+    rhs_items = dict(zip(rhs, applied, strict=True))
+
+    def merged_item(element: str) -> Any:
+        if element in lhs_items and element in rhs_items:
+            return merge(lhs_items[element], rhs_items[element], items, root=False)
+        return _clean(rhs_items[element]) if element in rhs_items else lhs_items[element]
+
+    shared = [element for element in rhs if element in lhs_items]
+    next_shared = shared.pop(0) if shared else None
+    done: set[str] = set()
+    out: list[Any] = []
+    li = ri = 0
+    while li < len(lhs) or ri < len(rhs):
+        if li < len(lhs) and ri < len(rhs):
+            element = lhs[li]
+            if element == rhs[ri]:
+                done.add(element)
+                out.append(merged_item(element))
+                li, ri = li + 1, ri + 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if element in rhs_items and next_shared is not None and next_shared != element:
+                li += 1
+                continue
+        if li < len(lhs):
+            element = lhs[li]
+            if element not in rhs_items:
+                out.append(lhs_items[element])
+                li += 1
+                continue
+            if element in done:
+                li += 1
+        if ri < len(rhs):
+            element = rhs[ri]
+            if element not in done:
+                done.add(element)
+                out.append(merged_item(element))
+            ri += 1
+            if next_shared is not None and next_shared == element:
+                next_shared = shared.pop(0) if shared else None
+    return out
+
+
+# --- the two operations ------------------------------------------------------------------------------------
+
+
+def server_side_apply(
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    manager: str,
+    force: bool,
+    gvk: tuple[str, str, str],
+    schema: dict[str, Any] | None = None,
+    *,
+    subresource: str = "",
+    now: str = "",
+) -> dict[str, Any]:
+    """The object after `manager` applies `applied` to `live` (None: create); ApplyConflict when it would
+    change fields other managers own and `force` is false. `schema` is a CRD version's openAPIV3Schema."""
+    if not isinstance(applied, dict):
+        raise PatchError("error decoding YAML: the applied configuration is not an object", code=400)
+    if not manager:
+        raise PatchError("PATCH, actionType: apply requires fieldManager to be set", code=400)
+    node = _schema(gvk, schema)
+    base = _without_managed_fields(live)
+    managers = _decode_managers(live)
+    api_version = _api_version(applied, gvk)
+    if live is not None and not managers:
+        before = _strip(field_set(base, node))
+        managers = [_Manager("before-first-apply", "Update", api_version, subresource, _now(now), before)]
+    me = _Manager(manager, "Apply", api_version, subresource, _now(now), set())
+    mine = next((m for m in managers if m.same_identity(me)), None)
+    others = [m for m in managers if m is not mine]
+    applied_fields = _strip(field_set(_clean(applied), node))
+
+    result = merge(base, applied, node)
+    if mine is not None:
+        owned_by_others = set().union(*(m.fields for m in others)) if others else set()
+        kept = applied_fields | owned_by_others
+        kept_prefixes = _parents(kept)
+        for path in sorted(mine.fields - kept, key=len, reverse=True):
+            if path not in kept_prefixes:
+                _remove_at(result, path)
+                _drop_emptied(result, path[:-1], kept | kept_prefixes)
+
+    changes = compare(base, result, node)
+    changed = changes.added | changes.modified
+    conflicts = [(m, sorted(m.fields & changed)) for m in others if m.fields & changed]
+    if conflicts and not force:
+        raise ApplyConflict(
+            [
+                (m.display(), path_string(p))
+                for m, paths in sorted(conflicts, key=lambda c: c[0].display())
+                for p in paths
+            ]
+        )
+    for other in others:
+        other.fields -= changed | changes.removed
+    me.fields = applied_fields
+    return _with_managers(result, [*others, me])
+
+
+def record_update(
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    manager: str,
+    gvk: tuple[str, str, str],
+    schema: dict[str, Any] | None = None,
+    *,
+    subresource: str = "",
+    now: str = "",
+) -> dict[str, Any]:
+    """`new` with managedFields updated for a create (old None), update or non-apply patch by `manager`."""
+    node = _schema(gvk, schema)
+    before, after = _without_managed_fields(old), _without_managed_fields(new)
+    changes = compare(before, after, node)
+    touched = _strip(changes.added | changes.modified)
+    removed = _strip(changes.removed)
+    managers = _decode_managers(old)
+    me = _Manager(manager, "Update", _api_version(new, gvk), subresource, _now(now), set())
+    mine = next((m for m in managers if m.same_identity(me)), None)
+    others = [m for m in managers if m is not mine]
+    for other in others:
+        other.fields -= touched | removed
+    me.fields = ((mine.fields if mine else set()) - removed) | touched
+    if mine is not None and not touched and not removed:
+        me.time = mine.time
+    return _with_managers(after, [*others, me])
