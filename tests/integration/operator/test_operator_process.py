@@ -39,7 +39,8 @@ class Operator:
             f"--leader-election-retry-period={RETRY_SECONDS}",
             *extra,
         ]  # fmt: skip
-        self.process = subprocess.Popen(argv, stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
 
     def output(self) -> str:
         return self.log.read_text()
@@ -119,7 +120,8 @@ async def test_metrics_and_probes_answer(localkube, tmp_path):
         await client.create(
             CONFIG_MAP, {"metadata": {"name": "toy", "namespace": namespace, "labels": {"toy": "yes"}}}
         )
-        await eventually(lambda: "toy reconciled" in operator.output())
+        success = 'controller_runtime_reconcile_total{controller="toy",result="success"}'
+        await eventually(lambda: success in operator.get(operator.metrics_port, "/metrics")[1])
         status, metrics = operator.get(operator.metrics_port, "/metrics")
         assert status == 200
         for name in [

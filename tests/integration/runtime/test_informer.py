@@ -1,0 +1,111 @@
+import asyncio
+import contextlib
+
+import yaml
+
+from kuberay.runtime import errors
+from kuberay.runtime.client import Client, load_config
+from kuberay.runtime.informer import Event, EventType, Informer
+from kuberay.runtime.resources import CONFIG_MAP
+
+from .kube import Cable, client_for, eventually, new_namespace
+
+
+def cm(namespace: str, name: str, value: str = "0") -> dict:
+    return {"metadata": {"name": name, "namespace": namespace}, "data": {"v": value}}
+
+
+@contextlib.asynccontextmanager
+async def informing(client: Client, namespace: str):
+    informer = Informer(client, CONFIG_MAP, namespaces=[namespace], retry_delays=(0.05, 0.3))
+    events: list[tuple[EventType, str, str]] = []
+    informer.add_handler(
+        lambda e: events.append((e.type, e.obj["metadata"]["name"], e.obj.get("data", {}).get("v", "")))
+    )
+    task = asyncio.create_task(informer.run())
+    await asyncio.wait_for(informer.wait_synced(), 20)
+    try:
+        yield informer, events
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_the_watch_resumes_across_a_localkube_restart(localkube_factory):
+    server = localkube_factory()
+    client = client_for(server)
+    namespace = await new_namespace(client)
+    await client.create(CONFIG_MAP, cm(namespace, "a"))
+    async with informing(client, namespace) as (informer, events):
+        assert events == [(EventType.ADDED, "a", "0")]
+        await asyncio.to_thread(server.restart)
+        await client.patch(CONFIG_MAP, "a", {"data": {"v": "1"}}, namespace)
+        await client.create(CONFIG_MAP, cm(namespace, "b"))
+        await client.delete(CONFIG_MAP, "a", namespace)
+        await eventually(lambda: len(events) == 4)
+        assert events[1:] == [
+            (EventType.MODIFIED, "a", "1"),
+            (EventType.ADDED, "b", "0"),
+            (EventType.DELETED, "a", "1"),
+        ]
+        assert informer.relists == 0  # resumed from its resourceVersion, no relist needed
+        assert [o["metadata"]["name"] for o in informer.store.list()] == ["b"]
+    await client.close()
+
+
+async def test_after_compaction_the_informer_relists_and_delivers_what_it_missed(localkube_factory, tmp_path):
+    server = localkube_factory("--compact-interval=0.1", "--compact-keep=0")
+    client = client_for(server)
+    namespace = await new_namespace(client)
+    for name in "abc":
+        await client.create(CONFIG_MAP, cm(namespace, name))
+    cable = Cable("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    await cable.plug()
+    kubeconfig = yaml.safe_load(server.kubeconfig.read_text())
+    kubeconfig["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{cable.port}"
+    (tmp_path / "via-cable").write_text(yaml.safe_dump(kubeconfig))
+    watched = Client.from_config(load_config(str(tmp_path / "via-cable")))
+    async with informing(watched, namespace) as (informer, events):
+        assert sorted(events) == [(EventType.ADDED, n, "0") for n in "abc"]
+        last_seen = max(int(o["metadata"]["resourceVersion"]) for o in informer.store.list())
+        await cable.unplug()
+        await client.patch(CONFIG_MAP, "a", {"data": {"v": "1"}}, namespace)
+        await client.delete(CONFIG_MAP, "b", namespace)
+        await client.create(CONFIG_MAP, cm(namespace, "d"))
+
+        async def compacted() -> bool:
+            try:
+                async for _ in client.watch(
+                    CONFIG_MAP, namespace, resource_version=str(last_seen), timeout_seconds=1
+                ):
+                    pass
+            except errors.Gone:
+                return True
+            return False
+
+        for _ in range(100):
+            if await compacted():
+                break
+            await asyncio.sleep(0.05)
+        assert await compacted()
+        await cable.plug()
+        await eventually(lambda: len(events) == 6)
+        assert informer.relists >= 1
+        missed = [(EventType.MODIFIED, "a", "1"), (EventType.DELETED, "b", "0"), (EventType.ADDED, "d", "0")]
+        assert sorted(events[3:]) == sorted(missed)
+        assert sorted(o["metadata"]["name"] for o in informer.store.list()) == ["a", "c", "d"]
+    await cable.unplug()
+    await watched.close()
+    await client.close()
+
+
+async def test_handlers_added_late_get_the_cached_objects_first(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    await client.create(CONFIG_MAP, cm(namespace, "early"))
+    async with informing(client, namespace) as (informer, _):
+        late: list[Event] = []
+        informer.add_handler(late.append)
+        assert [(e.type, e.obj["metadata"]["name"]) for e in late] == [(EventType.ADDED, "early")]
+    await client.close()
