@@ -338,8 +338,13 @@ def check(obj: Mapping[str, Any], kind: str, version: str = "v1") -> list[FieldE
     """The schema errors of `obj` (a JSON-shaped ray.io object of `kind`, written at `version`) after
     defaulting; `KeyError` for a kind or version that ray.io does not serve."""
     body = {k: v for k, v in defaulted(obj, kind, version).items() if k not in _ROOT_OWNED}
+    return errors_against(body, _body_schema(kind, version))
+
+
+def errors_against(value: Any, schema: Mapping[str, Any]) -> list[FieldError]:
+    """The errors of a (defaulted) value against a structural schema, paths relative to the value."""
     errors = []
-    for error in _Validator(_body_schema(kind, version)).iter_errors(body):
+    for error in _Validator(schema).iter_errors(value):
         path = _path(error) or "<nil>"
         errors.append(FieldError(path, error.message.replace(_HERE, path)))
     return errors
