@@ -4,7 +4,9 @@ finishes their deletion.
 Status comes from `simulate.pod_status`, a pure function of the pod and the time since this kubelet
 admitted it, so a recheck that finds nothing new writes nothing. Pod addresses come from a pool in the
 loopback range (127.244.0.0/16): a simulated pod runs no process, and a client that dials its address
-reaches nothing but this machine. Deleting a pod bound here completes at once (nothing to stop); a pod
+reaches nothing but this machine. The annotation `localkube.io/pod-ip` pins a pod's address instead (it
+must be a loopback address): a test can point a simulated pod at a real server it started there, such as
+a Ray head's dashboard reached through the API server's service proxy. Deleting a pod bound here completes at once (nothing to stop); a pod
 that still has finalizers waits for them and is removed on the next change.
 """
 
@@ -22,6 +24,7 @@ from localkube.storage import Event, Store
 PODS_PREFIX = "/registry/core/pods/"
 NODES_PREFIX = "/registry/core/nodes/"
 POD_NETWORK = ipaddress.ip_network("127.244.0.0/16")
+POD_IP_ANNOTATION = "localkube.io/pod-ip"
 
 # A simulated node is large enough for every sample and benchmark; accelerators included so that GPU and
 # TPU pods schedule too.
@@ -146,7 +149,7 @@ class SimulatedKubelet:
         started = self._admitted.setdefault(
             key, _parse_time((pod.get("status") or {}).get("startTime")) or self._clock()
         )
-        placement = Placement(self._options.name, self._options.host_ip, self._address(key))
+        placement = Placement(self._options.name, self._options.host_ip, self._address(key, pod))
         try:
             outcome = pod_status(pod, placement, started, self._clock(), self._options.timing)
         except SimulationError:
@@ -163,8 +166,13 @@ class SimulatedKubelet:
             self._store.update(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
         return outcome.recheck_after
 
-    def _address(self, key: str) -> str:
-        """The pod's address: kept for its lifetime, the next free one of the pool for a new pod."""
+    def _address(self, key: str, pod: dict[str, Any]) -> str:
+        """The pod's address: pinned by annotation, else kept for its lifetime, the next free one of the pool
+        for a new pod."""
+        pinned = str(((pod.get("metadata") or {}).get("annotations") or {}).get(POD_IP_ANNOTATION) or "")
+        if pinned and ipaddress.ip_address(pinned).is_loopback:
+            self._addresses[key] = pinned
+            return pinned
         address = self._addresses.get(key)
         if address is None:
             in_use = set(self._addresses.values())

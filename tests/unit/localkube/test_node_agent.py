@@ -94,3 +94,9 @@ async def test_injected_failures_show_in_status(store: Store) -> None:
     )
     assert pod is not None and pod["status"]["phase"] == "Pending"
     assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
+
+
+async def test_a_loopback_address_can_be_pinned_by_annotation(store: Store) -> None:
+    store.create(POD_KEY + "pinned", _pod("pinned", annotations={"localkube.io/pod-ip": "127.0.0.1"}))
+    pod = await _until(store, POD_KEY + "pinned", lambda p: bool(p and p.get("status", {}).get("podIP")))
+    assert pod is not None and pod["status"]["podIP"] == "127.0.0.1"
