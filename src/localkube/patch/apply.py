@@ -463,8 +463,10 @@ def server_side_apply(
         owned_by_others = set().union(*(m.fields for m in others)) if others else set()
         kept = applied_fields | owned_by_others
         kept_prefixes = _parents(kept)
-        for path in sorted(mine.fields - kept, key=len, reverse=True):
-            if path not in kept_prefixes:
+        dropped = {path for path in mine.fields - kept if path not in kept_prefixes}
+        # Remove whole subtrees once: a dropped list item goes with its fields, which name it.
+        for path in sorted(dropped, key=len, reverse=True):
+            if not any(path[:i] in dropped for i in range(1, len(path))):
                 _remove_at(result, path)
                 _drop_emptied(result, path[:-1], kept | kept_prefixes)
 
