@@ -19,15 +19,15 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-import yaml
 
 from localkube import __version__
-from localkube.server import errors, subresources
-from localkube.server.auth import Authenticator, User
+from localkube.server import bodies, errors, subresources
+from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
 from localkube.server.openapi import OpenApi
 from localkube.server.patching import PATCH_TYPES
+from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_message
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
 from localkube.server.reviews import Reviews
@@ -42,7 +42,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 log = logging.getLogger("localkube.server")
 
-JSON = "application/json"
+JSON = bodies.JSON
 _HEALTH = frozenset({"livez", "readyz", "healthz"})
 _VERSION = {
     "major": "1",
@@ -64,7 +64,7 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes
-    user: User | None = None
+    user: UserInfo | None = None
 
 
 @dataclass(slots=True)
@@ -88,11 +88,6 @@ class Target:
     namespace: str | None
     name: str | None
     subresource: str | None
-
-
-# Whether a user may do something, described as an access review describes it: resource attributes
-# (verb, group, resource, subresource, namespace, name) or non-resource ones (verb, path).
-Authorize = Callable[[User, dict[str, str]], bool]
 
 
 def _json(obj: Any, status: int = 200) -> Reply:
@@ -121,17 +116,17 @@ class App:
         self,
         resources: Resources,
         authenticator: Authenticator,
-        authorize: Authorize | None = None,
         pod_logs: subresources.PodLogs | None = None,
     ) -> None:
         self.resources = resources
         self.registry = resources.registry
         self.authenticator = authenticator
-        self.authorize = authorize
+        rbac_types = {t.plural: t for t in self.registry.resources("rbac.authorization.k8s.io", "v1")}
+        self.authorizer = Authorizer(lambda plural: resources.store.list(rbac_types[plural].prefix(None))[0])
         self.discovery = Discovery(self.registry)
         self.openapi = OpenApi(self.registry)
         self.pod_logs = pod_logs
-        self.reviews = Reviews(authenticator, self._allowed)
+        self.reviews = Reviews(authenticator, self.authorizer)
         self.ready = True
 
     # -- ASGI -------------------------------------------------------------------------------------------
@@ -149,7 +144,9 @@ class App:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+        }
         request = Request(
             scope["method"],
             scope["path"],
@@ -215,38 +212,27 @@ class App:
             return self._group_discovery(request, segments)
         if head in ("api", "apis"):
             target = self._route(segments)
+            verb = request_verb(request.method, target, request.query)
+            attributes = RequestAttributes(
+                verb,
+                target.resource_type.group,
+                target.resource_type.plural,
+                target.subresource or "",
+                target.namespace or "",
+                target.name or "",
+            )
+            if not self.authorizer.authorize(request.user, attributes):
+                raise _forbidden(request.user, attributes)
             if target.resource_type.virtual:
                 return self._review(request, target)
-            verb = request_verb(request.method, target, request.query)
-            if not self._allowed(request.user, _attributes(verb, target)):
-                raise self._forbidden(request.user, verb, target)
             return self._resource(request, target, verb)
         raise errors.page_not_found()
 
     def _require(self, request: Request) -> None:
         assert request.user is not None
-        verb = request.method.lower()
-        if not self._allowed(request.user, {"verb": verb, "path": request.path}):
-            raise errors.forbidden(f'forbidden: User "{request.user.name}" cannot {verb} path "{request.path}"')
-
-    def _allowed(self, user: User, attributes: dict[str, str]) -> bool:
-        if user.is_admin or self.authorize is None:
-            return user.is_admin
-        return self.authorize(user, attributes)
-
-    @staticmethod
-    def _forbidden(user: User, verb: str, target: Target) -> ApiError:
-        resource_type = target.resource_type
-        resource = resource_type.plural + (f"/{target.subresource}" if target.subresource else "")
-        scope = f' in the namespace "{target.namespace}"' if target.namespace else " at the cluster scope"
-        name = resource_type.group_resource + (f' "{target.name}"' if target.name else "")
-        return ApiError(
-            403,
-            "Forbidden",
-            f'{name} is forbidden: User "{user.name}" cannot {verb} resource "{resource}" in API group '
-            f'"{resource_type.group}"{scope}',
-            {"name": target.name or "", "group": resource_type.group, "kind": resource_type.plural},
-        )
+        attributes = RequestAttributes(request.method.lower(), "", "", path=request.path)
+        if not self.authorizer.authorize(request.user, attributes):
+            raise _forbidden(request.user, attributes)
 
     def _route(self, segments: list[str]) -> Target:
         if segments[0] == "api":
@@ -311,14 +297,26 @@ class App:
     # -- resources --------------------------------------------------------------------------------------
 
     def _resource(self, request: Request, target: Target, verb: str) -> Reply | StreamReply:
-        resource_type, namespace, name, sub = target.resource_type, target.namespace, target.name, target.subresource
+        resource_type, namespace, name, sub = (
+            target.resource_type,
+            target.namespace,
+            target.name,
+            target.subresource,
+        )
         resources = self.resources
         query = request.query
         if sub in ("scale", "log", "binding", "token", "finalize"):
             content_type = request.headers.get("content-type", JSON)
             return _json_or_text(
                 subresources.handle(
-                    resources, self.authenticator, self.pod_logs, request.method, target, request.body, content_type, query
+                    resources,
+                    self.authenticator,
+                    self.pod_logs,
+                    request.method,
+                    target,
+                    request.body,
+                    content_type,
+                    query,
                 )
             )
         if verb in ("list", "watch"):
@@ -340,7 +338,9 @@ class App:
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
                 raise errors.unsupported_media_type(list(PATCH_TYPES))
-            code, patched = resources.patch(resource_type, namespace, name, request.body, content_type, sub, query)
+            code, patched = resources.patch(
+                resource_type, namespace, name, request.body, content_type, sub, query
+            )
             return self._object_reply(request, resource_type, patched, code)
         options = _decode(request) if request.body else {}
         if verb == "delete":
@@ -348,19 +348,37 @@ class App:
             code, deleted = resources.delete(resource_type, namespace, name, options, query)
             return self._object_reply(request, resource_type, deleted, code)
         deleted_items = resources.delete_collection(resource_type, namespace, options, query)
-        return _json({"kind": resource_type.list_kind, "apiVersion": resource_type.api_version, "metadata": {}, "items": deleted_items})
+        return _json(
+            {
+                "kind": resource_type.list_kind,
+                "apiVersion": resource_type.api_version,
+                "metadata": {},
+                "items": deleted_items,
+            }
+        )
 
-    def _object_reply(self, request: Request, resource_type: ResourceType, obj: dict[str, Any], status: int = 200) -> Reply:
+    def _object_reply(
+        self, request: Request, resource_type: ResourceType, obj: dict[str, Any], status: int = 200
+    ) -> Reply:
         accept = request.headers.get("accept", "")
         if "as=Table" in accept:
             include = request.query.get("includeObject", "Metadata")
             meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
             return _json(table(resource_type, [obj], meta, include), status)
         if "as=PartialObjectMetadata" in accept:
-            return _json({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}, status)
+            return _json(
+                {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": obj.get("metadata", {}),
+                },
+                status,
+            )
         return _json(obj, status)
 
-    def _list(self, request: Request, resource_type: ResourceType, namespace: str | None, verb: str) -> Reply | StreamReply:
+    def _list(
+        self, request: Request, resource_type: ResourceType, namespace: str | None, verb: str
+    ) -> Reply | StreamReply:
         accept = request.headers.get("accept", "")
         include = request.query.get("includeObject", "Metadata") if "as=Table" in accept else None
         if verb == "watch":
@@ -371,14 +389,33 @@ class App:
                 raise errors.bad_request(str(exc)) from exc
             matchers = [m for m in (label_match, field_match) if m is not None]
             matches = None if not matchers else (lambda obj: all(m(obj) for m in matchers))
-            return StreamReply(stream(self.resources, resource_type, namespace, request.query, matches, include))
-        objects, metadata = self.resources.list(resource_type, namespace, request.query)
+            return StreamReply(
+                stream(self.resources, resource_type, namespace, request.query, matches, include)
+            )
+        objects, metadata = self.resources.list_objects(resource_type, namespace, request.query)
         if include is not None:
             return _json(table(resource_type, objects, metadata, include))
         if "as=PartialObjectMetadataList" in accept:
-            items = [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]} for o in objects]
-            return _json({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items})
-        return _json({"kind": resource_type.list_kind, "apiVersion": resource_type.api_version, "metadata": metadata, "items": objects})
+            items = [
+                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+                for o in objects
+            ]
+            return _json(
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": metadata,
+                    "items": items,
+                }
+            )
+        return _json(
+            {
+                "kind": resource_type.list_kind,
+                "apiVersion": resource_type.api_version,
+                "metadata": metadata,
+                "items": objects,
+            }
+        )
 
     def _review(self, request: Request, target: Target) -> Reply:
         if request.method != "POST" or target.name is not None:
@@ -387,15 +424,11 @@ class App:
         return _json(self.reviews.create(request.user, target.resource_type, _decode(request)), 201)
 
 
-def _attributes(verb: str, target: Target) -> dict[str, str]:
-    return {
-        "verb": verb,
-        "group": target.resource_type.group,
-        "resource": target.resource_type.plural,
-        "subresource": target.subresource or "",
-        "namespace": target.namespace or "",
-        "name": target.name or "",
-    }
+def _forbidden(user: UserInfo, attributes: RequestAttributes) -> ApiError:
+    details = {"name": attributes.name, "group": attributes.api_group, "kind": attributes.resource}
+    return ApiError(
+        403, "Forbidden", forbidden_message(user, attributes), details if attributes.resource else None
+    )
 
 
 def _json_or_text(result: tuple[int, Any]) -> Reply:
@@ -406,17 +439,7 @@ def _json_or_text(result: tuple[int, Any]) -> Reply:
 
 
 def _decode(request: Request) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", JSON)
-    try:
-        if "yaml" in content_type:
-            decoded = yaml.safe_load(request.body)
-        else:
-            decoded = orjson.loads(request.body)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
-    if not isinstance(decoded, dict):
-        raise errors.bad_request("the request body must be an object")
-    return decoded
+    return bodies.decode(request.body, request.headers.get("content-type", JSON))
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -435,7 +458,10 @@ async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None
         {
             "type": "http.response.start",
             "status": 200,
-            "headers": [(b"content-type", reply.content_type.encode()), (b"cache-control", b"no-cache, private")],
+            "headers": [
+                (b"content-type", reply.content_type.encode()),
+                (b"cache-control", b"no-cache, private"),
+            ],
         }
     )
 

@@ -2,6 +2,7 @@
 
 - The admin token is random, made on first start and kept in `DIR/admin-token`; it authenticates as
   `localkube-admin` in `system:masters` (allowed everything, as on a real cluster).
+- Users are `rbac.UserInfo`, which RBAC decides on.
 - ServiceAccount tokens are HS256 JSON Web Tokens signed with a key kept in `DIR/pki/sa.key`, carrying
   the claims a real cluster's tokens carry (`sub` = `system:serviceaccount:<ns>:<name>`). A token is
   accepted while unexpired and while its ServiceAccount exists with the uid it names, so deleting the
@@ -16,29 +17,16 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import yaml
 
+from localkube.server.rbac import AUTHENTICATED, MASTERS, UserInfo, service_account_user
+
 ADMIN_USER = "localkube-admin"
-MASTERS_GROUP = "system:masters"
-AUTHENTICATED_GROUP = "system:authenticated"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
-
-
-@dataclass(frozen=True)
-class User:
-    name: str
-    groups: tuple[str, ...] = ()
-    uid: str = ""
-    extra: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def is_admin(self) -> bool:
-        return MASTERS_GROUP in self.groups
 
 
 def _read_or_make(path: Path, make: Callable[[], str]) -> str:
@@ -64,17 +52,19 @@ class Authenticator:
 
     `find_service_account(namespace, name)` returns the live ServiceAccount or None."""
 
-    def __init__(self, data_dir: Path, find_service_account: Callable[[str, str], dict[str, Any] | None]) -> None:
+    def __init__(
+        self, data_dir: Path, find_service_account: Callable[[str, str], dict[str, Any] | None]
+    ) -> None:
         self.admin_token = _read_or_make(data_dir / "admin-token", lambda: secrets.token_urlsafe(32))
         self._signing_key = _read_or_make(data_dir / "pki" / "sa.key", lambda: secrets.token_hex(32)).encode()
         self._find_service_account = find_service_account
 
-    def authenticate(self, authorization: str | None) -> User | None:
+    def authenticate(self, authorization: str | None) -> UserInfo | None:
         if not authorization or not authorization.startswith("Bearer "):
             return None
         token = authorization[7:].strip()
         if hmac.compare_digest(token, self.admin_token):
-            return User(ADMIN_USER, (MASTERS_GROUP, AUTHENTICATED_GROUP))
+            return UserInfo(ADMIN_USER, (MASTERS, AUTHENTICATED))
         return self._service_account_user(token)
 
     def issue_service_account_token(
@@ -97,7 +87,7 @@ class Authenticator:
         signature = hmac.new(self._signing_key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
         return f"{header}.{payload}.{_b64(signature)}", expiry
 
-    def _service_account_user(self, token: str) -> User | None:
+    def _service_account_user(self, token: str) -> UserInfo | None:
         parts = token.split(".")
         if len(parts) != 3:
             return None
@@ -107,7 +97,11 @@ class Authenticator:
                 return None
             claims = orjson.loads(_unb64(parts[1]))
             account = claims["kubernetes.io"]
-            namespace, name, uid = account["namespace"], account["serviceaccount"]["name"], account["serviceaccount"]["uid"]
+            namespace, name, uid = (
+                account["namespace"],
+                account["serviceaccount"]["name"],
+                account["serviceaccount"]["uid"],
+            )
         except (ValueError, KeyError, TypeError):
             return None
         if claims.get("exp", 0) < time.time():
@@ -115,11 +109,7 @@ class Authenticator:
         live = self._find_service_account(namespace, name)
         if live is None or live.get("metadata", {}).get("uid") != uid:
             return None
-        return User(
-            f"system:serviceaccount:{namespace}:{name}",
-            ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", AUTHENTICATED_GROUP),
-            uid,
-        )
+        return service_account_user(namespace, name)
 
 
 def write_kubeconfig(path: Path, server_url: str, ca_cert: Path, token: str) -> None:
@@ -138,7 +128,10 @@ def write_kubeconfig(path: Path, server_url: str, ca_cert: Path, token: str) -> 
         ],
         "users": [{"name": "localkube-admin", "user": {"token": token}}],
         "contexts": [
-            {"name": "localkube", "context": {"cluster": "localkube", "user": "localkube-admin", "namespace": "default"}}
+            {
+                "name": "localkube",
+                "context": {"cluster": "localkube", "user": "localkube-admin", "namespace": "default"},
+            }
         ],
         "current-context": "localkube",
         "preferences": {},

@@ -33,13 +33,18 @@ def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], lis
     elif kind == "Namespace":
         obj.setdefault("spec", {})
         obj["status"] = {"phase": "Active"}
-        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"].get(
+            "name", ""
+        )
     elif kind == "Deployment":
         spec = obj.setdefault("spec", {})
         spec.setdefault("replicas", 1)
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        spec.setdefault("strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+        spec.setdefault(
+            "strategy",
+            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+        )
         _default_pod_spec((spec.get("template") or {}).get("spec") or {})
     elif kind == "Job":
         spec = obj.setdefault("spec", {})
@@ -87,7 +92,10 @@ def _qos_class(spec: dict[str, Any]) -> str:
     for r in resources:
         limits = r.get("limits") or {}
         requests = {**limits, **(r.get("requests") or {})}
-        if not all(resource in limits and requests.get(resource) == limits[resource] for resource in ("cpu", "memory")):
+        if not all(
+            resource in limits and requests.get(resource) == limits[resource]
+            for resource in ("cpu", "memory")
+        ):
             return "Burstable"
     return "Guaranteed"
 
@@ -129,7 +137,9 @@ def _free_address(used: set[Any]) -> str:
             return candidate
 
 
-def graceful_deletion_seconds(kind: str, obj: dict[str, Any], options: dict[str, Any], query: dict[str, str]) -> int:
+def graceful_deletion_seconds(
+    kind: str, obj: dict[str, Any], options: dict[str, Any], query: dict[str, str]
+) -> int:
     """How long a delete waits before the object may go: non-zero only for a running pod bound to a node."""
     if kind != "Pod" or not (obj.get("spec") or {}).get("nodeName"):
         return 0

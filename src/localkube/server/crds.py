@@ -17,8 +17,8 @@ from localkube.admission.schema import check_structural
 
 def validate(crd: dict[str, Any]) -> list[FieldError]:
     found: list[FieldError] = []
-    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    spec = _mapping(crd.get("spec"))
+    names = _mapping(spec.get("names"))
     group, plural = spec.get("group"), names.get("plural")
     if not group:
         found.append(FieldError("spec.group", REQUIRED))
@@ -29,10 +29,18 @@ def validate(crd: dict[str, Any]) -> list[FieldError]:
     if group and plural and name != f"{plural}.{group}":
         found.append(FieldError("metadata.name", INVALID, name, 'must be spec.names.plural+"."+spec.group'))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        found.append(FieldError("spec.scope", UNSUPPORTED, spec.get("scope"), 'supported values: "Cluster", "Namespaced"'))
+        found.append(
+            FieldError(
+                "spec.scope", UNSUPPORTED, spec.get("scope"), 'supported values: "Cluster", "Namespaced"'
+            )
+        )
     versions = spec.get("versions") or []
     if not versions or sum(1 for v in versions if v.get("storage")) != 1:
-        found.append(FieldError("spec.versions", INVALID, versions, "must have exactly one version marked as storage version"))
+        found.append(
+            FieldError(
+                "spec.versions", INVALID, versions, "must have exactly one version marked as storage version"
+            )
+        )
     for index, version in enumerate(versions):
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         path = f"spec.versions[{index}].schema.openAPIV3Schema"
@@ -41,6 +49,10 @@ def validate(crd: dict[str, Any]) -> list[FieldError]:
         else:
             found += check_structural(schema, path)
     return found
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def set_status(crd: dict[str, Any]) -> None:

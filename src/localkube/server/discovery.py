@@ -80,13 +80,22 @@ class Discovery:
                     ],
                 }
             )
-        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+        return {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {},
+            "items": items,
+        }
 
     @staticmethod
     def _aggregated_resource(resource_type: ResourceType) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "resource": resource_type.plural,
-            "responseKind": {"group": resource_type.group, "version": resource_type.version, "kind": resource_type.kind},
+            "responseKind": {
+                "group": resource_type.group,
+                "version": resource_type.version,
+                "kind": resource_type.kind,
+            },
             "scope": "Namespaced" if resource_type.namespaced else "Cluster",
             "singularResource": resource_type.singular,
             "verbs": list(resource_type.verbs),
@@ -99,7 +108,9 @@ class Discovery:
             entry["subresources"] = [
                 {
                     "subresource": sub,
-                    "responseKind": dict(zip(("group", "version", "kind"), _subresource_kind(resource_type, sub), strict=True)),
+                    "responseKind": dict(
+                        zip(("group", "version", "kind"), _subresource_kind(resource_type, sub), strict=True)
+                    ),
                     "verbs": _SUBRESOURCE_VERBS[sub],
                 }
                 for sub in sorted(resource_type.subresources)
@@ -124,14 +135,19 @@ class Discovery:
             lambda: {
                 "kind": "APIGroupList",
                 "apiVersion": "v1",
-                "groups": [self._group(group, versions) for group, versions in self._registry.groups() if group],
+                "groups": [
+                    self._group(group, versions) for group, versions in self._registry.groups() if group
+                ],
             },
         )
 
     def group(self, name: str) -> bytes | None:
         for group, versions in self._registry.groups():
             if group == name and group:
-                return self._cached(f"group:{name}", lambda: {"kind": "APIGroup", "apiVersion": "v1", **self._group(group, versions)})
+                return self._cached(
+                    f"group:{name}",
+                    lambda: {"kind": "APIGroup", "apiVersion": "v1", **self._group(group, versions)},
+                )
         return None
 
     @staticmethod
@@ -143,7 +159,9 @@ class Discovery:
         types = self._registry.resources(group, version)
         if not types:
             return None
-        return self._cached(f"resources:{group}/{version}", lambda: self._resource_list(group, version, types))
+        return self._cached(
+            f"resources:{group}/{version}", lambda: self._resource_list(group, version, types)
+        )
 
     @staticmethod
     def _resource_list(group: str, version: str, types: list[ResourceType]) -> dict[str, Any]:

@@ -92,7 +92,9 @@ def unauthorized() -> ApiError:
 
 
 def method_not_allowed() -> ApiError:
-    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    return ApiError(
+        405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+    )
 
 
 def gone(message: str) -> ApiError:

@@ -38,7 +38,9 @@ _META_DESCRIPTIONS = {
 
 @cache
 def _definitions() -> dict[str, Any]:
-    root = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"v{KUBERNETES_VERSION}-local"
+    root = (
+        Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"v{KUBERNETES_VERSION}-local"
+    )
     definitions: dict[str, Any] = orjson.loads((root / "_definitions.json").read_bytes())["$defs"]
     return definitions
 
@@ -108,7 +110,9 @@ def _closure(names: set[str]) -> set[str]:
 
 def _component_name(resource_type: ResourceType, suffix: str = "") -> str:
     if not resource_type.custom:
-        found = _definition_by_kind().get((resource_type.group, resource_type.version, resource_type.kind + suffix))
+        found = _definition_by_kind().get(
+            (resource_type.group, resource_type.version, resource_type.kind + suffix)
+        )
         if found:
             return found
     reversed_group = ".".join(reversed(resource_type.group.split("."))) if resource_type.group else "core"
@@ -162,7 +166,12 @@ def _response(component: str) -> dict[str, Any]:
 
 
 def _query_parameter(name: str, description: str, type_: str = "string") -> dict[str, Any]:
-    return {"name": name, "in": "query", "description": description, "schema": {"type": type_, "uniqueItems": True}}
+    return {
+        "name": name,
+        "in": "query",
+        "description": description,
+        "schema": {"type": type_, "uniqueItems": True},
+    }
 
 
 _WRITE_PARAMETERS = [
@@ -178,7 +187,9 @@ _PATCH_MEDIA_TYPES = (
 )
 
 
-def _operations(resource_type: ResourceType, item: str, list_item: str, subresource: str = "") -> dict[str, dict[str, Any]]:
+def _operations(
+    resource_type: ResourceType, item: str, list_item: str, subresource: str = ""
+) -> dict[str, dict[str, Any]]:
     gvk = _gvk(resource_type)
     suffix = subresource.capitalize()
     base = f"{resource_type.kind}{suffix}"
@@ -193,8 +204,10 @@ def _operations(resource_type: ResourceType, item: str, list_item: str, subresou
         }
 
     body = {"content": {"*/*": {"schema": {"$ref": _COMPONENT_PREFIX + item}}}, "required": True}
+    # kubectl apply sends a strategic merge patch only where the PATCH operation lists it.
+    media_types = [m for m in _PATCH_MEDIA_TYPES if not (resource_type.custom and "strategic" in m)]
     patch_body = {
-        "content": {media: {"schema": {"$ref": _COMPONENT_PREFIX + _PATCH}} for media in _PATCH_MEDIA_TYPES},
+        "content": {media: {"schema": {"$ref": _COMPONENT_PREFIX + _PATCH}} for media in media_types},
         "required": True,
     }
     single = {
@@ -205,7 +218,10 @@ def _operations(resource_type: ResourceType, item: str, list_item: str, subresou
             "patch",
             item,
             requestBody=patch_body,
-            parameters=[*_WRITE_PARAMETERS, _query_parameter("force", "Force is going to force Apply requests.", "boolean")],
+            parameters=[
+                *_WRITE_PARAMETERS,
+                _query_parameter("force", "Force is going to force Apply requests.", "boolean"),
+            ],
         ),
     }
     if subresource:
@@ -277,14 +293,20 @@ class OpenApi:
                 schemas[list_item] = _list_schema(resource_type, item)
             else:
                 wanted |= {item, list_item}
-            base = f"{prefix}/namespaces/{{namespace}}/{resource_type.plural}" if resource_type.namespaced else f"{prefix}/{resource_type.plural}"
+            base = (
+                f"{prefix}/namespaces/{{namespace}}/{resource_type.plural}"
+                if resource_type.namespaced
+                else f"{prefix}/{resource_type.plural}"
+            )
             operations = _operations(resource_type, item, list_item)
             paths[base] = operations["collection"]
             paths[f"{base}/{{name}}"] = operations["single"]
             if resource_type.namespaced:
                 paths[f"{prefix}/{resource_type.plural}"] = {"get": operations["collection"]["get"]}
             if resource_type.has_status():
-                paths[f"{base}/{{name}}/status"] = _operations(resource_type, item, list_item, "status")["single"]
+                paths[f"{base}/{{name}}/status"] = _operations(resource_type, item, list_item, "status")[
+                    "single"
+                ]
         definitions = _definitions()
         for name in _closure(wanted):
             schemas[name] = _convert(definitions[name])

@@ -70,7 +70,11 @@ def patch(
 
 
 def apply(
-    resource_type: ResourceType, live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool
+    resource_type: ResourceType,
+    live: dict[str, Any] | None,
+    applied: dict[str, Any],
+    manager: str,
+    force: bool,
 ) -> dict[str, Any]:
     """Server-side apply of `applied` by `manager` onto `live` (None: the object is being created)."""
     from localkube.patch import ApplyConflict, server_side_apply
@@ -80,5 +84,8 @@ def apply(
     except ApplyConflict as exc:
         name = (applied.get("metadata") or {}).get("name", "")
         raise errors.ApiError(
-            409, "Conflict", str(exc), {"name": name, "group": resource_type.group, "kind": resource_type.plural}
+            409,
+            "Conflict",
+            str(exc),
+            {"name": name, "group": resource_type.group, "kind": resource_type.plural},
         ) from exc

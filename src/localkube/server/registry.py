@@ -237,7 +237,9 @@ class Registry:
         by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         by_gvk: dict[tuple[str, str, str], ResourceType] = {}
         for resource_type in [*self._builtin, *self._custom]:
-            by_gvr.setdefault((resource_type.group, resource_type.version, resource_type.plural), resource_type)
+            by_gvr.setdefault(
+                (resource_type.group, resource_type.version, resource_type.plural), resource_type
+            )
             by_gvk.setdefault((resource_type.group, resource_type.version, resource_type.kind), resource_type)
         self._by_gvr = by_gvr
         self._by_gvk = by_gvk

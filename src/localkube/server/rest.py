@@ -40,7 +40,10 @@ from localkube.storage import AlreadyExists, Conflict, NotFound, Store
 
 Query = dict[str, str]
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SYSTEM_NAMESPACES = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    for name in ("default", "kube-system", "kube-public", "kube-node-lease")
+]
 
 
 def now() -> str:
@@ -61,7 +64,9 @@ def _spec_part(obj: dict[str, Any], with_status: bool) -> dict[str, Any]:
 
 
 def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
-    metadata = {k: v for k, v in obj.get("metadata", {}).items() if k not in ("resourceVersion", "managedFields")}
+    metadata = {
+        k: v for k, v in obj.get("metadata", {}).items() if k not in ("resourceVersion", "managedFields")
+    }
     return {**obj, "metadata": metadata}
 
 
@@ -85,7 +90,7 @@ def parse_resource_version(text: str | None, field: str = "resourceVersion") -> 
     if text in (None, ""):
         return None
     try:
-        return int(text)  # type: ignore[arg-type]
+        return int(str(text))
     except ValueError as exc:
         raise errors.bad_request(f'invalid {field}: "{text}" is not a valid resource version') from exc
 
@@ -97,7 +102,6 @@ class Resources:
         self.store = store
         self.registry = registry
         self.registry.sync_crds(self._crd_objects())
-        self._seed_namespaces()
 
     # -- helpers ----------------------------------------------------------------------------------------
 
@@ -106,11 +110,15 @@ class Resources:
         assert crd_type is not None
         return self.store.list(crd_type.prefix(None))[0]
 
-    def _seed_namespaces(self) -> None:
-        namespace_type = self._core("namespaces")
-        for name in _SYSTEM_NAMESPACES:
-            if self.store.get(namespace_type.key(None, name)) is None:
-                self.create(namespace_type, None, {"metadata": {"name": name}}, {})
+    def seed(self, objects: list[dict[str, Any]]) -> None:
+        """Creates each object that does not exist yet (what a fresh cluster starts with)."""
+        for obj in objects:
+            group, _, version = obj["apiVersion"].rpartition("/")
+            resource_type = self.registry.by_kind(group, version, obj["kind"])
+            assert resource_type is not None, obj["kind"]
+            namespace = obj["metadata"].get("namespace")
+            if self.store.get(resource_type.key(namespace, obj["metadata"]["name"])) is None:
+                self.create(resource_type, namespace, copy.deepcopy(obj), {})
 
     def _core(self, plural: str) -> ResourceType:
         resource_type = self.registry.get("", "v1", plural)
@@ -130,7 +138,9 @@ class Resources:
         return obj
 
     def _refuse(self, resource_type: ResourceType, name: str, causes: list[FieldError]) -> ApiError:
-        return errors.from_status(AdmissionError(resource_type.kind, resource_type.group, name, causes).status)
+        return errors.from_status(
+            AdmissionError(resource_type.kind, resource_type.group, name, causes).status
+        )
 
     def _admit(
         self, resource_type: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
@@ -169,7 +179,7 @@ class Resources:
     def get(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         return self.output(resource_type, self._existing(resource_type, namespace, name))
 
-    def list(
+    def list_objects(
         self, resource_type: ResourceType, namespace: str | None, query: Query
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The selected objects and the list metadata (resourceVersion, continue, remainingItemCount)."""
@@ -197,7 +207,9 @@ class Resources:
         metadata: dict[str, Any] = {"resourceVersion": str(revision)}
         if more and objects:
             last = objects[-1]["metadata"]
-            metadata["continue"] = encode_continue(revision, resource_type.key(last.get("namespace"), last["name"]))
+            metadata["continue"] = encode_continue(
+                revision, resource_type.key(last.get("namespace"), last["name"])
+            )
         return [self.output(resource_type, obj) for obj in objects], metadata
 
     def _filtered(
@@ -300,7 +312,11 @@ class Resources:
             raise self._refuse(
                 resource_type,
                 name,
-                [FieldError("metadata.resourceVersion", "Invalid value", 0, "must be specified for an update")],
+                [
+                    FieldError(
+                        "metadata.resourceVersion", "Invalid value", 0, "must be specified for an update"
+                    )
+                ],
             )
         return self._write_update(resource_type, namespace, old, obj, subresource, expected, query)
 
@@ -336,7 +352,9 @@ class Resources:
         try:
             updated = self.store.update(resource_type.key(namespace, name), new, old_rv)
         except Conflict:
-            raise errors.conflict(resource_type.plural, resource_type.group, name, errors.STALE_OBJECT) from None
+            raise errors.conflict(
+                resource_type.plural, resource_type.group, name, errors.STALE_OBJECT
+            ) from None
         except NotFound:
             raise errors.not_found(resource_type.plural, resource_type.group, name) from None
         self._after_write(resource_type)
@@ -356,7 +374,13 @@ class Resources:
             return new
         new = obj
         metadata = _metadata(new)
-        for kept in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "namespace"):
+        for kept in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "namespace",
+        ):
             if kept in old_metadata:
                 metadata[kept] = old_metadata[kept]
             else:
@@ -369,7 +393,14 @@ class Resources:
                 raise self._refuse(
                     resource_type,
                     old_metadata["name"],
-                    [FieldError("metadata.finalizers", "Forbidden", detail="no new finalizers can be added if the object is being deleted, found new finalizers " + orjson.dumps(sorted(added)).decode())],
+                    [
+                        FieldError(
+                            "metadata.finalizers",
+                            "Forbidden",
+                            detail="no new finalizers can be added if the object is being deleted, found new finalizers "
+                            + orjson.dumps(sorted(added)).decode(),
+                        )
+                    ],
                 )
         if resource_type.has_status():
             if "status" in old:
@@ -422,7 +453,11 @@ class Resources:
         else:
             if old is None:
                 raise errors.not_found(resource_type.plural, resource_type.group, name)
-            gvk = None if resource_type.custom else (resource_type.group, resource_type.version, resource_type.kind)
+            gvk = (
+                None
+                if resource_type.custom
+                else (resource_type.group, resource_type.version, resource_type.kind)
+            )
             result = patching.patch(old, patch_body, content_type, gvk)
         old_rv = old["metadata"]["resourceVersion"]
         requested = result.get("metadata", {}).get("resourceVersion")
@@ -432,7 +467,12 @@ class Resources:
     # -- delete -----------------------------------------------------------------------------------------
 
     def delete(
-        self, resource_type: ResourceType, namespace: str | None, name: str, options: dict[str, Any], query: Query
+        self,
+        resource_type: ResourceType,
+        namespace: str | None,
+        name: str,
+        options: dict[str, Any],
+        query: Query,
     ) -> tuple[int, dict[str, Any]]:
         """Deletes or starts deleting; returns (200 if gone now, 202 if waiting on finalizers, object)."""
         old = self._existing(resource_type, namespace, name)
@@ -474,20 +514,28 @@ class Resources:
                 marked.setdefault("status", {})["phase"] = "Terminating"
             if dry_run:
                 return 202, self.output(resource_type, marked)
-            updated = self.store.update(resource_type.key(namespace, name), marked, int(metadata["resourceVersion"]))
+            updated = self.store.update(
+                resource_type.key(namespace, name), marked, int(metadata["resourceVersion"])
+            )
             return 202, self.output(resource_type, updated)
         if dry_run:
             return 200, self.output(resource_type, old)
-        return 200, self.output(resource_type, self._remove(resource_type, namespace, name, int(metadata["resourceVersion"])))
+        return 200, self.output(
+            resource_type, self._remove(resource_type, namespace, name, int(metadata["resourceVersion"]))
+        )
 
-    def _remove(self, resource_type: ResourceType, namespace: str | None, name: str, revision: int) -> dict[str, Any]:
+    def _remove(
+        self, resource_type: ResourceType, namespace: str | None, name: str, revision: int
+    ) -> dict[str, Any]:
         """Removes the object now, with what goes with it: a namespace's contents, a CRD's resources."""
         if resource_type.kind == "Namespace" and not resource_type.group:
             self._empty_namespace(name)
         try:
             removed = self.store.delete(resource_type.key(namespace, name), revision)
         except Conflict:
-            raise errors.conflict(resource_type.plural, resource_type.group, name, errors.STALE_OBJECT) from None
+            raise errors.conflict(
+                resource_type.plural, resource_type.group, name, errors.STALE_OBJECT
+            ) from None
         if resource_type.kind == "CustomResourceDefinition" and resource_type.group == "apiextensions.k8s.io":
             spec = removed.get("spec", {})
             prefix = f"/registry/{spec.get('group')}/{spec.get('names', {}).get('plural')}/"
@@ -510,12 +558,16 @@ class Resources:
     def delete_collection(
         self, resource_type: ResourceType, namespace: str | None, options: dict[str, Any], query: Query
     ) -> list[dict[str, Any]]:
-        objects, _ = self.list(resource_type, namespace, {k: v for k, v in query.items() if k != "limit"})
+        objects, _ = self.list_objects(
+            resource_type, namespace, {k: v for k, v in query.items() if k != "limit"}
+        )
         deleted = []
         for obj in objects:
             metadata = obj["metadata"]
             try:
-                deleted.append(self.delete(resource_type, metadata.get("namespace"), metadata["name"], options, query)[1])
+                deleted.append(
+                    self.delete(resource_type, metadata.get("namespace"), metadata["name"], options, query)[1]
+                )
             except ApiError as exc:
                 if exc.code != 404:
                     raise

@@ -19,8 +19,9 @@ import uvloop
 
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
+from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
-from localkube.server.rest import Resources
+from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.server.tls import ensure_tls
 from localkube.storage import Store
 
@@ -50,6 +51,7 @@ def build_app(data_dir: Path, store: Store) -> App:
     """The application over a store, with the data directory's credentials."""
     registry = Registry()
     resources = Resources(store, registry)
+    resources.seed([*SYSTEM_NAMESPACES, *bootstrap_policy()])
     service_accounts = registry.get("", "v1", "serviceaccounts")
     assert service_accounts is not None
 
@@ -74,7 +76,9 @@ def serve(options: ServeOptions) -> None:
     app = build_app(data_dir, store)
     sock = _bind(options.host, options.port)
     port = sock.getsockname()[1]
-    url_host = "127.0.0.1" if options.host in ("0.0.0.0", "") else "[::1]" if options.host == "::" else options.host
+    url_host = (
+        "127.0.0.1" if options.host in ("0.0.0.0", "") else "[::1]" if options.host == "::" else options.host
+    )
     url_host = f"[{url_host}]" if ":" in url_host and not url_host.startswith("[") else url_host
     url = f"https://{url_host}:{port}"
     write_kubeconfig(data_dir / "kubeconfig", url, tls.ca_cert, app.authenticator.admin_token)

@@ -16,9 +16,7 @@ import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from localkube.server import errors, patching
+from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
 from localkube.server.rest import Query, Resources, now
 from localkube.server.selectors import selector_text
@@ -46,24 +44,16 @@ def handle(
     if target.subresource == "log" and method == "GET":
         return 200, _log(resources, pod_logs, target, query)
     if target.subresource == "binding" and method == "POST":
-        return _bind(resources, target, _object(body))
+        return _bind(resources, target, bodies.decode(body, content_type))
     if target.subresource == "token" and method == "POST":
-        return _token(resources, authenticator, target, _object(body))
+        return _token(resources, authenticator, target, bodies.decode(body, content_type))
     if target.subresource == "finalize" and method == "PUT":
         namespace = resources.get(target.resource_type, None, target.name)
-        namespace.setdefault("spec", {})["finalizers"] = (_object(body).get("spec") or {}).get("finalizers") or []
+        namespace.setdefault("spec", {})["finalizers"] = (bodies.decode(body, content_type).get("spec") or {}).get(
+            "finalizers"
+        ) or []
         return 200, resources.update(target.resource_type, None, target.name, namespace, None, query)
     raise errors.method_not_allowed()
-
-
-def _object(body: bytes) -> dict[str, Any]:
-    try:
-        decoded = orjson.loads(body or b"{}")
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
-    if not isinstance(decoded, dict):
-        raise errors.bad_request("the request body must be an object")
-    return decoded
 
 
 def _path_parts(json_path: str) -> list[str]:
@@ -111,7 +101,7 @@ def _scale(
     if method == "GET":
         return 200, scale
     if method == "PUT":
-        wanted = _object(body)
+        wanted = bodies.decode(body, content_type)
     elif method == "PATCH":
         content_type = content_type.split(";")[0].strip()
         # A Scale has no lists, so a strategic merge is a plain merge.
@@ -123,7 +113,9 @@ def _scale(
     replicas = (wanted.get("spec") or {}).get("replicas")
     if not isinstance(replicas, int) or replicas < 0:
         raise errors.ApiError(
-            422, "Invalid", f'Scale.autoscaling "{target.name}" is invalid: spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0'
+            422,
+            "Invalid",
+            f'Scale.autoscaling "{target.name}" is invalid: spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0',
         )
     assert target.resource_type.scale is not None and target.name is not None
     updated = copy.deepcopy(obj)
@@ -156,7 +148,9 @@ def _bind(resources: Resources, target: Target, binding: dict[str, Any]) -> tupl
     assert target.name is not None
     node = (binding.get("target") or {}).get("name")
     if not node:
-        raise errors.ApiError(422, "Invalid", f'Binding "{target.name}" is invalid: target.name: Required value')
+        raise errors.ApiError(
+            422, "Invalid", f'Binding "{target.name}" is invalid: target.name: Required value'
+        )
     pod = resources.get(target.resource_type, target.namespace, target.name)
     bound = (pod.get("spec") or {}).get("nodeName")
     if bound:
@@ -164,10 +158,16 @@ def _bind(resources: Resources, target: Target, binding: dict[str, Any]) -> tupl
             "pods/binding", "", target.name, f'pod {target.name} is already assigned to node "{bound}"'
         )
     pod.setdefault("spec", {})["nodeName"] = node
-    conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()})
+    conditions = [
+        c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+    ]
+    conditions.append(
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()}
+    )
     pod.setdefault("status", {})["conditions"] = conditions
-    resources.store.update(target.resource_type.key(target.namespace, target.name), pod, int(pod["metadata"]["resourceVersion"]))
+    resources.store.update(
+        target.resource_type.key(target.namespace, target.name), pod, int(pod["metadata"]["resourceVersion"])
+    )
     return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 

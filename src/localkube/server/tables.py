@@ -22,7 +22,9 @@ from localkube.server.registry import PrinterColumn, ResourceType
 Cell = str | int | float | bool | None
 
 _NAME = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}  # fmt: skip
-_AGE = PrinterColumn("Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is the time the object was created.")
+_AGE = PrinterColumn(
+    "Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is the time the object was created."
+)
 _SEGMENT_RE = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
 
 

@@ -103,13 +103,17 @@ def validate_metadata(kind: str, metadata: dict[str, Any], *, creating: bool) ->
     elif not isinstance(name, str):
         found.append(FieldError("metadata.name", INVALID, name, "must be a string"))
     else:
-        found += [FieldError("metadata.name", INVALID, name, problem) for problem in name_problems(kind, name)]
+        found += [
+            FieldError("metadata.name", INVALID, name, problem) for problem in name_problems(kind, name)
+        ]
     labels = metadata.get("labels") or {}
     if not isinstance(labels, dict):
         found.append(FieldError("metadata.labels", INVALID, labels, "must be a map of strings"))
         labels = {}
     for key, value in labels.items():
-        found += [FieldError("metadata.labels", INVALID, key, problem) for problem in _qualified_name_problems(key)]
+        found += [
+            FieldError("metadata.labels", INVALID, key, problem) for problem in _qualified_name_problems(key)
+        ]
         if not isinstance(value, str):
             found.append(FieldError(f"metadata.labels.{key}", INVALID, value, "must be a string"))
             continue
@@ -129,5 +133,9 @@ def validate_metadata(kind: str, metadata: dict[str, Any], *, creating: bool) ->
         ]
         total += len(key) + len(value if isinstance(value, str) else str(value))
     if total > _ANNOTATIONS_LIMIT:
-        found.append(FieldError("metadata.annotations", TOO_LONG, detail=f"must have at most {_ANNOTATIONS_LIMIT} bytes"))
+        found.append(
+            FieldError(
+                "metadata.annotations", TOO_LONG, detail=f"must have at most {_ANNOTATIONS_LIMIT} bytes"
+            )
+        )
     return found

@@ -102,7 +102,9 @@ async def stream(
                 if bookmarks and loop.time() < deadline:
                     yield _bookmark(resource_type, store.revision)
                 continue
-            if raw and (not resource_type.custom or event.object.get("apiVersion") == resource_type.api_version):
+            if raw and (
+                not resource_type.custom or event.object.get("apiVersion") == resource_type.api_version
+            ):
                 yield b'{"type":"' + event.type.encode() + b'","object":' + event.value + b"}\n"
                 continue
             obj = event.object
@@ -118,4 +120,7 @@ def _bookmark(resource_type: ResourceType, revision: int, initial_end: bool = Fa
     metadata: dict[str, Any] = {"resourceVersion": str(revision)}
     if initial_end:
         metadata["annotations"] = {_INITIAL_EVENTS_END: "true"}
-    return _line("BOOKMARK", {"kind": resource_type.kind, "apiVersion": resource_type.api_version, "metadata": metadata})
+    return _line(
+        "BOOKMARK",
+        {"kind": resource_type.kind, "apiVersion": resource_type.api_version, "metadata": metadata},
+    )
