@@ -175,7 +175,7 @@ def test_unknown_kind_merges_maps_and_replaces_lists() -> None:
 
 def test_json_patch_operations() -> None:
     doc = {"spec": {"replicas": 2, "list": ["a", "b"], "m": {"k": "v"}}}
-    ops = [
+    ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/spec/replicas", "value": 2},
         {"op": "replace", "path": "/spec/replicas", "value": 3},
         {"op": "add", "path": "/spec/list/1", "value": "x"},
