@@ -17,6 +17,8 @@ from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.api.validation import (
     FieldError,
+    autoscaler_v1_restart_policy_warning,
+    event_reason,
     validate_raycluster,
     validate_raycronjob,
     validate_rayjob,
@@ -1518,3 +1520,49 @@ def test_several_bad_labels_each_name_their_key() -> None:
 
 def test_str_is_path_then_message() -> None:
     assert str(FieldError("spec.x", "broken")) == "spec.x: broken"
+
+
+@pytest.mark.parametrize(
+    ("base", "changes", "reason"),
+    [
+        (cluster, {"metadata.name": "Demo"}, "InvalidRayClusterMetadata"),
+        (cluster, {**FT, "metadata.annotations": {"ray.io/ft-enabled": "true"}}, "InvalidRayClusterSpec"),
+        (
+            cluster,
+            {
+                "spec.upgradeStrategy": {"type": "None"},
+                "metadata.labels": {"ray.io/originated-from-crd": "RayJob"},
+            },
+            "InvalidRayClusterSpec",
+        ),
+        (job, {"status.jobDeploymentStatus": "Waiting"}, "InvalidRayJobStatus"),
+        (job, {"spec.backoffLimit": -1}, "InvalidRayJobSpec"),
+        (
+            service,
+            {"metadata.annotations": {"ray.io/initializing-timeout": "soon"}},
+            "InvalidRayServiceMetadata",
+        ),
+        (cronjob, {"metadata.name": "c" * 40}, "InvalidRayCronJobSpec"),
+    ],
+)
+def test_event_reason_follows_the_upstream_stage(
+    base: Callable[[], dict[str, Any]], changes: dict[str, Any], reason: str
+) -> None:
+    obj = base()
+    for at, value in changes.items():
+        put(obj, at, value)
+    assert event_reason(obj["kind"], errors(obj)[0]) == reason
+
+
+def test_autoscaler_v1_restart_policy_is_a_warning_not_an_error() -> None:
+    obj = cluster()
+    put(obj, "spec.workerGroupSpecs[1]", {**obj["spec"]["workerGroupSpecs"][0], "groupName": "big"})
+    for group in (0, 1):
+        put(obj, f"spec.workerGroupSpecs[{group}].template.spec.restartPolicy", "OnFailure")
+    assert autoscaler_v1_restart_policy_warning(RayCluster.parse(obj)) is None  # autoscaling off
+    put(obj, "spec.enableInTreeAutoscaling", True)
+    put(obj, "spec.autoscalerOptions", {"version": "v1"})
+    assert errors(obj) == []
+    assert autoscaler_v1_restart_policy_warning(RayCluster.parse(obj)) == (
+        "restartPolicy for worker groups [small, big] should be Never or unset when using autoscaler V1"
+    )

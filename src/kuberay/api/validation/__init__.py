@@ -80,3 +80,35 @@ def validate_raycronjob(cronjob: RayCronJob, gates: FeatureGates) -> list[FieldE
     """Upstream's `ValidateRayCronJobSpec` (the only RayCronJob validation upstream has)."""
     data = cronjob.dump()
     return list(raycronjob.cronjob(wire.obj(data, "metadata"), wire.obj(data, "spec"), gates))
+
+
+def event_reason(kind: str, error: FieldError) -> str:
+    """The reason of the Warning Event upstream's reconciler emits for `error` of an object of `kind`:
+    ``Invalid<Kind>Metadata`` for the name (and RayService's metadata annotation), ``Invalid<Kind>Status``
+    for status rules, ``Invalid<Kind>Spec`` for everything else (RayCronJob has only the latter)."""
+    if kind != "RayCronJob" and (
+        error.path == "metadata.name" or error.message.startswith(rayservice.METADATA_INVALID)
+    ):
+        return f"Invalid{kind}Metadata"
+    if error.path.startswith("status."):
+        return f"Invalid{kind}Status"
+    return f"Invalid{kind}Spec"
+
+
+def autoscaler_v1_restart_policy_warning(cluster: RayCluster) -> str | None:
+    """Upstream's warning (not an error) for worker groups whose `restartPolicy` is neither unset nor
+    ``Never`` while autoscaler v1 is chosen explicitly; None when there is nothing to warn about."""
+    spec = wire.obj(cluster.dump(), "spec")
+    if (
+        not wire.flag(spec, "enableInTreeAutoscaling")
+        or wire.text(wire.obj(spec, "autoscalerOptions"), "version") != "v1"
+    ):
+        return None
+    groups = [
+        wire.text(group, "groupName")
+        for group in wire.objs(spec, "workerGroupSpecs")
+        if wire.text(wire.obj(wire.obj(group, "template"), "spec"), "restartPolicy") not in ("", "Never")
+    ]
+    if not groups:
+        return None
+    return f"restartPolicy for worker groups [{', '.join(groups)}] should be Never or unset when using autoscaler V1"

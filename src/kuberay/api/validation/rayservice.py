@@ -17,6 +17,7 @@ from kuberay.api.validation.raycluster import Errors
 from kuberay.api.validation.wire import JSON
 
 SPEC_INVALID = "The RayService spec is invalid: "
+METADATA_INVALID = "The RayService metadata is invalid: "
 _UPGRADE_TYPES = ("NewClusterWithIncrementalUpgrade", "NewCluster", "None")
 _INCREMENTAL = "NewClusterWithIncrementalUpgrade"
 _DEFAULT_MAX_SURGE_PERCENT = 100
@@ -43,7 +44,7 @@ def _initializing_timeout(value: str) -> str | None:
 
 def metadata(meta: JSON) -> Errors:
     name = wire.text(meta, "name")
-    prefix = "The RayService metadata is invalid: "
+    prefix = METADATA_INVALID
     if len(name.encode()) > c.MAX_RAY_SERVICE_NAME_LENGTH:
         yield FieldError(
             "metadata.name",
