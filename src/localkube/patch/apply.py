@@ -328,13 +328,20 @@ def _now(now: str) -> str:
     return now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _api_version(obj: dict[str, Any], gvk: tuple[str, str, str]) -> str:
+def _api_version(obj: dict[str, Any], gvk: tuple[str, str, str] | None) -> str:
+    if obj.get("apiVersion") or gvk is None:
+        return str(obj.get("apiVersion", ""))
     group, version, _ = gvk
-    return str(obj.get("apiVersion") or (f"{group}/{version}" if group else version))
+    return f"{group}/{version}" if group else version
 
 
-def _schema(gvk: tuple[str, str, str], schema: Schema) -> Schema:
-    return schema if schema is not None else builtin.schema_for(gvk)
+def _schema(obj: dict[str, Any], gvk: tuple[str, str, str] | None, schema: Schema) -> Schema:
+    if schema is not None:
+        return schema
+    if gvk is None:
+        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+        gvk = (group, version, str(obj.get("kind", "")))
+    return builtin.schema_for(gvk)
 
 
 def _with_managers(obj: dict[str, Any], managers: list[_Manager]) -> dict[str, Any]:
@@ -434,19 +441,20 @@ def server_side_apply(
     applied: dict[str, Any],
     manager: str,
     force: bool,
-    gvk: tuple[str, str, str],
+    gvk: tuple[str, str, str] | None = None,
     schema: dict[str, Any] | None = None,
     *,
     subresource: str = "",
     now: str = "",
 ) -> dict[str, Any]:
     """The object after `manager` applies `applied` to `live` (None: create); ApplyConflict when it would
-    change fields other managers own and `force` is false. `schema` is a CRD version's openAPIV3Schema."""
+    change fields other managers own and `force` is false. `gvk` defaults to the applied object's
+    apiVersion and kind; `schema` is a CRD version's openAPIV3Schema."""
     if not isinstance(applied, dict):
         raise PatchError("error decoding YAML: the applied configuration is not an object", code=400)
     if not manager:
         raise PatchError("PATCH, actionType: apply requires fieldManager to be set", code=400)
-    node = _schema(gvk, schema)
+    node = _schema(applied, gvk, schema)
     base = _without_managed_fields(live)
     managers = _decode_managers(live)
     api_version = _api_version(applied, gvk)
@@ -491,14 +499,14 @@ def record_update(
     old: dict[str, Any] | None,
     new: dict[str, Any],
     manager: str,
-    gvk: tuple[str, str, str],
+    gvk: tuple[str, str, str] | None = None,
     schema: dict[str, Any] | None = None,
     *,
     subresource: str = "",
     now: str = "",
 ) -> dict[str, Any]:
     """`new` with managedFields updated for a create (old None), update or non-apply patch by `manager`."""
-    node = _schema(gvk, schema)
+    node = _schema(new, gvk, schema)
     before, after = _without_managed_fields(old), _without_managed_fields(new)
     changes = compare(before, after, node)
     touched = _strip(changes.added | changes.modified)

@@ -204,3 +204,8 @@ def test_crd_list_map_keys_come_from_the_schema() -> None:
             False,
             gvk,
         )
+
+
+def test_kind_defaults_to_the_applied_objects() -> None:
+    created = server_side_apply(None, deployment(), "kubectl", False, now=NOW)
+    assert created == server_side_apply(None, deployment(), "kubectl", False, DEPLOYMENT, now=NOW)
