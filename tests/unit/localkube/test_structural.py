@@ -137,7 +137,9 @@ BROKEN: list[tuple[str, dict[str, Any], list[str]]] = [
         "embedded resource not an object",
         spec_with(e={"type": "string", "x-kubernetes-embedded-resource": True}),
         [
-            f'{SPEC}.properties[e].type: Invalid value: "string": must be object if x-kubernetes-embedded-resource is true'
+            f'{SPEC}.properties[e].type: Invalid value: "string": must be object if x-kubernetes-embedded-resource is true',
+            f"{SPEC}.properties[e].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true "
+            "without x-kubernetes-preserve-unknown-fields",
         ],
     ),
     (
