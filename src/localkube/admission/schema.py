@@ -270,7 +270,10 @@ def _validate_composition(value: Any, node: dict[str, Any], name: str, found: li
 
 @lru_cache(maxsize=1024)
 def _pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    """A Go (RE2) pattern as a Python one: `$` and `\\z` end the text (Python's `$` also matches before a
+    final newline), and the character classes are ASCII, as in RE2."""
+    translated = re.sub(r"(?<!\\)\$$", r"\\Z", pattern).replace(r"\z", r"\Z")
+    return re.compile(translated, re.ASCII)
 
 
 def _validate_string(value: str, node: dict[str, Any], name: str, found: list[FieldError]) -> None:

@@ -510,6 +510,11 @@ def test_preserve_unknown_fields_and_embedded_resources_keep_what_they_should() 
             'spec.v: Invalid value: "nope": spec.v in body must be of type uuid: "nope"',
         ),
         ({"type": "integer", "enum": [1, 2]}, 3, 'spec.v: Unsupported value: 3: supported values: "1", "2"'),
+        (  # Go's `$` ends the text; Python's would also match before a final newline
+            {"type": "string", "pattern": "^[a-z]+$"},
+            "abc\n",
+            "spec.v: Invalid value: \"abc\\n\": spec.v in body should match '^[a-z]+$'",
+        ),
         (
             {"type": "string", "nullable": False},
             ["x"],
