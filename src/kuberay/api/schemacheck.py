@@ -13,9 +13,9 @@ Errors are `FieldError`s whose path and message read like the API server's cause
 ``spec.x: Unsupported value: "y": supported values: "a", "b"``,
 ``spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"``.
 The JSON-schema walk is the `jsonschema` library's (Draft 4, which OpenAPI v3.0 schemas follow), with the
-keywords whose behaviour or wording differs replaced by ones that follow the API server. Not checked: the
-uniqueness of `x-kubernetes-list-type: map/set` items, and the top-level `metadata` (the API server's own
-ObjectMeta rules; our validation checks names).
+keywords whose behaviour or wording differs replaced by ones that follow the API server, plus the uniqueness
+of `x-kubernetes-list-type: set/map` items (a duplicate shows its key fields as JSON, as localkube does). Not
+checked: the top-level `metadata` (the API server's own ObjectMeta rules; our validation checks names).
 """
 
 from __future__ import annotations
@@ -246,6 +246,23 @@ def _cel_rules(_: Any, rules: list[Mapping[str, Any]], value: Any, node: Mapping
             yield ValidationError(f"Invalid value: {shown_type}: {detail}")
 
 
+def _list_type(_: Any, list_type: str, value: Any, node: Mapping[str, Any]) -> Keyword:
+    """Items of a ``set`` list, and the key fields of a ``map`` list's items, must be unique."""
+    if list_type not in ("set", "map") or not isinstance(value, list):
+        return
+    keys = node.get("x-kubernetes-list-map-keys") or []
+    seen: list[Any] = []
+    for index, item in enumerate(value):
+        identity = (
+            {k: item[k] for k in keys if k in item} if list_type == "map" and isinstance(item, dict) else item
+        )
+        if identity in seen:
+            shown = json.dumps(identity, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+            yield ValidationError(f"Duplicate value: {shown}", path=(index,))
+        else:
+            seen.append(identity)
+
+
 def _properties(
     validator: Any, properties: Mapping[str, Any], value: Any, node: Mapping[str, Any]
 ) -> Keyword:
@@ -291,6 +308,7 @@ _Validator = jsonschema.validators.create(
         "additionalProperties": _additional_properties,
         "items": _items,
         "x-kubernetes-validations": _cel_rules,
+        "x-kubernetes-list-type": _list_type,
     },
 )
 

@@ -164,6 +164,25 @@ def test_an_empty_list_fails_min_items_but_is_present_for_cel() -> None:
     ]
 
 
+def test_list_map_keys_must_be_unique() -> None:
+    head = {
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "ray-head",
+                        "image": "r",
+                        "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}],
+                    }
+                ]
+            }
+        }
+    }
+    assert messages(cluster(headGroupSpec=head)) == [
+        'spec.headGroupSpec.template.spec.containers[0].env[1]: Duplicate value: {"name":"A"}'
+    ]
+
+
 def test_transition_rules_are_skipped_offline() -> None:
     # `self == oldSelf` (managedBy, gcsFaultToleranceOptions.backend) needs an old object.
     assert (
