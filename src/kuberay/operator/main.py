@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, disable_created_metrics, generate_latest
 
 from kuberay.api.features import Feature
 from kuberay.operator import logs, settings
@@ -51,12 +51,18 @@ def run(argv: Sequence[str], controllers: Sequence[ControllerSetup]) -> int:
         print(f"kuberay-operator: {e}", file=sys.stderr)
         return 2
     config = operator_settings.config
-    logs.configure(
-        stdout_encoder=config.log_stdout_encoder or "json",
-        level=operator_settings.log_level,
-        file_path=config.log_file,
-        file_encoder=config.log_file_encoder or "json",
-    )
+    try:
+        logs.configure(
+            stdout_encoder=config.log_stdout_encoder or "json",
+            level=operator_settings.log_level,
+            file_path=config.log_file,
+            file_encoder=config.log_file_encoder or "json",
+        )
+    except OSError as e:
+        print(f"kuberay-operator: cannot open log file {config.log_file}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    # Go's client exposes no `_created` series; keep the exposition the same shape.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
         return asyncio.run(serve(operator_settings, controllers))
     except (ConfigurationError, OSError) as e:

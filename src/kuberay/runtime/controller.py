@@ -121,9 +121,7 @@ class Controller:
     def bind_metrics(self, metrics: RuntimeMetrics) -> None:
         """Publishes this controller's and its queue's metrics (called by the manager before it runs)."""
         self._metrics = metrics.for_controller(self.name)
-        self.queue = WorkQueue(
-            self.clock, rate_limiter=self.queue.rate_limiter, metrics=metrics.for_queue(self.name)
-        )
+        self.queue.publish(metrics.for_queue(self.name))
 
     def handler(self, watch: Watch) -> Callable[[Event], None]:
         """The informer handler of one watch: filter, map to keys, enqueue."""

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from kuberay.runtime import errors
@@ -35,6 +36,15 @@ class _Similar(NamedTuple):
     message: str
 
 
+class _Occurrence(NamedTuple):
+    obj: Mapping[str, Any]
+    type: str
+    reason: str
+    message: str
+    action: str
+    at: datetime
+
+
 class _Written(NamedTuple):
     name: str
     times: int
@@ -55,24 +65,25 @@ class EventRecorder:
         self.component = component
         self.instance = instance
         self._clock = clock
-        self._queue: asyncio.Queue[tuple[Mapping[str, Any], str, str, str, str]] = asyncio.Queue(queue_size)
+        self._queue: asyncio.Queue[_Occurrence] = asyncio.Queue(queue_size)
         self._written: OrderedDict[_Similar, _Written] = OrderedDict()
         self._remembered = remembered
+        self._last_nanos = 0
 
     def record(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str = "") -> None:
         """Queues an Event about `obj` (any object with apiVersion, kind and metadata)."""
         try:
-            self._queue.put_nowait((obj, type, reason, message, action))
+            self._queue.put_nowait(_Occurrence(obj, type, reason, message, action, self._clock.now()))
         except asyncio.QueueFull:
             log.warning("event queue full; dropping %s event %s: %s", type, reason, message)
 
     async def run(self) -> None:
         while True:
-            item = await self._queue.get()
+            occurrence = await self._queue.get()
             try:
-                await self._write(*item)
+                await self._write(occurrence)
             except errors.KubeError as e:
-                log.warning("failed to write event %s: %s", item[2], e)
+                log.warning("failed to write event %s: %s", occurrence.reason, e)
             finally:
                 self._queue.task_done()
 
@@ -80,14 +91,14 @@ class EventRecorder:
         """Waits until every queued Event is written (needs `run` running)."""
         await self._queue.join()
 
-    async def _write(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str) -> None:
+    async def _write(self, occurrence: _Occurrence) -> None:
+        obj, type, reason, message, action, at = occurrence
         metadata = obj.get("metadata") or {}
         namespace = metadata.get("namespace") or "default"
         similar = _Similar(
             metadata.get("uid") or "", namespace, metadata.get("name") or "", type, reason, message
         )
-        now = self._clock.now()
-        timestamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        timestamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         previous = self._written.get(similar)
         if previous is not None:
             try:
@@ -97,7 +108,9 @@ class EventRecorder:
                 return
             except errors.NotFound:
                 pass  # the Event expired; write a new one
-        name = f"{similar.name}.{int(now.timestamp() * 1e9):x}"
+        # client-go names Events <object>.<unix nanoseconds in hex>; strictly increasing keeps them unique.
+        self._last_nanos = max(self._last_nanos + 1, int(at.timestamp() * 1e9))
+        name = f"{similar.name}.{self._last_nanos:x}"
         event = {
             "metadata": {"name": name, "namespace": namespace},
             "involvedObject": {

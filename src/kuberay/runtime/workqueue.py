@@ -56,7 +56,12 @@ class WorkQueue(Generic[K]):
         self._changed = asyncio.Event()
         self._shutting_down = False
         if metrics is not None:
-            metrics.observe(lambda: len(self._queue), self._unfinished_seconds, self._longest_running_seconds)
+            self.publish(metrics)
+
+    def publish(self, metrics: QueueMetrics) -> None:
+        """Reports this queue's activity to `metrics` from now on."""
+        self._metrics = metrics
+        metrics.observe(lambda: len(self._queue), self._unfinished_seconds, self._longest_running_seconds)
 
     def __len__(self) -> int:
         """Keys ready to be handed out (not those delayed, not those being processed)."""

@@ -1,0 +1,37 @@
+import asyncio
+
+from kuberay.runtime.clock import FakeClock
+from kuberay.runtime.events import WARNING, EventRecorder
+from kuberay.runtime.resources import CONFIG_MAP, EVENT
+
+from .kube import client_for, new_namespace
+
+
+async def test_repeated_events_are_one_event_with_a_count(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
+    clock = FakeClock()
+    recorder = EventRecorder(client, component="raycluster-controller", instance="test", clock=clock)
+    writer = asyncio.create_task(recorder.run())
+    for _ in range(3):
+        recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded", action="Create")
+        clock.advance(1)
+    recorder.record(subject, WARNING, "FailedToCreatePod", "something else")
+    await asyncio.wait_for(recorder.flush(), 20)
+    writer.cancel()
+    events = sorted((await client.list(EVENT, namespace)).items, key=lambda e: e["message"])
+    assert [(e["message"], e["count"]) for e in events] == [("quota exceeded", 3), ("something else", 1)]
+    repeated = events[0]
+    assert repeated["involvedObject"]["uid"] == subject["metadata"]["uid"]
+    assert (repeated["type"], repeated["reason"], repeated["action"]) == (
+        WARNING,
+        "FailedToCreatePod",
+        "Create",
+    )
+    assert repeated["source"]["component"] == "raycluster-controller"
+    assert (repeated["firstTimestamp"], repeated["lastTimestamp"]) == (
+        "2026-01-01T00:00:00Z",
+        "2026-01-01T00:00:02Z",
+    )
+    await client.close()
