@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 from kuberay.api import crd, k8sschema
 from kuberay.api.base import QUANTITY_PATTERN, KubeModel, OpenAPI
 from kuberay.cli import app
+from shared import UPSTREAM_CRDS
 
 DEPLOYED = Path(__file__).resolve().parents[3] / "deploy" / "crds"
-UPSTREAM = Path("/work/shared/upstream-crds")
+UPSTREAM = UPSTREAM_CRDS
 FILES = crd.render_files()
 MANIFESTS = {crd.file_name(manifest): manifest for manifest in crd.crds()}
 

@@ -1,7 +1,6 @@
 """Every ray.io object in upstream's samples parses into its model and dumps back unchanged."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,9 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
+from shared import UPSTREAM_SAMPLES
 
-SAMPLES = Path("/work/shared/upstream-samples")
+SAMPLES = UPSTREAM_SAMPLES
 MODELS: dict[str, type[KubeObject]] = {
     m.model_fields["kind"].default: m for m in (RayCluster, RayJob, RayService, RayCronJob)
 }

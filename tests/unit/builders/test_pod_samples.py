@@ -2,7 +2,6 @@
 Kubernetes schema of a recent minor, in strict mode (no unknown fields)."""
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -12,8 +11,9 @@ import yaml
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import gcsft, pod, rediscleanup
+from shared import UPSTREAM_SAMPLES
 
-SAMPLES = Path("/work/shared/upstream-samples")
+SAMPLES = UPSTREAM_SAMPLES
 KUBERNETES_VERSION = "1.37"
 CREATORS = {"RayCluster": None, "RayJob": "RayJob", "RayService": "RayService"}
 # The optional pod features on, so that their containers and volumes are validated too.
