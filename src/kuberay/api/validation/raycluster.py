@@ -49,12 +49,6 @@ def env_index(container: JSON, name: str) -> int | None:
     return None
 
 
-def _v2_env_enabled(head_container: JSON) -> bool:
-    """Head env `RAY_enable_autoscaler_v2` is ``1`` or ``true``: upstream's pre-1.4 switch for v2."""
-    i = env_index(head_container, c.RAY_ENABLE_AUTOSCALER_V2)
-    return i is not None and wire.text(wire.objs(head_container, "env")[i], "value") in ("1", "true")
-
-
 def _restart_policy_allowed(template: JSON) -> bool:
     return wire.text(wire.obj(template, "spec"), "restartPolicy") in ("", "Never")
 
@@ -586,7 +580,11 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
     autoscaling = wire.flag(spec, "enableInTreeAutoscaling")
     autoscaler = wire.obj(spec, "autoscalerOptions")
     explicit_v2 = wire.text(autoscaler, "version") == "v2"
-    v2 = explicit_v2 or _v2_env_enabled(head_container)
+    # Head env RAY_enable_autoscaler_v2 = 1/true: the switch for v2 before KubeRay 1.4.
+    v2_env = env_index(head_container, c.RAY_ENABLE_AUTOSCALER_V2)
+    v2_env_value = "" if v2_env is None else wire.text(wire.objs(head_container, "env")[v2_env], "value")
+    v2_env_enabled = v2_env_value in ("1", "true")
+    v2 = explicit_v2 or v2_env_enabled
     groups = wire.objs(spec, "workerGroupSpecs")
     for i, group in enumerate(groups):
         yield from _worker_group(group, f"{at}.workerGroupSpecs[{i}]", spec, autoscaling, v2)
@@ -608,12 +606,13 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
         )
     if has_ft_options:
         yield from _gcs_fault_tolerance(spec, at, head, head_at, head_container, annotations, gates)
-    redis_username = env_index(head_container, c.REDIS_USERNAME)
-    if wire.strings(head, "rayStartParams").get("redis-username") or redis_username is not None:
+    username_param = wire.strings(head, "rayStartParams").get("redis-username")
+    username_env = env_index(head_container, c.REDIS_USERNAME)
+    if username_param or username_env is not None:
         yield FieldError(
             f"{head_at}.rayStartParams[redis-username]"
-            if wire.strings(head, "rayStartParams").get("redis-username")
-            else f"{container_at}.env[{redis_username}]",
+            if username_param
+            else f"{container_at}.env[{username_env}]",
             "cannot set redis username in rayStartParams or environment variables - use "
             "GcsFaultToleranceOptions.RedisUsername instead",
         )
@@ -626,12 +625,10 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
                 f"worker group {name} can be suspended only when the {Feature.RAY_JOB_DELETION_POLICY} feature "
                 "gate is enabled",
             )
-    v2_env = env_index(head_container, c.RAY_ENABLE_AUTOSCALER_V2)
-    if not autoscaling and _v2_env_enabled(head_container):
-        value = wire.text(wire.objs(head_container, "env")[v2_env or 0], "value")
+    if not autoscaling and v2_env_enabled:
         yield FieldError(
             f"{container_at}.env[{v2_env}]",
-            f"environment variable {c.RAY_ENABLE_AUTOSCALER_V2} cannot be set to '{value}' when "
+            f"environment variable {c.RAY_ENABLE_AUTOSCALER_V2} cannot be set to '{v2_env_value}' when "
             "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true to use autoscaler v2",
         )
     if autoscaling:
