@@ -8,9 +8,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kuberay.api.features import FeatureGates
+from kuberay.api import schemacheck
+from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster, RayClusterUpgradeStrategy
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
@@ -1566,3 +1570,44 @@ def test_autoscaler_v1_restart_policy_is_a_warning_not_an_error() -> None:
     assert autoscaler_v1_restart_policy_warning(RayCluster.parse(obj)) == (
         "restartPolicy for worker groups [small, big] should be Never or unset when using autoscaler V1"
     )
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from(["", "x", "true", "v2", "token", "rocksdb"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "value", "a"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+ODD_PLACES = [
+    f"{HEAD}.template.spec",
+    f"{HEAD}.template.spec.containers",
+    f"{HEAD_C}.env",
+    f"{HEAD_C}.volumeMounts",
+    f"{W0}.template",
+    f"{W0}.labels",
+    "spec.autoscalerOptions",
+    "spec.gcsFaultToleranceOptions",
+    "spec.networkPolicy",
+    "spec.historyServerOptions",
+    "spec.authOptions",
+    "status",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(place=st.sampled_from(ODD_PLACES), value=JSON_VALUES)
+def test_odd_shapes_never_crash_the_checks(place: str, value: Any) -> None:
+    obj = cluster()
+    put(obj, place, value)
+    schemacheck.check(obj, "RayCluster")
+    try:
+        model = RayCluster.parse(obj)
+    except pydantic.ValidationError:
+        return
+    all_gates = FeatureGates.parse(",".join(f"{feature}=true" for feature in Feature))
+    validate_raycluster(model, all_gates)
