@@ -5,6 +5,7 @@ the ray.io ones, in order; everything else (ConfigMaps, Services, ...) is skippe
 I/O: the caller reads the file.
 
 `check_object(data, gates)` does what a cluster would do with the object, without a cluster:
+0. the API server's requirement of a name or a generateName;
 1. the CRD schema check at the object's version (`schemacheck`); when it fails, the API server would
    refuse the object, so those errors are the answer;
 2. the object as stored: schema defaults applied, a `generateName` completed with a 5-character suffix
@@ -110,6 +111,10 @@ def check_object(data: dict[str, Any], gates: FeatureGates) -> list[FieldError]:
         return [FieldError("kind", f'no matches for kind "{kind}" in version "{group_version}"')]
     if version not in known.versions:
         return [FieldError("apiVersion", f'no matches for kind "{kind}" in version "{group_version}"')]
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
+        # The API server's own ObjectMeta rule, checked before anything else.
+        return [FieldError("metadata.name", "Required value: name or generateName is required")]
     schema_errors = schemacheck.check(data, kind, version)
     if schema_errors:
         return schema_errors

@@ -148,3 +148,13 @@ def test_bad_feature_gate_exits_2(tmp_path: Path) -> None:
     code, _, err = run("-f", write(tmp_path, "a.yaml", CLUSTER), "--feature-gates", "NoSuchGate=true")
     assert code == 2
     assert err.startswith("error: unrecognized feature gate: NoSuchGate")
+
+
+def test_an_object_needs_a_name(tmp_path: Path) -> None:
+    code, out, _ = run(
+        "-f", write(tmp_path, "a.yaml", CLUSTER.replace("metadata: {name: demo}", "metadata: {}"))
+    )
+    assert (code, out) == (
+        1,
+        "RayCluster/<no name>: metadata.name: Required value: name or generateName is required\n",
+    )
