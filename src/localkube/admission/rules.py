@@ -19,6 +19,7 @@ from cel import stdlib
 
 from localkube.admission import errors
 from localkube.admission.errors import FieldError
+from localkube.admission.jsonvalue import json_equal
 
 ABSENT: Any = object()
 """The correlated old value when there is none (create, or a field the old object lacked)."""
@@ -101,7 +102,7 @@ def _message(rule: dict[str, Any], variables: dict[str, Any]) -> str:
 def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> list[FieldError]:
     """The failures of the rules declared at one schema node, for the value at `path`."""
     found: list[FieldError] = []
-    unchanged = old is not ABSENT and old == value
+    unchanged = old is not ABSENT and json_equal(old, value)
     self_value = to_cel(value, node)
     for rule in node.get("x-kubernetes-validations") or []:
         expression = str(rule.get("rule", ""))

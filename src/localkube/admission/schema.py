@@ -27,9 +27,10 @@ from typing import Any
 
 from localkube.admission import errors, rules
 from localkube.admission.errors import FieldError, SchemaInvalid, render_number
+from localkube.admission.jsonvalue import json_equal, json_type
 from localkube.admission.structural import check_structural
 
-__all__ = ["SchemaInvalid", "admit", "check_structural", "json_type"]
+__all__ = ["SchemaInvalid", "admit", "check_structural"]
 
 _ROOT_OWNED = ("apiVersion", "kind", "metadata")
 _OBJECT_META_FIELDS = frozenset(
@@ -155,23 +156,6 @@ def default(value: Any, node: dict[str, Any], *, root: bool = False) -> None:
 # --- OpenAPI value validation ------------------------------------------------------------------------------
 
 
-def json_type(value: Any) -> str:
-    """The JSON schema type name of a decoded JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _type_matches(value: Any, expected: list[str]) -> bool:
     actual = json_type(value)
     if actual in expected:
@@ -213,7 +197,7 @@ def _join(name: str, key: str) -> str:
 
 
 def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
-    if old is not _ABSENT and old == value:
+    if old is not _ABSENT and json_equal(old, value):
         return
     expected = _expected_types(node)
     if value is None:
@@ -233,7 +217,7 @@ def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list
         _validate_number(value, node, name, found)
     elif isinstance(value, list):
         _validate_array(value, old, node, name, found)
-    if "enum" in node and value not in node["enum"]:
+    if "enum" in node and not any(json_equal(value, allowed) for allowed in node["enum"]):
         supported = [v if isinstance(v, str) else errors.render_value(v) for v in node["enum"]]
         detail = "supported values: " + ", ".join(errors.render_value(s) for s in supported)
         found.append(FieldError(name, errors.UNSUPPORTED, value, detail))
@@ -325,13 +309,17 @@ def _validate_array(
     if "minItems" in node and len(value) < node["minItems"]:
         detail = f"{_in_body(name)} should have at least {node['minItems']} items"
         found.append(FieldError(name, errors.INVALID, len(value), detail))
-    if node.get("uniqueItems") and any(value[i] in value[:i] for i in range(len(value))):
+    if node.get("uniqueItems") and any(_seen(value[i], value[:i]) for i in range(len(value))):
         found.append(FieldError(name, errors.INVALID, "", f"{_in_body(name)} shouldn't contain duplicates"))
     items = node.get("items")
     if isinstance(items, dict):
         olds = _correlate_items(value, old, node)
         for index, item in enumerate(value):
             _validate(item, olds[index], items, f"{name}[{index}]", found)
+
+
+def _seen(value: Any, earlier: list[Any]) -> bool:
+    return any(json_equal(value, other) for other in earlier)
 
 
 def _validate_properties(
@@ -439,7 +427,7 @@ def _check_list_types(value: Any, node: dict[str, Any], path: str, found: list[F
                 else item
             )
             if list_type in ("set", "map"):
-                if identity in seen:
+                if _seen(identity, seen):
                     found.append(FieldError(f"{path}[{index}]", errors.DUPLICATE, identity))
                 else:
                     seen.append(identity)

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from localkube.admission import builtin
+from localkube.admission.jsonvalue import json_equal
 from localkube.patch.errors import ApplyConflict, PatchError
 
 Path = tuple[str, ...]
@@ -191,13 +192,9 @@ def compare(old: Any, new: Any, node: Schema) -> Changes:
     modified = {
         path
         for path in old_set & new_set
-        if path not in inner and not _json_same(_value_at(old, path), _value_at(new, path))
+        if path not in inner and not json_equal(_value_at(old, path), _value_at(new, path))
     }
     return Changes(new_set - old_set, modified, old_set - new_set)
-
-
-def _json_same(a: Any, b: Any) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
 # --- FieldsV1 ----------------------------------------------------------------------------------------------

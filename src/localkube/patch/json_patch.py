@@ -10,22 +10,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from localkube.admission.jsonvalue import json_equal
 from localkube.patch.errors import PatchError
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON values: numbers by value, but booleans are not numbers."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return False
-    return bool(a == b)
 
 
 def _unescape(token: str) -> str:

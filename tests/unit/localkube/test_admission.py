@@ -538,3 +538,15 @@ def test_nullable_keeps_null_and_int32_has_no_range_check() -> None:
         },
     }
     assert admit(schema, {"n": None, "i": 2**40}, None) == {"n": None, "i": 2**40}
+
+
+def test_a_boolean_is_not_the_number_one(raycluster_schema: dict[str, Any]) -> None:
+    stored = edit(spec_set(suspend=True))
+    with pytest.raises(SchemaInvalid) as refused:
+        admit(raycluster_schema, edit(spec_set(suspend=1)), stored)
+    assert [str(e) for e in refused.value.errors] == [
+        'spec.suspend: Invalid value: "integer": spec.suspend in body must be of type boolean: "integer"'
+    ]
+    schema = {"type": "object", "properties": {"v": {"enum": [1, 2]}}}
+    with pytest.raises(SchemaInvalid):
+        admit(schema, {"v": True}, None)

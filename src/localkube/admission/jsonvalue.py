@@ -1,0 +1,39 @@
+"""Decoded JSON values as JSON sees them: their schema type names and strict equality.
+
+Python's own comparison is not JSON's: `True == 1` and `1 == 1.0` hold in Python, while for the API
+server a boolean is never a number. Integers and integral floats are the same JSON number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def json_type(value: Any) -> str:
+    """The JSON schema type name of a decoded JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: numbers by value, but booleans are not numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return bool(a == b)
