@@ -61,7 +61,9 @@ class LocalKubeProcess:
                 if line.startswith("localkube serving on "):
                     return line.split()[3]
             if self.process.poll() is not None:
-                raise RuntimeError(f"localkube exited with {self.process.returncode}; see {self.data_dir}/localkube.log")
+                raise RuntimeError(
+                    f"localkube exited with {self.process.returncode}; see {self.data_dir}/localkube.log"
+                )
         raise TimeoutError("localkube did not announce its address")
 
     def _wait_ready(self, deadline: float) -> None:

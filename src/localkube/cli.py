@@ -17,7 +17,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="localkube", description="A Kubernetes API server in one process.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve_command = commands.add_parser("serve", help="serve the Kubernetes API over HTTPS")
-    serve_command.add_argument("--data-dir", type=Path, required=True, help="state, certificates and kubeconfig")
+    serve_command.add_argument(
+        "--data-dir", type=Path, required=True, help="state, certificates and kubeconfig"
+    )
     serve_command.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve_command.add_argument("--port", type=int, default=6443, help="port to listen on; 0 picks a free one")
     serve_command.add_argument(

@@ -305,6 +305,9 @@ class App:
         )
         resources = self.resources
         query = request.query
+        if "fieldManager" not in query and request.method in ("POST", "PUT", "PATCH"):
+            # The real server names an unnamed writer by its user agent's program name.
+            query["fieldManager"] = request.headers.get("user-agent", "unknown").split("/")[0][:128]
         if sub in ("scale", "log", "binding", "token", "finalize"):
             content_type = request.headers.get("content-type", JSON)
             return _json_or_text(

@@ -20,7 +20,11 @@ def decode(body: bytes, content_type: str) -> dict[str, Any]:
     if content_type.startswith(PROTOBUF):
         return protobuf.decode(body)
     try:
-        decoded = yaml.safe_load(body) if "yaml" in content_type else orjson.loads(body or b"{}")
+        decoded = (
+            yaml.load(body, Loader=yaml.CSafeLoader)
+            if "yaml" in content_type
+            else orjson.loads(body or b"{}")
+        )
     except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
     if not isinstance(decoded, dict):

@@ -142,13 +142,12 @@ class Discovery:
         )
 
     def group(self, name: str) -> bytes | None:
-        for group, versions in self._registry.groups():
-            if group == name and group:
-                return self._cached(
-                    f"group:{name}",
-                    lambda: {"kind": "APIGroup", "apiVersion": "v1", **self._group(group, versions)},
-                )
-        return None
+        versions = dict(self._registry.groups()).get(name)
+        if not name or versions is None:
+            return None
+        return self._cached(
+            f"group:{name}", lambda: {"kind": "APIGroup", "apiVersion": "v1", **self._group(name, versions)}
+        )
 
     @staticmethod
     def _group(group: str, versions: list[str]) -> dict[str, Any]:

@@ -8,11 +8,22 @@ to the API server's replies.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
 import yaml
 
+from localkube.admission.schema import default
+from localkube.patch import (
+    ApplyConflict,
+    PatchError,
+    json_patch,
+    merge_patch,
+    record_update,
+    server_side_apply,
+    strategic_merge_patch,
+)
 from localkube.server import errors
 from localkube.server.registry import ResourceType
 
@@ -32,10 +43,14 @@ def _decode_json(body: bytes) -> Any:
 
 
 def parse_apply(body: bytes) -> dict[str, Any]:
+    """An apply configuration: JSON (what kubectl sends, and valid YAML) or YAML."""
     try:
-        applied = yaml.safe_load(body)
-    except yaml.YAMLError as exc:
-        raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        applied = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        try:
+            applied = yaml.load(body, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from exc
     if not isinstance(applied, dict):
         raise errors.bad_request("error decoding YAML: the apply configuration must be an object")
     return applied
@@ -48,8 +63,6 @@ def patch(
 
     `gvk` names the built-in kind whose schema drives a strategic merge; None for custom resources,
     which refuse strategic merge with 415 as on a real server."""
-    from localkube.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-
     decoded = _decode_json(body)
     try:
         if content_type == JSON_PATCH:
@@ -64,8 +77,8 @@ def patch(
             if gvk is None:
                 raise errors.unsupported_media_type(_CUSTOM_PATCH_TYPES)
             return strategic_merge_patch(document, decoded, gvk)
-    except PatchError as exc:
-        raise errors.ApiError(422, "Invalid", str(exc)) from exc
+    except PatchError as refused:
+        raise errors.from_status(refused.status) from refused
     raise errors.unsupported_media_type(list(PATCH_TYPES))
 
 
@@ -75,17 +88,41 @@ def apply(
     applied: dict[str, Any],
     manager: str,
     force: bool,
+    subresource: str | None,
 ) -> dict[str, Any]:
-    """Server-side apply of `applied` by `manager` onto `live` (None: the object is being created)."""
-    from localkube.patch import ApplyConflict, server_side_apply
+    """Server-side apply of `applied` by `manager` onto `live` (None: the object is being created).
 
+    A custom resource's applied configuration is defaulted from its schema first, so list items whose key
+    fields have defaults (a port's `protocol`) are matched with the live items that were defaulted."""
+    if resource_type.custom and resource_type.schema:
+        applied = copy.deepcopy(applied)
+        default(applied, resource_type.schema, root=True)
     try:
-        return server_side_apply(live, applied, manager, force)
-    except ApplyConflict as exc:
-        name = (applied.get("metadata") or {}).get("name", "")
-        raise errors.ApiError(
-            409,
-            "Conflict",
-            str(exc),
-            {"name": name, "group": resource_type.group, "kind": resource_type.plural},
-        ) from exc
+        return server_side_apply(
+            live,
+            applied,
+            manager,
+            force,
+            _gvk(resource_type),
+            resource_type.schema,
+            subresource=subresource or "",
+        )
+    except (ApplyConflict, PatchError) as refused:
+        raise errors.from_status(refused.status) from refused
+
+
+def record(
+    resource_type: ResourceType,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    manager: str,
+    subresource: str | None,
+) -> dict[str, Any]:
+    """`new` with `manager` owning the fields this create, update or patch changed (managedFields)."""
+    return record_update(
+        old, new, manager, _gvk(resource_type), resource_type.schema, subresource=subresource or ""
+    )
+
+
+def _gvk(resource_type: ResourceType) -> tuple[str, str, str]:
+    return resource_type.group, resource_type.version, resource_type.kind

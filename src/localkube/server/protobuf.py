@@ -177,7 +177,11 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
             raw = entry.get(2, b"")
             assert isinstance(key, bytes)
             element = kind[4:-1]
-            decoded: Any = _message("ExtraValue", raw)["items"] if element == "Extra" and isinstance(raw, bytes) else _scalar(element, raw)  # type: ignore[index]
+            decoded: Any = (
+                _message("ExtraValue", raw)["items"]
+                if element == "Extra" and isinstance(raw, bytes)
+                else _scalar(element, raw)
+            )
             out.setdefault(field, {})[key.decode()] = decoded
             continue
         if kind in _MESSAGES:

@@ -125,7 +125,9 @@ class Proxy:
         url = self.resolve(target) + target.path + (f"?{query}" if query else "")
         forwarded = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
         try:
-            async with httpx.AsyncClient(timeout=TIMEOUT, verify=False) as client:  # pods serve self-signed certificates
+            async with httpx.AsyncClient(
+                timeout=TIMEOUT, verify=False
+            ) as client:  # pods serve self-signed certificates
                 response = await client.request(method, url, headers=forwarded, content=body)
         except httpx.HTTPError as err:
             raise _unavailable(f"error trying to reach service: {err}") from err

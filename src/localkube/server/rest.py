@@ -235,6 +235,8 @@ class Resources:
     ) -> dict[str, Any]:
         obj = self._prepare_create(resource_type, namespace, obj)
         obj = self._admit(resource_type, obj, None)
+        if query.get("fieldManager") and "managedFields" not in obj["metadata"]:
+            obj = patching.record(resource_type, None, obj, query["fieldManager"], None)
         name = obj["metadata"]["name"]
         if _dry_run(query):
             if self.store.get(resource_type.key(namespace, name)) is not None:
@@ -329,6 +331,7 @@ class Resources:
         subresource: str | None,
         expected: int | None,
         query: Query,
+        applying: bool = False,
     ) -> dict[str, Any]:
         name = old["metadata"]["name"]
         old_rv = int(old["metadata"]["resourceVersion"])
@@ -338,6 +341,8 @@ class Resources:
         new = self._admit(resource_type, new, old)
         if _comparable(new) == _comparable(old):
             return self.output(resource_type, old)
+        if query.get("fieldManager") and not applying:
+            new = patching.record(resource_type, old, new, query["fieldManager"], subresource)
         # An object that waited only on finalizers goes when the last one is removed; one in a graceful
         # deletion (a pod on a node) waits for its grace period to be ended by a second delete.
         waiting_on_finalizers = old["metadata"].get("deletionTimestamp") and not old["metadata"].get(
@@ -447,9 +452,13 @@ class Resources:
                     raise errors.bad_request(
                         f"the name of the object ({applied['metadata']['name']}) does not match the name on the URL ({name})"
                     )
-                created = patching.apply(resource_type, None, applied, manager, query.get("force") == "true")
+                created = patching.apply(
+                    resource_type, None, applied, manager, query.get("force") == "true", None
+                )
                 return 201, self.create(resource_type, namespace, created, query)
-            result = patching.apply(resource_type, old, applied, manager, query.get("force") == "true")
+            result = patching.apply(
+                resource_type, old, applied, manager, query.get("force") == "true", subresource
+            )
         else:
             if old is None:
                 raise errors.not_found(resource_type.plural, resource_type.group, name)
@@ -462,7 +471,10 @@ class Resources:
         old_rv = old["metadata"]["resourceVersion"]
         requested = result.get("metadata", {}).get("resourceVersion")
         expected = parse_resource_version(requested) if requested and requested != old_rv else int(old_rv)
-        return 200, self._write_update(resource_type, namespace, old, result, subresource, expected, query)
+        applying = content_type == patching.APPLY
+        return 200, self._write_update(
+            resource_type, namespace, old, result, subresource, expected, query, applying
+        )
 
     # -- delete -----------------------------------------------------------------------------------------
 

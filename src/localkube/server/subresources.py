@@ -49,9 +49,9 @@ def handle(
         return _token(resources, authenticator, target, bodies.decode(body, content_type))
     if target.subresource == "finalize" and method == "PUT":
         namespace = resources.get(target.resource_type, None, target.name)
-        namespace.setdefault("spec", {})["finalizers"] = (bodies.decode(body, content_type).get("spec") or {}).get(
-            "finalizers"
-        ) or []
+        namespace.setdefault("spec", {})["finalizers"] = (
+            bodies.decode(body, content_type).get("spec") or {}
+        ).get("finalizers") or []
         return 200, resources.update(target.resource_type, None, target.name, namespace, None, query)
     raise errors.method_not_allowed()
 
