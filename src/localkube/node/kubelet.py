@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from localkube.node.network import LOOPBACK_PODS, AddressPool
 from localkube.node.simulate import Placement, SimulationError, Timing, pod_status
 from localkube.storage import Event, Store
 
 PODS_PREFIX = "/registry/core/pods/"
 NODES_PREFIX = "/registry/core/nodes/"
-POD_NETWORK = ipaddress.ip_network("127.244.0.0/16")
+POD_NETWORK = LOOPBACK_PODS
 POD_IP_ANNOTATION = "localkube.io/pod-ip"
 
 # A simulated node is large enough for every sample and benchmark; accelerators included so that GPU and
@@ -103,6 +104,28 @@ def node_object(options: NodeOptions, now: datetime.datetime) -> dict[str, Any]:
     }
 
 
+def register_node(
+    store: Store, options: NodeOptions, create: Callable[[dict[str, Any]], object], now: datetime.datetime
+) -> None:
+    """Creates the node's Node object through the API's create path unless it exists."""
+    if store.get(NODES_PREFIX + options.name) is None:
+        create(node_object(options, now))
+
+
+def finish_deletion(store: Store, key: str, pod: dict[str, Any]) -> None:
+    """Removes a terminating pod whose processes are gone, unless finalizers still hold it (a later change
+    of the pod brings it back here)."""
+    metadata = pod["metadata"]
+    if not metadata.get("finalizers"):
+        store.delete(key, int(metadata["resourceVersion"]))
+
+
+def scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The PodScheduled condition the scheduler wrote, which a kubelet keeps as it is."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+
+
 class SimulatedKubelet:
     """The kubelet of one simulated node (see the module docstring)."""
 
@@ -116,13 +139,11 @@ class SimulatedKubelet:
         self._options = options
         self._clock = clock
         self._admitted: dict[str, datetime.datetime] = {}
-        self._addresses: dict[str, str] = {}
-        self._cursor = 0
+        self._addresses = AddressPool(POD_NETWORK)
 
     def register(self, create: Callable[[dict[str, Any]], object]) -> None:
         """Creates this kubelet's Node through the API's create path unless it exists."""
-        if self._store.get(NODES_PREFIX + self._options.name) is None:
-            create(node_object(self._options, self._clock()))
+        register_node(self._store, self._options, create, self._clock())
 
     def observe(self, event: Event) -> Iterable[str]:
         pod = event.object
@@ -130,11 +151,11 @@ class SimulatedKubelet:
             return []
         if event.type == "DELETED":
             self._admitted.pop(event.key, None)
-            self._addresses.pop(event.key, None)
+            self._addresses.release(event.key)
             return []
         address = (pod.get("status") or {}).get("podIP")
-        if address and event.key not in self._addresses:
-            self._addresses[event.key] = address  # kept across a restart of localkube
+        if address:
+            self._addresses.assign(event.key, address)  # kept across a restart of localkube
         return [event.key]
 
     def reconcile(self, key: str) -> float | None:
@@ -143,11 +164,10 @@ class SimulatedKubelet:
             return None
         metadata = pod["metadata"]
         if metadata.get("deletionTimestamp"):
-            if not metadata.get("finalizers"):
-                self._store.delete(key, int(metadata["resourceVersion"]))
+            finish_deletion(self._store, key, pod)
             return None
         started = self._admitted.setdefault(
-            key, _parse_time((pod.get("status") or {}).get("startTime")) or self._clock()
+            key, parse_time((pod.get("status") or {}).get("startTime")) or self._clock()
         )
         placement = Placement(self._options.name, self._options.host_ip, self._address(key, pod))
         try:
@@ -155,12 +175,10 @@ class SimulatedKubelet:
         except SimulationError:
             return None  # an annotation we do not understand: the pod stays as it is
         status = dict(outcome.status)
-        scheduled = [
-            c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"
-        ]
+        scheduled = scheduled_condition(pod)
         if scheduled:
             status["conditions"] = [
-                c if c.get("type") != "PodScheduled" else scheduled[0] for c in status["conditions"]
+                c if c.get("type") != "PodScheduled" else scheduled for c in status["conditions"]
             ]
         if status != pod.get("status"):
             self._store.update(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
@@ -171,25 +189,12 @@ class SimulatedKubelet:
         for a new pod."""
         pinned = str(((pod.get("metadata") or {}).get("annotations") or {}).get(POD_IP_ANNOTATION) or "")
         if pinned and ipaddress.ip_address(pinned).is_loopback:
-            self._addresses[key] = pinned
+            self._addresses.pin(key, pinned)
             return pinned
-        address = self._addresses.get(key)
-        if address is None:
-            in_use = set(self._addresses.values())
-            size = POD_NETWORK.num_addresses - 2
-            for _ in range(size):
-                self._cursor = self._cursor % size + 1
-                candidate = str(POD_NETWORK.network_address + self._cursor)
-                if candidate not in in_use:
-                    address = candidate
-                    break
-            else:
-                raise RuntimeError(f"no free pod address left in {POD_NETWORK}")
-            self._addresses[key] = address
-        return address
+        return self._addresses.assign(key)
 
 
-def _parse_time(text: str | None) -> datetime.datetime | None:
+def parse_time(text: str | None) -> datetime.datetime | None:
     if not text:
         return None
     return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)

@@ -25,6 +25,7 @@ template's metadata); values are those a kubelet really reports:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -152,7 +153,7 @@ class _Simulation:
         self.init_containers: list[dict[str, Any]] = spec.get("initContainers", [])
 
     def _time(self, offset: float = 0.0) -> str:
-        return _rfc3339(self.started + timedelta(seconds=offset))
+        return rfc3339(self.started + timedelta(seconds=offset))
 
     def _container_id(self, name: str, restart: int = 0) -> str:
         digest = hashlib.sha256(f"{self.pod.get('metadata', {}).get('uid', '')}/{name}/{restart}".encode())
@@ -175,18 +176,10 @@ class _Simulation:
         self, *, initialized: bool, ready: bool, reason: str = "", sandbox: bool = True
     ) -> list[dict[str, Any]]:
         def condition(kind: str, ok: bool, why: str = "") -> dict[str, Any]:
-            entry: dict[str, Any] = {
-                "type": kind,
-                "status": "True" if ok else "False",
-                "lastProbeTime": None,
-                "lastTransitionTime": self._time(),
-            }
-            if not ok and why:
-                entry["reason"] = why
-                if why == "ContainersNotReady":
-                    names = ", ".join(c["name"] for c in self.containers)
-                    entry["message"] = f"containers with unready status: [{names}]"
-            return entry
+            message = (
+                unready_message(c["name"] for c in self.containers) if why == "ContainersNotReady" else ""
+            )
+            return pod_condition(kind, ok, self._time(), why, message)
 
         return [
             condition("PodReadyToStartContainers", sandbox),
@@ -395,5 +388,33 @@ def qos_class(pod: dict[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _rfc3339(moment: datetime) -> str:
+def pod_condition(
+    kind: str, ok: bool, transition_time: str, reason: str = "", message: str = ""
+) -> dict[str, Any]:
+    """One entry of `status.conditions` as the kubelet writes it (a reason and message only when False)."""
+    entry: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": transition_time,
+    }
+    if not ok and reason:
+        entry["reason"] = reason
+        if message:
+            entry["message"] = message
+    return entry
+
+
+def unready_message(names: Iterable[str]) -> str:
+    """The kubelet's message for ContainersNotReady (Go prints the list of names space-separated)."""
+    return f"containers with unready status: [{' '.join(names)}]"
+
+
+def uninitialized_message(names: Iterable[str]) -> str:
+    """The kubelet's message for ContainersNotInitialized."""
+    return f"containers with incomplete status: [{' '.join(names)}]"
+
+
+def rfc3339(moment: datetime) -> str:
+    """A timestamp as Kubernetes writes it in status (seconds, UTC)."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,315 @@
+"""Pod addresses and pod networks: where a pod's processes live on the network and how they find Services.
+
+`AddressPool` hands out one address per pod key from a network and keeps it for the pod's lifetime.
+
+Two networks for process mode, chosen by `pod_network()`:
+- `NamespaceNetwork` (root): every pod gets its own network namespace, with loopback up and an `eth0`
+  that is one end of a veth pair whose other end is a port of localkube's bridge (`lk0`, 10.246.0.0/16 by
+  default; the bridge itself holds the first address, the node's address as the pods see it). Pods reach
+  each other and this host over the bridge and nothing else: the bridge has no uplink, no address of
+  it is routed or NATed off the machine, and bridged traffic bypasses the host's iptables
+  (`nf_call_iptables 0`) so a host firewall that drops forwarded packets does not split the pods. Inside a
+  pod the default route is the bridge itself (a device route, no gateway), so programs that find "their"
+  address by the route to a public address (Ray does) find the pod's address; packets to anything off
+  the bridge find no one to answer. Service names resolve through a hosts file per pod
+  (`/etc/netns/<namespace>/hosts`, bind-mounted over `/etc/hosts` by `ip netns exec`), rewritten in place
+  (same inode, so running processes see the change) whenever Endpoints change.
+- `HostNetwork` (no root): processes share the host's network. Each pod still gets a distinct loopback
+  address (127.244.0.0/16) as its `status.podIP`, which a process can bind explicitly; anything that binds
+  all interfaces (Ray's GCS does) collides with the same port of any other pod. Service names are not
+  resolvable.
+
+Invariants: an address is never given to two live pods; `destroy` kills every process left in the pod's
+namespace before deleting it, so a deleted pod leaves neither a namespace, nor a veth, nor a process;
+`close` does that for every pod and removes the bridge. Namespaces left by an earlier run that died
+without cleaning up (same prefix) are removed when the bridge is first set up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import ipaddress
+import logging
+import os
+import shlex
+import shutil
+import signal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_PODS = ipaddress.IPv4Network("127.244.0.0/16")
+BRIDGE_PODS = ipaddress.IPv4Network("10.246.0.0/16")
+NETNS_DIR = Path("/etc/netns")
+CLUSTER_DOMAIN = "cluster.local"
+
+
+class NetworkError(RuntimeError):
+    """A pod's network could not be set up or torn down; the message carries the failing command's output."""
+
+
+class AddressPool:
+    """Addresses of `network` for pods, one per key, the next free one (round robin) for a new key."""
+
+    def __init__(self, network: ipaddress.IPv4Network, reserved: Iterable[str] = ()) -> None:
+        self._network = network
+        self._by_key: dict[str, str] = {}
+        self._reserved = set(reserved)
+        self._cursor = 0
+
+    def assign(self, key: str, address: str | None = None) -> str:
+        """The key's address: the one it has, else `address` (kept across a restart) if free, else a new one."""
+        current = self._by_key.get(key)
+        if current is not None:
+            return current
+        in_use = set(self._by_key.values()) | self._reserved
+        if address and address not in in_use and ipaddress.ip_address(address) in self._network:
+            self._by_key[key] = address
+            return address
+        size = self._network.num_addresses - 2
+        for _ in range(size):
+            self._cursor = self._cursor % size + 1
+            candidate = str(self._network.network_address + self._cursor)
+            if candidate not in in_use:
+                self._by_key[key] = candidate
+                return candidate
+        raise NetworkError(f"no free pod address left in {self._network}")
+
+    def pin(self, key: str, address: str) -> None:
+        """Gives `key` exactly `address`, whoever else has it (a test that points a pod at a known server)."""
+        self._by_key[key] = address
+
+    def release(self, key: str) -> None:
+        self._by_key.pop(key, None)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A pod's place on the network: its address, and the argv prefix that runs a command inside it."""
+
+    ip: str
+    exec_prefix: tuple[str, ...] = ()
+    netns: str | None = None
+
+
+class PodNetwork(Protocol):
+    @property
+    def isolated(self) -> bool:
+        """True when every pod has its own network namespace (and Service names resolve)."""
+        ...
+
+    @property
+    def host_address(self) -> str | None:
+        """The node's address as seen from the pods, when it differs from the host's own."""
+        ...
+
+    def address(self, key: str, previous: str | None = None) -> str: ...
+
+    async def create(self, key: str, uid: str) -> Sandbox: ...
+
+    def write_hosts(self, key: str, content: str) -> None: ...
+
+    async def destroy(self, key: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class HostNetwork:
+    """Every pod on the host's network with its own loopback address (see the module docstring)."""
+
+    isolated = False
+    host_address = None
+
+    def __init__(self, network: ipaddress.IPv4Network = LOOPBACK_PODS) -> None:
+        self._pool = AddressPool(network)
+
+    def address(self, key: str, previous: str | None = None) -> str:
+        return self._pool.assign(key, previous)
+
+    async def create(self, key: str, uid: str) -> Sandbox:
+        return Sandbox(self._pool.assign(key))
+
+    def write_hosts(self, key: str, content: str) -> None:
+        pass  # the host's /etc/hosts is not ours to change
+
+    async def destroy(self, key: str) -> None:
+        self._pool.release(key)
+
+    async def close(self) -> None:
+        pass
+
+
+class NamespaceNetwork:
+    """A network namespace per pod on localkube's bridge (see the module docstring). Needs root."""
+
+    isolated = True
+
+    def __init__(
+        self, bridge: str = "lk0", network: ipaddress.IPv4Network = BRIDGE_PODS, prefix: str = "lk-"
+    ) -> None:
+        if len(prefix) + 10 > 15:
+            raise ValueError(f"network namespace prefix {prefix!r} is too long for an interface name")
+        ip = shutil.which("ip")
+        if ip is None:
+            raise NetworkError("the ip command (iproute2) is needed for pod network namespaces")
+        self._ip = ip
+        self._bridge = bridge
+        self._network = network
+        self._gateway = str(network.network_address + 1)
+        self._prefix = prefix
+        self._pool = AddressPool(network, reserved=[self._gateway])
+        self._netns: dict[str, str] = {}
+        self._bridge_ready = False
+        self._lock = asyncio.Lock()
+
+    @property
+    def host_address(self) -> str:
+        return self._gateway
+
+    def address(self, key: str, previous: str | None = None) -> str:
+        return self._pool.assign(key, previous)
+
+    async def create(self, key: str, uid: str) -> Sandbox:
+        address = self._pool.assign(key)
+        netns = self._prefix + hashlib.sha256(f"{key}/{uid}".encode()).hexdigest()[:10]
+        async with self._lock:
+            if not self._bridge_ready:
+                await self._setup_bridge()
+                self._bridge_ready = True
+            self._netns[key] = netns
+            await self._remove_netns(netns)  # a namespace left half-made by an earlier attempt
+            (NETNS_DIR / netns).mkdir(parents=True, exist_ok=True)
+            # No DNS server is reachable from a pod: names come from the hosts file, and a query for anything
+            # else fails at once on loopback instead of waiting for a server that is not there.
+            (NETNS_DIR / netns / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+            (NETNS_DIR / netns / "hosts").touch()
+            prefix_length = self._network.prefixlen
+            await self._run(
+                ["netns", "add", netns],
+                ["link", "add", netns, "type", "veth", "peer", "name", "eth0", "netns", netns],
+                ["link", "set", netns, "master", self._bridge, "up"],
+                ["-n", netns, "addr", "add", f"{address}/{prefix_length}", "dev", "eth0"],
+                ["-n", netns, "link", "set", "eth0", "up"],
+                ["-n", netns, "link", "set", "lo", "up"],
+                ["-n", netns, "route", "add", "default", "dev", "eth0"],
+            )
+        return Sandbox(address, (self._ip, "netns", "exec", netns), netns)
+
+    def write_hosts(self, key: str, content: str) -> None:
+        netns = self._netns.get(key)
+        if netns is None:
+            return
+        path = NETNS_DIR / netns / "hosts"
+        # Rewritten in place: `ip netns exec` bind-mounted this very inode over the pod's /etc/hosts.
+        with contextlib.suppress(FileNotFoundError), path.open("r+b") as f:
+            if f.read() != content.encode():
+                f.seek(0)
+                f.truncate()
+                f.write(content.encode())
+
+    async def destroy(self, key: str) -> None:
+        netns = self._netns.pop(key, None)
+        self._pool.release(key)
+        if netns is not None:
+            async with self._lock:
+                await self._remove_netns(netns)
+
+    async def close(self) -> None:
+        for key in list(self._netns):
+            await self.destroy(key)
+        if self._bridge_ready:
+            await self._run(["link", "del", self._bridge], check=False)
+            self._bridge_ready = False
+
+    async def _setup_bridge(self) -> None:
+        listing = await self._output(["netns", "list"])
+        for line in listing.splitlines():
+            name = line.split(" ", 1)[0]
+            if name.startswith(self._prefix):
+                log.info("removing network namespace %s left by an earlier run", name)
+                await self._remove_netns(name)
+        exists = await self._run(["link", "show", self._bridge], check=False)
+        if not exists:
+            await self._run(
+                ["link", "add", self._bridge, "type", "bridge", "nf_call_iptables", "0",
+                 "nf_call_ip6tables", "0", "nf_call_arptables", "0"],
+                ["addr", "add", f"{self._gateway}/{self._network.prefixlen}", "dev", self._bridge],
+            )  # fmt: skip
+        await self._run(["link", "set", self._bridge, "up"])
+
+    async def _remove_netns(self, netns: str) -> None:
+        """Kills whatever still runs in the namespace, then deletes it (its veth goes with it)."""
+        for pid in (await self._output(["netns", "pids", netns])).split():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        await self._run(["netns", "del", netns], check=False)
+        await self._run(["link", "del", netns], check=False)  # a host end left by a half-made pod
+        shutil.rmtree(NETNS_DIR / netns, ignore_errors=True)
+
+    async def _output(self, args: list[str]) -> str:
+        process = await asyncio.create_subprocess_exec(
+            self._ip, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        )
+        out, _ = await process.communicate()
+        return out.decode()
+
+    async def _run(self, *commands: list[str], check: bool = True) -> bool:
+        for args in commands:
+            process = await asyncio.create_subprocess_exec(
+                self._ip, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+            )
+            _, err = await process.communicate()
+            if process.returncode != 0:
+                if check:
+                    raise NetworkError(f"ip {shlex.join(args)}: {err.decode().strip()}")
+                return False
+        return True
+
+
+def pod_network(isolated: bool | None = None) -> PodNetwork:
+    """The namespace network when running as root (or when asked), else the host network."""
+    if isolated is None:
+        isolated = os.geteuid() == 0 and shutil.which("ip") is not None
+    return NamespaceNetwork() if isolated else HostNetwork()
+
+
+def hosts_file(
+    pod: Mapping[str, Any], pod_ip: str, endpoints: Iterable[Mapping[str, Any]], domain: str = CLUSTER_DOMAIN
+) -> str:
+    """A pod's /etc/hosts: the kubelet's header and the pod's own name, then one line per Service with an
+    address (its first ready endpoint, else its first not-ready one: there is no kube-proxy, so a name
+    stands for one backing pod), under `<svc>.<ns>.svc.<domain>`, `<svc>.<ns>.svc`, `<svc>.<ns>`, and
+    the bare `<svc>` for Services in the pod's own namespace."""
+    metadata = pod.get("metadata") or {}
+    namespace = metadata.get("namespace", "")
+    hostname = (pod.get("spec") or {}).get("hostname") or metadata.get("name", "")
+    lines = [
+        "# Kubernetes-managed hosts file (localkube).",
+        "127.0.0.1\tlocalhost",
+        "::1\tlocalhost ip6-localhost ip6-loopback",
+        f"{pod_ip}\t{hostname}",
+    ]
+    for endpoint in sorted(endpoints, key=lambda e: (e["metadata"]["namespace"], e["metadata"]["name"])):
+        address = _service_address(endpoint)
+        if address is None:
+            continue
+        name, ns = endpoint["metadata"]["name"], endpoint["metadata"]["namespace"]
+        names = [f"{name}.{ns}.svc.{domain}", f"{name}.{ns}.svc", f"{name}.{ns}"]
+        if ns == namespace:
+            names.append(name)
+        lines.append(f"{address}\t{' '.join(names)}")
+    return "\n".join(lines) + "\n"
+
+
+def _service_address(endpoints: Mapping[str, Any]) -> str | None:
+    for field in ("addresses", "notReadyAddresses"):
+        for subset in endpoints.get("subsets") or []:
+            for address in subset.get(field) or []:
+                if address.get("ip"):
+                    return str(address["ip"])
+    return None
