@@ -10,6 +10,9 @@ reconcilers' Events and status messages) take `errors[0]`. Order per kind:
 - RayJob: metadata, spec, status. RayService: metadata, spec. RayCronJob: name, schedule, time zone,
   then the RayJob rules on `jobTemplate`.
 
+For the reconcilers: `event_reason(kind, error)` is the reason of upstream's Warning Event for an error,
+and `autoscaler_v1_restart_policy_warning` is upstream's one warning that is not an error.
+
 Rules read an object's JSON form (see `wire`), so "unset" means what it means upstream. Feature gates
 come in explicitly. Objects whose `managedBy` names another controller are still validated here; skipping
 them is the reconcilers' decision, as upstream's reconcilers skip before validating.
