@@ -3,21 +3,19 @@
 `self` is the value at the node that declares the rules; `oldSelf` is the correlated old value, present only
 on update and only where the old object can be correlated (object properties, map values, items of
 `x-kubernetes-list-type: map` lists). A rule that reads `oldSelf` (a transition rule) is skipped when there is
-no old value. A rule that does not read `oldSelf` is ratcheted: its failure is ignored when the value is
+no old value, unless it sets `optionalOldSelf`, which makes `oldSelf` a CEL optional. A rule that does not read `oldSelf` is ratcheted: its failure is ignored when the value is
 unchanged from the old one, as with the CRDValidationRatcheting feature (on by default since Kubernetes 1.30).
 Compiled programs are cached by expression text; evaluation has no side effects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 import cel
-from cel import stdlib
 
-from localkube.admission import errors
+from localkube.admission import cellib, errors
 from localkube.admission.errors import FieldError
 from localkube.admission.jsonvalue import json_equal
 
@@ -32,15 +30,8 @@ def compile_rule(expression: str) -> tuple[Any, bool]:
     return program, "oldSelf" in program.variables()
 
 
-@lru_cache(maxsize=1)
-def _context_functions() -> dict[str, Callable[..., Any]]:
-    context = cel.Context()
-    stdlib.add_stdlib_to_context(context)
-    return context.functions
-
-
 def _context(variables: dict[str, Any]) -> Any:
-    return cel.Context(variables=variables, functions=_context_functions())
+    return cel.Context(variables=variables, functions=cellib.functions())
 
 
 def to_cel(value: Any, node: dict[str, Any]) -> Any:
@@ -52,6 +43,8 @@ def to_cel(value: Any, node: dict[str, Any]) -> Any:
         return float(value)
     if kind == "integer" and isinstance(value, float) and value.is_integer():
         return int(value)
+    if kind == "string" and isinstance(value, str) and node.get("format"):
+        return cellib.formatted(value, str(node["format"]))
     if isinstance(value, dict):
         props = node.get("properties") or {}
         extra = node.get("additionalProperties")
@@ -118,13 +111,17 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
                 FieldError(path, errors.INVALID, node.get("type", ""), f"rule compile error: {error}")
             )
             continue
-        if uses_old and old is ABSENT:
+        optional_old = bool(rule.get("optionalOldSelf"))
+        if uses_old and old is ABSENT and not optional_old:
             continue
         if unchanged and not uses_old:
             continue
         variables: dict[str, Any] = {"self": self_value}
         if uses_old:
-            variables["oldSelf"] = to_cel(old, node)
+            old_value = None if old is ABSENT else to_cel(old, node)
+            if optional_old:
+                old_value = cel.OptionalValue.none() if old is ABSENT else cel.OptionalValue.of(old_value)
+            variables["oldSelf"] = old_value
         try:
             result = program.execute(_context(variables))
         except KeyError as error:

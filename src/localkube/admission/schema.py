@@ -15,17 +15,16 @@ The root's `apiVersion`, `kind` and `metadata` belong to the API server, not to 
 
 from __future__ import annotations
 
-import base64
 import copy
 import ipaddress
 import re
 import uuid
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date
 from functools import lru_cache
 from typing import Any
 
-from localkube.admission import errors, rules
+from localkube.admission import cellib, errors, rules
 from localkube.admission.errors import FieldError, SchemaInvalid, render_number
 from localkube.admission.jsonvalue import json_equal, json_type
 from localkube.admission.structural import check_structural
@@ -372,29 +371,18 @@ def _parses(parse: Callable[[str], object]) -> Callable[[str], bool]:
     return check
 
 
-def _date_time(text: str) -> None:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", text):
-        raise ValueError(text)
-    datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00").replace("t", "T"))
-
-
-def _byte(text: str) -> None:
-    base64.b64decode(text, validate=True)
-
-
-_DURATION = re.compile(r"^([+-]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^0$")
 _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
 _FORMATS: dict[str, Callable[[str], bool]] = {
-    "datetime": _parses(_date_time),
+    "datetime": _parses(cellib.parse_timestamp),
     "date": _parses(date.fromisoformat),
-    "byte": _parses(_byte),
+    "byte": _parses(cellib.parse_bytes),
     "uuid": _parses(uuid.UUID),
     "ipv4": _parses(ipaddress.IPv4Address),
     "ipv6": _parses(ipaddress.IPv6Address),
     "cidr": _parses(lambda text: ipaddress.ip_network(text, strict=False)),
-    "duration": lambda text: bool(_DURATION.match(text)),
+    "duration": _parses(cellib.parse_duration),
     "hostname": lambda text: bool(_HOSTNAME.match(text)),
     "email": lambda text: bool(re.fullmatch(r"[^@\s]+@[^@\s]+", text)),
 }

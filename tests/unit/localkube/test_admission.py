@@ -550,3 +550,64 @@ def test_a_boolean_is_not_the_number_one(raycluster_schema: dict[str, Any]) -> N
     schema = {"type": "object", "properties": {"v": {"enum": [1, 2]}}}
     with pytest.raises(SchemaInvalid):
         admit(schema, {"v": True}, None)
+
+
+@pytest.mark.parametrize(
+    ("node", "value", "rule", "passes"),
+    [
+        (
+            {"type": "string", "format": "date-time"},
+            "2026-01-02T00:00:00Z",
+            "self > timestamp('2026-01-01T00:00:00Z')",
+            True,
+        ),
+        (
+            {"type": "string", "format": "date-time"},
+            "2025-01-02T00:00:00Z",
+            "self > timestamp('2026-01-01T00:00:00Z')",
+            False,
+        ),
+        ({"type": "string", "format": "duration"}, "90s", "self > duration('1m')", True),
+        (
+            {"type": "array", "items": {"type": "integer"}},
+            [1, 2, 3],
+            "self.isSorted() && self.indexOf(2) == 1",
+            True,
+        ),
+        ({"type": "array", "items": {"type": "integer"}}, [3, 1], "self.isSorted()", False),
+        ({"type": "string"}, "abc-123", "self.find('[0-9]+') == '123' && self.indexOf('-') == 3", True),
+        ({"type": "number"}, 2, "self > 1.5", True),
+    ],
+)
+def test_cel_environment(node: dict[str, Any], value: Any, rule: str, passes: bool) -> None:
+    schema = {"type": "object", "properties": {"v": {**node, "x-kubernetes-validations": [{"rule": rule}]}}}
+    try:
+        admit(schema, {"v": value}, None)
+        passed = True
+    except SchemaInvalid:
+        passed = False
+    assert passed is passes
+
+
+def test_optional_old_self_runs_on_create() -> None:
+    rule = {
+        "rule": "!oldSelf.hasValue() || self >= oldSelf.value()",
+        "optionalOldSelf": True,
+        "message": "may not shrink",
+    }
+    schema = {"type": "object", "properties": {"v": {"type": "integer", "x-kubernetes-validations": [rule]}}}
+    assert admit(schema, {"v": 1}, None) == {"v": 1}
+    assert admit(schema, {"v": 3}, {"v": 2}) == {"v": 3}
+    with pytest.raises(SchemaInvalid, match='v: Invalid value: "integer": may not shrink'):
+        admit(schema, {"v": 1}, {"v": 2})
+    strict = {
+        "type": "object",
+        "properties": {
+            "v": {
+                "type": "integer",
+                "x-kubernetes-validations": [{"rule": "oldSelf.hasValue()", "optionalOldSelf": True}],
+            }
+        },
+    }
+    with pytest.raises(SchemaInvalid, match="failed rule: oldSelf.hasValue()"):
+        admit(strict, {"v": 1}, None)
