@@ -4,15 +4,15 @@ fail without it with the gate's message."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kuberay.api import manifest
 from kuberay.api.features import FeatureGates
+from shared import UPSTREAM_SAMPLES
 
-SAMPLES = Path("/work/shared/upstream-samples")
+SAMPLES = UPSTREAM_SAMPLES
 # Samples that use an alpha feature, off by default upstream too: the gate, and the error without it.
 NEEDS_GATE = {
     "RayCluster/raycluster-embedded-gcs-ft": (
