@@ -62,6 +62,7 @@ def admit(schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | Non
     old_root = _ABSENT if old is None else old
     found: list[FieldError] = []
     _validate_object_root(admitted, old_root, schema, found)
+    _check_embedded(admitted, schema, "", found)
     _check_list_types(admitted, schema, "", found)
     _check_rules(admitted, old_root, schema, "<nil>", found, root=True)
     if found:
@@ -388,7 +389,30 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
 }
 
 
-# --- list types (after the OpenAPI pass, with field.Path names) --------------------------------------------
+# --- embedded resources and list types (after the OpenAPI pass, with field.Path names) ---------------------
+
+
+def _check_embedded(value: Any, node: dict[str, Any], path: str, found: list[FieldError]) -> None:
+    if isinstance(value, dict):
+        if node.get("x-kubernetes-embedded-resource"):
+            for key in ("apiVersion", "kind"):
+                child = _field_child(path, key)
+                if key not in value:
+                    found.append(FieldError(child, errors.REQUIRED, detail="must not be empty"))
+                elif not isinstance(value[key], str):
+                    found.append(FieldError(child, errors.INVALID, value[key], "must be a string"))
+                elif not value[key]:
+                    found.append(FieldError(child, errors.INVALID, "", "must not be empty"))
+        props: dict[str, Any] = node.get("properties") or {}
+        extra = _additional(node)
+        for key, child_value in value.items():
+            if key in props:
+                _check_embedded(child_value, props[key], _field_child(path, key), found)
+            elif extra is not None:
+                _check_embedded(child_value, extra, f"{path}[{key}]", found)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for index, item in enumerate(value):
+            _check_embedded(item, node["items"], f"{path}[{index}]", found)
 
 
 def _field_child(path: str, key: str) -> str:

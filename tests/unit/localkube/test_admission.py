@@ -611,3 +611,22 @@ def test_optional_old_self_runs_on_create() -> None:
     }
     with pytest.raises(SchemaInvalid, match="failed rule: oldSelf.hasValue()"):
         admit(strict, {"v": 1}, None)
+
+
+def test_embedded_resources_need_apiversion_and_kind() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "template": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": True,
+                "x-kubernetes-preserve-unknown-fields": True,
+            }
+        },
+    }
+    with pytest.raises(SchemaInvalid) as refused:
+        admit(schema, {"template": {"kind": "", "spec": {}}}, None)
+    assert [str(e) for e in refused.value.errors] == [
+        "template.apiVersion: Required value: must not be empty",
+        'template.kind: Invalid value: "": must not be empty',
+    ]
