@@ -117,7 +117,7 @@ _YAMLLoader.yaml_implicit_resolvers = {
 def yaml_to_json(text: str) -> str:
     """`sigs.k8s.io/yaml.YAMLToJSON(text)`; a YAML syntax error raises `GoEncodingError`."""
     try:
-        value = yaml.load(text, Loader=_YAMLLoader)  # noqa: S506 - a SafeLoader subclass
+        value = yaml.load(text, Loader=_YAMLLoader)
     except yaml.YAMLError as error:
         raise GoEncodingError(f"error converting YAML to JSON: {error}") from error
     return json(value)
