@@ -62,9 +62,6 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: Schema) 
     if retained is not None:
         if not isinstance(retained, list):
             raise PatchError("invalid patch format of retainKeys", code=400)
-        extra = [k for k in patch if not k.startswith("$") and k not in retained]
-        if extra:
-            raise PatchError("content of the patch doesn't match retainKeys", code=422)
         original = {k: v for k, v in original.items() if k in retained}
     for key, value in patch.items():
         if key.startswith(_DELETE_FROM):

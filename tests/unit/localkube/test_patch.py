@@ -114,6 +114,10 @@ def test_existing_item_keeps_its_place() -> None:
     ("patch", "expected_strategy"),
     [
         ({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}, {"type": "Recreate"}),
+        (
+            {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate", "rollingUpdate": None}}},
+            {"type": "Recreate"},
+        ),
         ({"spec": {"strategy": {"$patch": "replace", "type": "Recreate"}}}, {"type": "Recreate"}),
         ({"spec": {"strategy": {"rollingUpdate": None}}}, {"type": "RollingUpdate"}),
         ({"spec": {"strategy": {"$patch": "delete"}}}, None),
