@@ -27,6 +27,12 @@ def _parser() -> argparse.ArgumentParser:
         help="debug logs one line per request",
     )  # fmt: skip
     serve_command.add_argument(
+        "--node-mode",
+        default="simulate",
+        choices=["simulate", "none"],
+        help="simulate: a simulated node runs the pods (default); none: the API server alone",
+    )
+    serve_command.add_argument(
         "--compact-interval", type=float, default=60.0, help="seconds between compactions of the store"
     )
     serve_command.add_argument(
@@ -47,5 +53,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             port=arguments.port,
             compact_interval_seconds=arguments.compact_interval,
             compact_keep=arguments.compact_keep,
+            node_mode=arguments.node_mode,
         )
     )

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 import orjson
 
 from localkube import __version__
-from localkube.server import bodies, errors, subresources
+from localkube.server import bodies, errors, proxy, subresources
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
@@ -117,8 +117,10 @@ class App:
         resources: Resources,
         authenticator: Authenticator,
         pod_logs: subresources.PodLogs | None = None,
+        pod_proxy: proxy.Proxy | None = None,
     ) -> None:
         self.resources = resources
+        self.pod_proxy = pod_proxy
         self.registry = resources.registry
         self.authenticator = authenticator
         rbac_types = {t.plural: t for t in self.registry.resources("rbac.authorization.k8s.io", "v1")}
@@ -154,8 +156,13 @@ class App:
             headers,
             body,
         )
+        reply: Reply | StreamReply
         try:
-            reply = self.handle(request)
+            proxy_target = proxy.parse(request.path) if self.pod_proxy is not None else None
+            if proxy_target is not None:
+                reply = await self._proxy(request, proxy_target, scope["query_string"].decode("latin-1"))
+            else:
+                reply = self.handle(request)
         except ApiError as error:
             reply = _error_reply(error)
         except Exception:
@@ -227,6 +234,26 @@ class App:
                 return self._review(request, target)
             return self._resource(request, target, verb)
         raise errors.page_not_found()
+
+    async def _proxy(self, request: Request, target: proxy.ProxyTarget, query: str) -> Reply:
+        """services/proxy and pods/proxy: authorized like any subresource, then forwarded."""
+        assert self.pod_proxy is not None
+        request.user = self.authenticator.authenticate(request.headers.get("authorization"))
+        if request.user is None:
+            raise errors.unauthorized()
+        verb = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch"}.get(
+            request.method, "delete"
+        )
+        attributes = RequestAttributes(verb, "", target.kind, "proxy", target.namespace, target.name)
+        if not self.authorizer.authorize(request.user, attributes):
+            raise _forbidden(request.user, attributes)
+        status, headers, body = await self.pod_proxy.forward(
+            target, request.method, query, request.headers, request.body
+        )
+        content_type = next(
+            (v for k, v in headers if k.lower() == "content-type"), "application/octet-stream"
+        )
+        return Reply(status, body, content_type)
 
     def _require(self, request: Request) -> None:
         assert request.user is not None

@@ -55,12 +55,15 @@ class ProxyTarget:
     path: str
 
 
-def parse(segments: list[str]) -> ProxyTarget | None:
-    """Recognises `api/v1/namespaces/{ns}/{services|pods}/{name}/proxy[/...]` path segments."""
-    if len(segments) < 7 or segments[:3] != ["api", "v1", "namespaces"] or segments[6] != "proxy":
+def parse(path: str) -> ProxyTarget | None:
+    """Recognises `/api/v1/namespaces/{ns}/{services|pods}/{name}/proxy[/...]`; the rest of the path,
+    trailing slash included (the Ray dashboard routes on it), is what the pod is asked for."""
+    segments = path.split("/")
+    # ["", "api", "v1", "namespaces", ns, kind, spec, "proxy", ...]
+    if len(segments) < 8 or segments[1:4] != ["api", "v1", "namespaces"] or segments[7] != "proxy":
         return None
-    namespace, kind, spec = segments[3], segments[4], segments[5]
-    if kind not in ("services", "pods"):
+    namespace, kind, spec = segments[4], segments[5], segments[6]
+    if kind not in ("services", "pods") or not namespace or not spec:
         return None
     parts = spec.split(":")
     scheme = ""
@@ -70,7 +73,7 @@ def parse(segments: list[str]) -> ProxyTarget | None:
         name, port = parts
     else:
         name, port = parts[0], ""
-    return ProxyTarget(kind, namespace, name, scheme or "http", port, "/" + "/".join(segments[7:]))
+    return ProxyTarget(kind, namespace, name, scheme or "http", port, "/" + "/".join(segments[8:]))
 
 
 class Proxy:

@@ -17,8 +17,11 @@ from pathlib import Path
 import uvicorn
 import uvloop
 
+from localkube.controllers.cluster import cluster_controllers
+from localkube.node.kubelet import NodeOptions
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
+from localkube.server.proxy import Proxy
 from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
@@ -35,6 +38,8 @@ class ServeOptions:
     port: int = 6443
     compact_interval_seconds: float = 60.0
     compact_keep: int = 50_000
+    # "simulate": the in-process controllers and a simulated node; "none": the API server alone.
+    node_mode: str = "simulate"
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -58,7 +63,7 @@ def build_app(data_dir: Path, store: Store) -> App:
     def find_service_account(namespace: str, name: str) -> dict[str, object] | None:
         return store.get(service_accounts.key(namespace, name))
 
-    return App(resources, Authenticator(data_dir, find_service_account))
+    return App(resources, Authenticator(data_dir, find_service_account), pod_proxy=Proxy(store))
 
 
 async def _compact_periodically(store: Store, interval: float, keep: int) -> None:
@@ -101,9 +106,15 @@ def serve(options: ServeOptions) -> None:
         compaction = asyncio.create_task(
             _compact_periodically(store, options.compact_interval_seconds, options.compact_keep)
         )
+        controllers = None
+        if options.node_mode != "none":
+            controllers = cluster_controllers(app.resources, NodeOptions())
+            await controllers.start()
         try:
             await server.serve(sockets=[sock])
         finally:
+            if controllers is not None:
+                await controllers.stop()
             compaction.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await compaction

@@ -49,17 +49,11 @@ def _store(tmp_path: Path, address: str, port: int) -> Store:
     return store
 
 
-def _segments(path: str) -> list[str]:
-    return path.split("/")
-
-
 def test_parse_names_scheme_and_port() -> None:
-    segments = _segments("api/v1/namespaces/ray/services/https:head:dashboard/proxy/api/jobs/")
+    segments = "/api/v1/namespaces/ray/services/https:head:dashboard/proxy/api/jobs/"
     assert parse(segments) == ProxyTarget("services", "ray", "head", "https", "dashboard", "/api/jobs/")
-    assert parse(_segments("api/v1/namespaces/ray/pods/p/proxy")) == ProxyTarget(
-        "pods", "ray", "p", "http", "", "/"
-    )
-    assert parse(_segments("api/v1/namespaces/ray/configmaps/c/proxy")) is None
+    assert parse("/api/v1/namespaces/ray/pods/p/proxy") == ProxyTarget("pods", "ray", "p", "http", "", "/")
+    assert parse("/api/v1/namespaces/ray/configmaps/c/proxy") is None
 
 
 async def test_forwards_to_a_ready_endpoint_without_the_callers_credentials(
