@@ -502,13 +502,18 @@ def record_update(
     subresource: str = "",
     now: str = "",
 ) -> dict[str, Any]:
-    """`new` with managedFields updated for a create (old None), update or non-apply patch by `manager`."""
+    """`new` with managedFields updated for a create (old None), update or non-apply patch by `manager`.
+
+    As on the API server, a write that sets managedFields to a non-empty list (outside subresources) replaces
+    the recorded ownership before this write is accounted for; `[{}]` therefore clears it, while an empty or
+    missing list keeps the old one, so clients unaware of the field cannot erase it."""
     node = _schema(new, gvk, schema)
     before, after = _without_managed_fields(old), _without_managed_fields(new)
     changes = compare(before, after, node)
     touched = _strip(changes.added | changes.modified)
     removed = _strip(changes.removed)
-    managers = _decode_managers(old)
+    given = (new.get("metadata") or {}).get("managedFields")
+    managers = _decode_managers(new if given and not subresource else old)
     me = _Manager(manager, "Update", _api_version(new, gvk), subresource, _now(now), set())
     mine = next((m for m in managers if m.same_identity(me)), None)
     others = [m for m in managers if m is not mine]

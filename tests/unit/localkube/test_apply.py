@@ -209,3 +209,20 @@ def test_crd_list_map_keys_come_from_the_schema() -> None:
 def test_kind_defaults_to_the_applied_objects() -> None:
     created = server_side_apply(None, deployment(), "kubectl", False, now=NOW)
     assert created == server_side_apply(None, deployment(), "kubectl", False, DEPLOYMENT, now=NOW)
+
+
+def test_writes_may_replace_or_clear_managed_fields() -> None:
+    created = server_side_apply(None, config_map(a="1"), "kubectl", False, CONFIGMAP, now=NOW)
+    unaware = copy.deepcopy(created)
+    unaware["metadata"]["managedFields"] = []
+    assert record_update(created, unaware, "editor", CONFIGMAP, now=NOW) == created
+    cleared = copy.deepcopy(created)
+    cleared["metadata"]["managedFields"] = [{}]
+    assert "managedFields" not in record_update(created, cleared, "editor", CONFIGMAP, now=NOW)["metadata"]
+    # kubectl's migration from client-side apply rewrites the entries; the rewrite is kept.
+    renamed = copy.deepcopy(created)
+    renamed["metadata"]["managedFields"][0]["manager"] = "someone-else"
+    assert [
+        e["manager"]
+        for e in record_update(created, renamed, "editor", CONFIGMAP, now=NOW)["metadata"]["managedFields"]
+    ] == ["someone-else"]
