@@ -52,11 +52,14 @@ class ServiceBuildError(ValueError):
 def service_ports(cluster: RayCluster) -> dict[str, int]:
     """`getServicePorts`: port name -> number, from the head template's Ray container."""
     containers = (cluster.spec.head_group_spec.template.get("spec") or {}).get("containers") or []
+    if not containers:
+        raise ServiceBuildError(
+            f"RayCluster {cluster.namespace}/{cluster.name}: spec.headGroupSpec.template.spec.containers is empty"
+        )
     ports: dict[str, int] = {}
-    if containers:
-        for port in containers[constants.RAY_CONTAINER_INDEX].get("ports") or ():
-            number = int(port.get("containerPort", 0))
-            ports[port.get("name") or f"{number}-port"] = number
+    for port in containers[constants.RAY_CONTAINER_INDEX].get("ports") or ():
+        number = int(port.get("containerPort", 0))
+        ports[port.get("name") or f"{number}-port"] = number
     if not ports:
         ports = dict(DEFAULT_PORTS)
     ports.setdefault(constants.METRICS_PORT_NAME, constants.DEFAULT_METRICS_PORT)

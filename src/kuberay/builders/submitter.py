@@ -25,7 +25,7 @@ from typing import Any
 
 from kuberay.api import constants
 from kuberay.api.features import Feature, FeatureGates
-from kuberay.api.raycluster import RayCluster
+from kuberay.api.raycluster import RayCluster, RayClusterSpec
 from kuberay.api.rayjob import JobSubmissionMode, RayJob
 from kuberay.builders import auth, container, goformat, ownership
 
@@ -235,8 +235,7 @@ def _env(name: str, value: str) -> JSON:
 
 def _default_container(cluster: RayCluster) -> JSON:
     """`GetDefaultSubmitterContainer`: the head's image, so the Ray CLI matches the cluster's Ray."""
-    containers = (cluster.spec.head_group_spec.template.get("spec") or {}).get("containers") or [{}]
-    head = containers[constants.RAY_CONTAINER_INDEX]
+    head = _head_container(cluster.spec, f"RayCluster {cluster.namespace}/{cluster.name}: spec")
     result: JSON = {"name": constants.SUBMITTER_CONTAINER_NAME}
     if head.get("image"):
         result["image"] = head["image"]
@@ -261,12 +260,16 @@ def _sidecar_dashboard_port(job: RayJob) -> int:
     cluster_spec = job.spec.ray_cluster_spec
     if cluster_spec is None:
         raise SubmitterError("SidecarMode requires spec.rayClusterSpec")
-    containers = (cluster_spec.head_group_spec.template.get("spec") or {}).get("containers") or [{}]
-    return container.port_named(
-        containers[constants.RAY_CONTAINER_INDEX],
-        constants.DASHBOARD_PORT_NAME,
-        constants.DEFAULT_DASHBOARD_PORT,
-    )
+    head = _head_container(cluster_spec, f"RayJob {job.namespace}/{job.name}: spec.rayClusterSpec")
+    return container.port_named(head, constants.DASHBOARD_PORT_NAME, constants.DEFAULT_DASHBOARD_PORT)
+
+
+def _head_container(cluster_spec: RayClusterSpec, where: str) -> JSON:
+    containers = (cluster_spec.head_group_spec.template.get("spec") or {}).get("containers") or []
+    if not containers:
+        raise SubmitterError(f"{where}.headGroupSpec.template.spec.containers is empty")
+    head: JSON = containers[constants.RAY_CONTAINER_INDEX]
+    return head
 
 
 def _runtime_env_json(runtime_env_yaml: str) -> str:

@@ -198,3 +198,13 @@ def test_rayservice_user_ports_kept_without_detected_ports() -> None:
     assert serve["metadata"]["name"] == "my-serve"
     assert serve["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 8000}]
     assert serve["spec"]["type"] == "NodePort"
+
+
+def test_a_head_without_containers_is_named() -> None:
+    cluster = RayCluster.parse(
+        {"metadata": {"name": "c", "namespace": "ns"}, "spec": {"headGroupSpec": {"template": {}}}}
+    )
+    with pytest.raises(
+        service.ServiceBuildError, match=r"ns/c: spec\.headGroupSpec\.template\.spec\.containers is empty"
+    ):
+        service.build_head_service(cluster)

@@ -263,3 +263,14 @@ def test_sidecar_restart_container() -> None:
         "name": "RAY_AUTH_TOKEN",
         "valueFrom": {"secretKeyRef": {"name": "my-token", "key": "auth_token"}},
     }
+
+
+def test_a_head_without_containers_is_named() -> None:
+    job = upstream_template_job("SidecarMode")
+    assert job.spec.ray_cluster_spec is not None
+    job.spec.ray_cluster_spec.head_group_spec.template = {"spec": {"containers": []}}
+    with pytest.raises(
+        submitter.SubmitterError,
+        match=r"^RayJob /job: spec\.rayClusterSpec\.headGroupSpec\.template\.spec\.containers is empty$",
+    ):
+        submitter.build_submit_command(job, "SidecarMode", FeatureGates())
