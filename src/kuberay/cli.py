@@ -9,10 +9,34 @@ from typing import Annotated
 import typer
 
 import kuberay
+from kuberay import local
 from kuberay.api import crd, manifest
 from kuberay.api.features import FeatureGateError, FeatureGates
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="KubeRay in Python.")
+local_app = typer.Typer(no_args_is_help=True, help="KubeRay on this machine, on localkube.")
+app.add_typer(local_app, name="local")
+
+
+@local_app.command("up")
+def local_up(
+    data_dir: Annotated[Path, typer.Option(help="localkube's state, the kubeconfig and the logs.")] = Path(
+        ".localkube"
+    ),
+    port: Annotated[int, typer.Option(help="localkube's HTTPS port (0 picks a free one).")] = 6443,
+    node_mode: Annotated[
+        str, typer.Option(help="simulate: pods are simulated; process: pods run as local processes.")
+    ] = "simulate",
+    feature_gates: Annotated[str, typer.Option(help="Passed to the operator, e.g. RayCronJob=true.")] = "",
+) -> None:
+    """Start localkube and the operator; print how to use them; stop both on Ctrl-C."""
+    if node_mode not in ("simulate", "process"):
+        typer.echo(f"error: --node-mode must be simulate or process, not {node_mode!r}", err=True)
+        raise typer.Exit(2)
+    options = local.LocalOptions(
+        data_dir=data_dir, port=port, node_mode=node_mode, feature_gates=feature_gates
+    )
+    raise typer.Exit(local.up(options))
 
 
 @app.command()
