@@ -1,0 +1,626 @@
+"""The RayJob state machine: from what was observed, the next status and what to do about it. Pure.
+
+`step(job, facts, settings)` reads one RayJob and the facts the reconciler gathered for it (its RayCluster,
+its submitter, the latest dashboard observation, the time) and returns a `Decision`: the new status, the
+actions to perform in order, the Events to record, whether the status is written, and when to look again.
+The reconciler performs the actions; if one fails the pass fails (retried with back-off) and the status is
+not written, which is upstream's "requeue + error" everywhere.
+
+Upstream's reconcile, row by row (spec §1.3-§1.10), with its quirks kept on purpose:
+- the status is written only when `jobStatus`, `jobDeploymentStatus`, `jobStatusCheckFailureStartTime` or
+  the copied RayCluster status changed; `endTime` is stamped by a write that lands in Complete/Failed;
+- a `Failed` attempt with retries left becomes `Retrying` in the same write (never for DeadlineExceeded or
+  JobStatusCheckTimeoutExceeded), and each retry starts over from New with a new cluster;
+- with a submitter (K8sJobMode, SidecarMode) a terminal Ray job counts only once the submitter finished.
+
+Differences from upstream, both deliberate:
+- Initializing is bounded: when a pod of the job's cluster is stuck in a state that waiting does not cure
+  (image pull errors, crash loops, unschedulable, failed) and the attempt has been Initializing for
+  `Settings.cluster_start_timeout`, the attempt fails with reason `ClusterStartFailed` and the stuck pod's
+  reason in the message (and is retried under `backoffLimit` like any other start-up failure).
+- A `ValidationFailed` RayJob whose spec has become valid starts over (New) instead of staying failed.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from kuberay.api import constants
+from kuberay.api.features import Feature, FeatureGates
+from kuberay.api.rayjob import (
+    JobDeploymentStatus,
+    JobFailedReason,
+    JobStatus,
+    JobSubmissionMode,
+    RayJob,
+)
+from kuberay.api.validation import validate_rayjob
+from kuberay.controllers.rayjob import deletion
+from kuberay.controllers.rayjob.cluster import StartupProblem, random_suffix
+from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
+
+REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration
+SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30  # upstream DefaultSubmitterFinishedTimeout
+CLUSTER_START_FAILED = "ClusterStartFailed"  # our reason for a cluster that cannot start
+
+Status = dict[str, Any]
+
+
+class Action(StrEnum):
+    """Things the reconciler does for a decision, in the order listed in `Decision.actions`."""
+
+    ADD_FINALIZER = "AddFinalizer"
+    REMOVE_FINALIZER = "RemoveFinalizer"
+    STOP_JOB = "StopJob"  # ask the dashboard to stop the Ray job (failure only logged)
+    CREATE_CLUSTER = "CreateCluster"
+    CREATE_SUBMITTER = "CreateSubmitter"
+    RECONCILE_HEAD_SERVICE = "ReconcileHeadService"
+    POLL = "Poll"  # keep the job's status polled (and, in HTTPMode, submitted)
+    STOP_POLLING = "StopPolling"
+    DELETE_CLUSTER = "DeleteCluster"
+    DELETE_SUBMITTER = "DeleteSubmitter"
+    SUSPEND_WORKERS = "SuspendWorkers"
+    DELETE_SELF = "DeleteSelf"
+
+
+POLICY_ACTIONS: dict[str, Action] = {
+    "DeleteCluster": Action.DELETE_CLUSTER,
+    "DeleteWorkers": Action.SUSPEND_WORKERS,
+    "DeleteSelf": Action.DELETE_SELF,
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The operator-wide knobs of the state machine (upstream reads the first three from its environment)."""
+
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    transition_grace_period: int = constants.DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS
+    status_check_timeout: int = constants.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
+    delete_rayjob_after_job_finishes: bool = False
+    # None: wait for a stuck cluster forever, as upstream does.
+    cluster_start_timeout: float | None = 300.0
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """The job's RayCluster as the cache shows it (`exists=False`: not there)."""
+
+    exists: bool
+    deleting: bool = False
+    status: dict[str, Any] = field(default_factory=dict)
+    # `<svc>.<ns>.svc.<domain>:<port>` once the head Service has a dashboard port.
+    dashboard_address: str | None = None
+    workers_suspended: bool = False
+    problem: StartupProblem | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.status.get("state") == "ready"
+
+
+@dataclass(frozen=True)
+class SubmitterFacts:
+    """The submitter: the K8sJobMode Job or the SidecarMode head-pod container."""
+
+    exists: bool = False
+    deleting: bool = False
+    failure: str | None = None  # the SubmissionFailed message, when the submitter failed
+    head_pod_missing: bool = False  # SidecarMode: no head pod (always an app failure)
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The latest answer of the dashboard about the job: its info, or the error of asking."""
+
+    info: JobInfo | None = None
+    error: DashboardError | None = None
+
+
+@dataclass(frozen=True)
+class Facts:
+    now: datetime
+    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts(exists=False))
+    submitter: SubmitterFacts = field(default_factory=SubmitterFacts)
+    observation: Observation | None = None
+
+
+@dataclass(frozen=True)
+class EventNote:
+    type: str
+    reason: str
+    message: str
+    action: str
+
+
+@dataclass
+class Decision:
+    status: Status
+    actions: list[Action] = field(default_factory=list)
+    events: list[EventNote] = field(default_factory=list)
+    write: bool = False
+    requeue_after: float | None = None
+    # Set: the pass fails after the actions (retried with back-off); the status is not written.
+    error: str | None = None
+
+
+# --- time -------------------------------------------------------------------------------------------------------
+
+
+def format_time(moment: datetime) -> str:
+    """A metav1.Time on the wire: RFC 3339, seconds, UTC."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _go_time(moment: datetime) -> str:
+    """Go's `%v` of a time.Time in UTC."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+
+
+def _date_time(moment: datetime) -> str:
+    """Go's `time.DateTime` layout."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _ms_time(milliseconds: int) -> str:
+    return format_time(datetime.fromtimestamp(milliseconds / 1000, UTC))
+
+
+# --- the machine ------------------------------------------------------------------------------------------------
+
+
+def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | None = None) -> Decision:
+    """The next status of `job` and the actions that lead there (see the module docstring)."""
+    old: Status = job.status.dump() if job.status is not None else {}
+    decision = Decision(copy.deepcopy(old))
+    metadata = job.metadata
+    if job.spec.managed_by is not None and job.spec.managed_by != constants.KUBERAY_CONTROLLER:
+        return decision
+    if metadata.deletion_timestamp:
+        if not JobStatus(old.get("jobStatus") or "").is_terminal:
+            decision.actions.append(Action.STOP_JOB)
+        decision.actions += [Action.STOP_POLLING, Action.REMOVE_FINALIZER]
+        decision.requeue_after = REQUEUE_SECONDS
+        return decision
+    errors = validate_rayjob(job, settings.gates)
+    if errors:
+        first = errors[0]
+        kind = first.path.split(".")[0].split("[")[0]
+        reason = {"metadata": "InvalidRayJobMetadata", "status": "InvalidRayJobStatus"}.get(
+            kind, "InvalidRayJobSpec"
+        )
+        decision.events.append(
+            EventNote("Warning", reason, f"{job.namespace}/{job.name}: {first.message}", "Validate")
+        )
+        new = decision.status
+        new["jobDeploymentStatus"] = JobDeploymentStatus.VALIDATION_FAILED.value
+        new["reason"] = JobFailedReason.VALIDATION_FAILED.value
+        new["message"] = first.message
+        decision.write = _changed(old, new)
+        return decision
+    finished = _dispatch(job, facts, settings, decision, rng or random.Random())
+    if finished:
+        return decision
+    _retry_if_allowed(job, decision.status)
+    decision.write = _changed(old, decision.status)
+    if decision.write and JobDeploymentStatus(decision.status.get("jobDeploymentStatus") or "").is_terminal:
+        decision.status["endTime"] = format_time(facts.now)
+    if decision.requeue_after is None:
+        decision.requeue_after = REQUEUE_SECONDS
+    return decision
+
+
+def _dispatch(job: RayJob, facts: Facts, settings: Settings, decision: Decision, rng: random.Random) -> bool:
+    """Runs the branch of the current state; True when the branch settled the pass itself (no common tail)."""
+    state = decision.status.get("jobDeploymentStatus") or ""
+    if state == JobDeploymentStatus.NEW:
+        _new(job, facts, decision, rng)
+        return False
+    if state == JobDeploymentStatus.INITIALIZING:
+        return _initializing(job, facts, settings, decision)
+    if state == JobDeploymentStatus.WAITING:
+        return _waiting(job, facts, decision)
+    if state == JobDeploymentStatus.RUNNING:
+        return _running(job, facts, settings, decision)
+    if state in (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING):
+        return _releasing(job, facts, decision)
+    if state == JobDeploymentStatus.SUSPENDED:
+        if job.spec.suspend:
+            return True  # stays suspended until the flag flips: no requeue
+        decision.status["jobStatus"] = JobStatus.NEW.value
+        decision.status["jobDeploymentStatus"] = JobDeploymentStatus.NEW.value
+        return False
+    if state in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED):
+        _finished(job, facts, settings, decision)
+        return True
+    if state == JobDeploymentStatus.VALIDATION_FAILED:
+        # Valid again (validation ran before the dispatch): start over.
+        for key in ("reason", "message"):
+            decision.status.pop(key, None)
+        decision.status["jobDeploymentStatus"] = JobDeploymentStatus.NEW.value
+        return False
+    decision.requeue_after = REQUEUE_SECONDS  # an unknown state: upstream logs and looks again
+    return True
+
+
+def _new(job: RayJob, facts: Facts, decision: Decision, rng: random.Random) -> None:
+    if constants.RAY_JOB_STOP_JOB_FINALIZER not in (job.metadata.finalizers or []):
+        decision.actions.append(Action.ADD_FINALIZER)
+    status = decision.status
+    if status.get("jobId") and status.get("rayClusterName") and status.get("jobStatus"):
+        return
+    if job.spec.submission_mode != JobSubmissionMode.INTERACTIVE_MODE and not status.get("jobId"):
+        status["jobId"] = job.spec.job_id or f"{job.name}-{random_suffix(rng)}"
+    if not status.get("rayClusterName"):
+        selected = (job.spec.cluster_selector or {}).get(constants.RAY_JOB_CLUSTER_SELECTOR_KEY)
+        status["rayClusterName"] = selected or f"{job.name}-{random_suffix(rng)}"
+    status["jobStatus"] = status.get("jobStatus") or JobStatus.NEW.value
+    status["jobDeploymentStatus"] = JobDeploymentStatus.INITIALIZING.value
+    status["startTime"] = format_time(facts.now)
+
+
+def _initializing(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
+    status = decision.status
+    if _suspend_requested(job, status) or _past_active_deadline(job, facts, status):
+        return False
+    if _past_pre_running_deadline(job, facts, status):
+        return False
+    cluster = facts.cluster
+    if not cluster.exists:
+        return _missing_cluster(job, decision)
+    if not status.get("dashboardURL"):
+        if not cluster.ready:
+            status["rayClusterStatus"] = copy.deepcopy(cluster.status)
+            _fail_if_cluster_cannot_start(job, facts, settings, status)
+            return False
+        if not cluster.dashboard_address:
+            decision.error = (
+                f"dashboard port is not found for RayCluster {job.namespace}/{status.get('rayClusterName')}"
+            )
+            return True
+        status["dashboardURL"] = cluster.dashboard_address
+    mode = job.spec.submission_mode
+    if mode == JobSubmissionMode.INTERACTIVE_MODE:
+        status["jobDeploymentStatus"] = JobDeploymentStatus.WAITING.value
+        return False
+    if mode == JobSubmissionMode.K8S_JOB_MODE and not facts.submitter.exists:
+        decision.actions.append(Action.CREATE_SUBMITTER)
+    status["jobDeploymentStatus"] = JobDeploymentStatus.RUNNING.value
+    return False
+
+
+def _fail_if_cluster_cannot_start(job: RayJob, facts: Facts, settings: Settings, status: Status) -> None:
+    problem = facts.cluster.problem
+    started = parse_time(status.get("startTime"))
+    if problem is None or settings.cluster_start_timeout is None or started is None:
+        return
+    if facts.now < started + timedelta(seconds=settings.cluster_start_timeout):
+        return
+    _fail(
+        status,
+        CLUSTER_START_FAILED,
+        f"The RayCluster {job.namespace}/{status.get('rayClusterName')} did not start within "
+        f"{settings.cluster_start_timeout:g}s: {problem.describe()}",
+    )
+
+
+def _waiting(job: RayJob, facts: Facts, decision: Decision) -> bool:
+    status = decision.status
+    if _past_pre_running_deadline(job, facts, status):
+        return False
+    if not job.spec.job_id:
+        decision.requeue_after = REQUEUE_SECONDS
+        return True
+    status["jobId"] = job.spec.job_id
+    status["jobDeploymentStatus"] = JobDeploymentStatus.RUNNING.value
+    return False
+
+
+def _running(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
+    status = decision.status
+    if _suspend_requested(job, status) or _past_active_deadline(job, facts, status):
+        return False
+    if _past_transition_grace_period(facts, settings, status):
+        return False
+    if _past_status_check_timeout(facts, settings, status):
+        return False
+    if not facts.cluster.exists:
+        return _missing_cluster(job, decision)
+    if not job.spec.cluster_selector:
+        decision.actions.append(Action.RECONCILE_HEAD_SERVICE)
+    mode = job.spec.submission_mode
+    submitter = facts.submitter
+    with_submitter = mode in (JobSubmissionMode.K8S_JOB_MODE, JobSubmissionMode.SIDECAR_MODE)
+    if with_submitter:
+        if mode == JobSubmissionMode.K8S_JOB_MODE and not submitter.exists:
+            decision.error = f"failed to get the submitter Job {job.namespace}/{job.name}: not found"
+            return True
+        if submitter.finished_at is not None and facts.now >= submitter.finished_at + timedelta(
+            seconds=SUBMITTER_FINISHED_TIMEOUT_SECONDS
+        ):
+            status["jobStatus"] = JobStatus.FAILED.value
+            _fail(
+                status,
+                JobFailedReason.JOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_EXCEEDED,
+                f"The RayJob submitter finished at {_date_time(submitter.finished_at)} but the ray job did not "
+                f"reach terminal state within {SUBMITTER_FINISHED_TIMEOUT_SECONDS}s",
+            )
+            return False
+        if submitter.head_pod_missing:
+            _fail(status, JobFailedReason.APP_FAILED, "Ray head pod not found.")
+            return False
+        if submitter.failure is not None:
+            if status.get("jobStatus") == JobStatus.FAILED:
+                status["jobDeploymentStatus"] = JobDeploymentStatus.FAILED.value
+                status["reason"] = JobFailedReason.APP_FAILED.value
+            else:
+                _fail(status, JobFailedReason.SUBMISSION_FAILED, submitter.failure)
+            return False
+    decision.actions.append(Action.POLL)
+    observation = facts.observation
+    if observation is None:
+        decision.requeue_after = REQUEUE_SECONDS
+        return True
+    if isinstance(observation.error, JobNotFound):
+        if with_submitter and submitter.finished_at is not None:
+            _fail(
+                status, JobFailedReason.APP_FAILED, "Submitter completed but Ray job not found in RayCluster."
+            )
+            return False
+        decision.requeue_after = REQUEUE_SECONDS  # HTTPMode: the poller submits it
+        return True
+    if observation.error is not None or observation.info is None:
+        if status.get("jobStatusCheckFailureStartTime"):
+            decision.requeue_after = REQUEUE_SECONDS
+            return True
+        status["jobStatusCheckFailureStartTime"] = format_time(facts.now)
+        return False
+    _copy_job_info(observation.info, facts, status, with_submitter)
+    return False
+
+
+def _copy_job_info(info: JobInfo, facts: Facts, status: Status, with_submitter: bool) -> None:
+    status.pop("jobStatusCheckFailureStartTime", None)
+    terminal = info.terminal and (not with_submitter or facts.submitter.finished_at is not None)
+    deployment = JobDeploymentStatus.RUNNING
+    reason = ""
+    if terminal:
+        deployment = JobDeploymentStatus.COMPLETE
+        if info.status == JobStatus.FAILED:
+            deployment = JobDeploymentStatus.FAILED
+            reason = JobFailedReason.APP_FAILED.value
+    status["rayClusterStatus"] = copy.deepcopy(facts.cluster.status)
+    status["jobStatus"] = info.status
+    status["jobDeploymentStatus"] = deployment.value
+    _set_or_drop(status, "reason", reason)
+    _set_or_drop(status, "message", info.message)
+    times = dict(status.get("rayJobInfo") or {})
+    if info.start_time:
+        times["startTime"] = _ms_time(info.start_time)
+    if info.end_time:
+        times["endTime"] = _ms_time(info.end_time)
+    if times:
+        status["rayJobInfo"] = times
+
+
+def _releasing(job: RayJob, facts: Facts, decision: Decision) -> bool:
+    """Suspending and Retrying: delete the cluster and the submitter Job, then reset the status."""
+    decision.actions.append(Action.STOP_POLLING)
+    released = True
+    if not job.spec.cluster_selector and facts.cluster.exists:
+        released = False
+        if not facts.cluster.deleting:
+            decision.actions.append(Action.DELETE_CLUSTER)
+    if job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE and facts.submitter.exists:
+        released = False
+        if not facts.submitter.deleting:
+            decision.actions.append(Action.DELETE_SUBMITTER)
+    if not released:
+        decision.requeue_after = REQUEUE_SECONDS
+        return True
+    status = decision.status
+    for key in (
+        "rayClusterName",
+        "dashboardURL",
+        "jobId",
+        "message",
+        "reason",
+        "jobStatusCheckFailureStartTime",
+    ):
+        status.pop(key, None)
+    status["rayClusterStatus"] = {}
+    status["rayJobInfo"] = {}
+    status["jobStatus"] = JobStatus.NEW.value
+    suspending = status.get("jobDeploymentStatus") == JobDeploymentStatus.SUSPENDING
+    status["jobDeploymentStatus"] = (
+        JobDeploymentStatus.SUSPENDED.value if suspending else JobDeploymentStatus.NEW.value
+    )
+    return False
+
+
+def _finished(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> None:
+    decision.actions.append(Action.STOP_POLLING)
+    end_time = parse_time(decision.status.get("endTime")) or facts.now
+    cleanup = deletion.decide(
+        job,
+        deletion.ClusterState(facts.cluster.exists, facts.cluster.deleting, facts.cluster.workers_suspended),
+        facts.now,
+        end_time,
+        deletion_policy_gate=settings.gates.enabled(Feature.RAY_JOB_DELETION_POLICY),
+        delete_rayjob_after_job_finishes=settings.delete_rayjob_after_job_finishes,
+    )
+    if cleanup.policy is not None and cleanup.policy in POLICY_ACTIONS:
+        action = POLICY_ACTIONS[cleanup.policy]
+        # Deleting a cluster that is gone or already going is a no-op upstream; skip the call.
+        if action != Action.DELETE_CLUSTER or (facts.cluster.exists and not facts.cluster.deleting):
+            decision.actions.append(action)
+    decision.requeue_after = cleanup.requeue_after
+
+
+# --- checks shared by several states ----------------------------------------------------------------------------
+
+
+def _missing_cluster(job: RayJob, decision: Decision) -> bool:
+    name = decision.status.get("rayClusterName")
+    if job.spec.cluster_selector:
+        decision.events.append(
+            EventNote(
+                "Warning",
+                "RayClusterNotFound",
+                f"RayCluster {job.namespace}/{name} set in the clusterSelector is not found. It must be created manually",
+                "Validate",
+            )
+        )
+        decision.error = (
+            f"clusterSelector mode is enabled, but RayCluster {job.namespace}/{name} is not found"
+        )
+        return True
+    decision.actions.append(Action.CREATE_CLUSTER)
+    return False
+
+
+def _suspend_requested(job: RayJob, status: Status) -> bool:
+    if not job.spec.suspend:
+        return False
+    status["jobDeploymentStatus"] = JobDeploymentStatus.SUSPENDING.value
+    return True
+
+
+def _past_active_deadline(job: RayJob, facts: Facts, status: Status) -> bool:
+    seconds = job.spec.active_deadline_seconds
+    started = parse_time(status.get("startTime"))
+    if seconds is None or started is None or facts.now < started + timedelta(seconds=seconds):
+        return False
+    _fail(
+        status,
+        JobFailedReason.DEADLINE_EXCEEDED,
+        f"The RayJob has passed the activeDeadlineSeconds. StartTime: {_go_time(started)}. "
+        f"ActiveDeadlineSeconds: {seconds}",
+    )
+    return True
+
+
+def _past_pre_running_deadline(job: RayJob, facts: Facts, status: Status) -> bool:
+    seconds = job.spec.pre_running_deadline_seconds
+    started = parse_time(status.get("startTime"))
+    if seconds is None or started is None or facts.now < started + timedelta(seconds=seconds):
+        return False
+    _fail(
+        status,
+        JobFailedReason.PRE_RUNNING_DEADLINE_EXCEEDED,
+        f"The RayJob has passed the preRunningDeadlineSeconds. StartTime: {_go_time(started)}. "
+        f"PreRunningDeadlineSeconds: {seconds}",
+    )
+    return True
+
+
+def _past_transition_grace_period(facts: Facts, settings: Settings, status: Status) -> bool:
+    job_status = (
+        JobStatus(status.get("jobStatus") or "") if status.get("jobStatus") in set(JobStatus) else None
+    )
+    ended = parse_time((status.get("rayJobInfo") or {}).get("endTime"))
+    if job_status is None or not job_status.is_terminal or ended is None:
+        return False
+    if facts.now < ended + timedelta(seconds=settings.transition_grace_period):
+        return False
+    failed = job_status == JobStatus.FAILED
+    status["jobDeploymentStatus"] = (
+        JobDeploymentStatus.FAILED.value if failed else JobDeploymentStatus.COMPLETE.value
+    )
+    status["reason"] = JobFailedReason.JOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_EXCEEDED.value
+    status["message"] = (
+        "JobDeploymentStatus does not transition to Complete or Failed within the grace period after "
+        "JobStatus reaches a terminal state."
+    )
+    return True
+
+
+def _past_status_check_timeout(facts: Facts, settings: Settings, status: Status) -> bool:
+    since = parse_time(status.get("jobStatusCheckFailureStartTime"))
+    if since is None or facts.now < since + timedelta(seconds=settings.status_check_timeout):
+        return False
+    _fail(
+        status,
+        JobFailedReason.JOB_STATUS_CHECK_TIMEOUT_EXCEEDED,
+        f"Job status checks have been failing since {_date_time(since)}; exceeded timeout of "
+        f"{settings.status_check_timeout}s",
+    )
+    return True
+
+
+def _fail(status: Status, reason: str, message: str) -> None:
+    status["jobDeploymentStatus"] = JobDeploymentStatus.FAILED.value
+    status["reason"] = str(reason)
+    status["message"] = message
+
+
+def _retry_if_allowed(job: RayJob, status: Status) -> None:
+    """upstream `checkBackoffLimitAndUpdateStatusIfNeeded` (the common tail of every breaking pass)."""
+    failed = int(status.get("failed") or 0)
+    succeeded = int(status.get("succeeded") or 0)
+    deployment = status.get("jobDeploymentStatus")
+    if deployment == JobDeploymentStatus.FAILED:
+        failed += 1
+    if status.get("jobStatus") == JobStatus.SUCCEEDED and deployment == JobDeploymentStatus.COMPLETE:
+        succeeded += 1
+    status["failed"] = failed
+    status["succeeded"] = succeeded
+    if (
+        deployment == JobDeploymentStatus.FAILED
+        and failed < job.spec.backoff_limit + 1
+        and status.get("reason")
+        not in (JobFailedReason.DEADLINE_EXCEEDED, JobFailedReason.JOB_STATUS_CHECK_TIMEOUT_EXCEEDED)
+    ):
+        status["jobDeploymentStatus"] = JobDeploymentStatus.RETRYING.value
+
+
+_CLUSTER_STATUS_KEYS = (
+    "state",
+    "reason",
+    "readyWorkerReplicas",
+    "availableWorkerReplicas",
+    "desiredWorkerReplicas",
+    "minWorkerReplicas",
+    "maxWorkerReplicas",
+    "endpoints",
+    "head",
+    "conditions",
+)
+
+
+def _changed(old: Status, new: Status) -> bool:
+    """upstream `updateRayJobStatus`'s test: only these fields make a status worth writing."""
+    for key in ("jobStatus", "jobDeploymentStatus"):
+        if (old.get(key) or "") != (new.get(key) or ""):
+            return True
+    if parse_time(old.get("jobStatusCheckFailureStartTime")) != parse_time(
+        new.get("jobStatusCheckFailureStartTime")
+    ):
+        return True
+    old_cluster = old.get("rayClusterStatus") or {}
+    new_cluster = new.get("rayClusterStatus") or {}
+    return any(_zero(old_cluster.get(key)) != _zero(new_cluster.get(key)) for key in _CLUSTER_STATUS_KEYS)
+
+
+def _zero(value: Any) -> Any:
+    """Go compares zero values: an absent field equals its empty value."""
+    return value if value not in (None, "", 0, {}, []) else None
+
+
+def _set_or_drop(status: Status, key: str, value: str) -> None:
+    if value:
+        status[key] = value
+    else:
+        status.pop(key, None)
