@@ -1,8 +1,10 @@
 """Admission of a custom object against its CRD version's structural schema, in the API server's order.
 
 `admit(schema, obj, old)` copies the object, prunes unknown fields, applies defaults, validates the OpenAPI
-value rules, the list-type uniqueness rules and the CEL rules, and returns the admitted copy or raises
-`SchemaInvalid` with every cause. The input is never mutated.
+value rules, embedded resources, the list-type uniqueness rules and the CEL rules, and returns the admitted
+copy or raises `SchemaInvalid` with every cause. The input is never mutated. As in the API server, the CEL
+rules do not run when a blocking error (wrong type, missing or unsupported value, too long, too many) was
+found; a last cause then says that some rules were not checked.
 
 Messages follow kube-openapi and apiextensions-apiserver (Kubernetes 1.32): type, required, enum, pattern and
 bound errors name the field twice (`spec.x: Invalid value: 7: spec.x in body should be ...`). OpenAPI errors
@@ -63,11 +65,43 @@ def admit(schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | Non
     found: list[FieldError] = []
     _validate_object_root(admitted, old_root, schema, found)
     _check_embedded(admitted, schema, "", found)
-    _check_list_types(admitted, schema, "", found)
-    _check_rules(admitted, old_root, schema, "<nil>", found, root=True)
+    # On update, list-type duplicates are only checked when the old object had none (ratcheting).
+    if old is None or not _list_type_errors(old, schema):
+        _check_list_types(admitted, schema, "", found)
+    if any(_blocks_rules(error) for error in found):
+        if _has_rules(schema):
+            found.append(FieldError("<nil>", errors.INVALID, None, UNCHECKED_RULES))
+    else:
+        _check_rules(admitted, old_root, schema, "<nil>", found, root=True)
     if found:
         raise SchemaInvalid(found)
     return admitted
+
+
+UNCHECKED_RULES = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+_BLOCKING_TYPES = frozenset({errors.UNSUPPORTED, errors.REQUIRED, errors.TOO_LONG, errors.TOO_MANY})
+
+
+def _blocks_rules(error: FieldError) -> bool:
+    """Whether an error stops the CEL rules from running (wrong types, missing or unsupported values, sizes)."""
+    return error.type in _BLOCKING_TYPES or error.cause_reason == "FieldValueTypeInvalid"
+
+
+def _has_rules(node: Any) -> bool:
+    if isinstance(node, dict):
+        return bool(node.get("x-kubernetes-validations")) or any(_has_rules(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_rules(v) for v in node)
+    return False
+
+
+def _list_type_errors(obj: dict[str, Any], schema: dict[str, Any]) -> list[FieldError]:
+    found: list[FieldError] = []
+    _check_list_types(obj, schema, "", found)
+    return found
 
 
 # --- pruning -----------------------------------------------------------------------------------------------

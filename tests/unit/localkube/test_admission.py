@@ -12,6 +12,10 @@ import pytest
 from localkube.admission.errors import AdmissionError, FieldError
 from localkube.admission.schema import SchemaInvalid, admit
 
+UNCHECKED = (
+    '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; '
+    "correct the existing errors to complete validation"
+)
 QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 
 
@@ -71,19 +75,37 @@ def limits(cpu: Any) -> Callable[[dict[str, Any]], None]:
 
 
 CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
-    ("missing required", lambda o: o["spec"].pop("headGroupSpec"), ["spec.headGroupSpec: Required value"]),
-    ("null is absent", spec_set(headGroupSpec=None), ["spec.headGroupSpec: Required value"]),
+    (
+        "missing required",
+        lambda o: o["spec"].pop("headGroupSpec"),
+        [
+            "spec.headGroupSpec: Required value",
+            UNCHECKED,
+        ],
+    ),
+    (
+        "null is absent",
+        spec_set(headGroupSpec=None),
+        [
+            "spec.headGroupSpec: Required value",
+            UNCHECKED,
+        ],
+    ),
     (
         "required in a list item",
         lambda o: o["spec"]["workerGroupSpecs"][0].pop("groupName"),
-        ["spec.workerGroupSpecs[0].groupName: Required value"],
+        [
+            "spec.workerGroupSpecs[0].groupName: Required value",
+            UNCHECKED,
+        ],
     ),
     (
         "string for integer",
         worker_set(replicas="three"),
         [
             'spec.workerGroupSpecs[0].replicas: Invalid value: "string": '
-            'spec.workerGroupSpecs[0].replicas in body must be of type integer: "string"'
+            'spec.workerGroupSpecs[0].replicas in body must be of type integer: "string"',
+            UNCHECKED,
         ],
     ),
     (
@@ -91,43 +113,58 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
         worker_set(replicas=1.5),
         [
             'spec.workerGroupSpecs[0].replicas: Invalid value: "number": '
-            'spec.workerGroupSpecs[0].replicas in body must be of type integer: "number"'
+            'spec.workerGroupSpecs[0].replicas in body must be of type integer: "number"',
+            UNCHECKED,
         ],
     ),
     (
         "object for array",
         spec_set(workerGroupSpecs={"a": 1}),
         [
-            'spec.workerGroupSpecs: Invalid value: "object": spec.workerGroupSpecs in body must be of type array: "object"'
+            'spec.workerGroupSpecs: Invalid value: "object": spec.workerGroupSpecs in body must be of type array: "object"',
+            UNCHECKED,
         ],
     ),
     (
         "string for object",
         lambda o: o.update(spec="big"),
-        ['spec: Invalid value: "string": spec in body must be of type object: "string"'],
+        [
+            'spec: Invalid value: "string": spec in body must be of type object: "string"',
+            UNCHECKED,
+        ],
     ),
     (
         "string for boolean",
         spec_set(suspend="yes"),
-        ['spec.suspend: Invalid value: "string": spec.suspend in body must be of type boolean: "string"'],
+        [
+            'spec.suspend: Invalid value: "string": spec.suspend in body must be of type boolean: "string"',
+            UNCHECKED,
+        ],
     ),
     (
         "integer in a map of strings",
         lambda o: o["spec"]["headGroupSpec"]["rayStartParams"].update({"num-cpus": 1}),
         [
             'spec.headGroupSpec.rayStartParams.num-cpus: Invalid value: "integer": '
-            'spec.headGroupSpec.rayStartParams.num-cpus in body must be of type string: "integer"'
+            'spec.headGroupSpec.rayStartParams.num-cpus in body must be of type string: "integer"',
+            UNCHECKED,
         ],
     ),
     (
         "bad enum",
         spec_set(upgradeStrategy={"type": "Rolling"}),
-        ['spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None"'],
+        [
+            'spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None"',
+            UNCHECKED,
+        ],
     ),
     (
         "bad enum, nested",
         spec_set(authOptions={"mode": "basic"}),
-        ['spec.authOptions.mode: Unsupported value: "basic": supported values: "disabled", "token"'],
+        [
+            'spec.authOptions.mode: Unsupported value: "basic": supported values: "disabled", "token"',
+            UNCHECKED,
+        ],
     ),
     (
         "pattern of a quantity",
@@ -146,6 +183,7 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
             '<nil>: Invalid value: "": "spec.autoscalerOptions.resources.limits.cpu" must validate at least one schema (anyOf)',
             'spec.autoscalerOptions.resources.limits.cpu: Invalid value: "boolean": '
             'spec.autoscalerOptions.resources.limits.cpu in body must be of type integer: "boolean"',
+            UNCHECKED,
         ],
     ),
     (
@@ -159,14 +197,18 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
     (
         "too long",
         with_status(conditions=[condition(reason="R" * 1025)]),
-        ["status.conditions[0].reason: Too long: may not be more than 1024 bytes"],
+        [
+            "status.conditions[0].reason: Too long: may not be more than 1024 bytes",
+            UNCHECKED,
+        ],
     ),
     (
         "date-time format",
         with_status(conditions=[condition(lastTransitionTime="yesterday")]),
         [
             'status.conditions[0].lastTransitionTime: Invalid value: "yesterday": '
-            'status.conditions[0].lastTransitionTime in body must be of type date-time: "yesterday"'
+            'status.conditions[0].lastTransitionTime in body must be of type date-time: "yesterday"',
+            UNCHECKED,
         ],
     ),
     (
@@ -181,7 +223,8 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
         "enum of a condition status",
         with_status(conditions=[condition(status="Maybe")]),
         [
-            'status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown"'
+            'status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown"',
+            UNCHECKED,
         ],
     ),
     (
@@ -202,7 +245,10 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
         spec_set(
             headGroupSpec={"template": pod_template("h"), "headService": {"spec": {"ports": [{"name": "x"}]}}}
         ),
-        ["spec.headGroupSpec.headService.spec.ports[0].port: Required value"],
+        [
+            "spec.headGroupSpec.headService.spec.ports[0].port: Required value",
+            UNCHECKED,
+        ],
     ),
     (
         "several causes",
@@ -210,6 +256,7 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
         [
             "spec.headGroupSpec: Required value",
             'spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None"',
+            UNCHECKED,
         ],
     ),
 ]
@@ -239,7 +286,8 @@ def test_admission_error_has_the_api_servers_message_and_status(raycluster_schem
     error = AdmissionError("RayCluster", "ray.io", "x", refused.value.errors)
     assert error.message == (
         'RayCluster.ray.io "x" is invalid: [spec.headGroupSpec: Required value, '
-        'spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None"]'
+        'spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None", '
+        f"{UNCHECKED}]"
     )
     status = error.status
     assert (status["kind"], status["status"], status["code"], status["reason"]) == (
@@ -255,9 +303,25 @@ def test_admission_error_has_the_api_servers_message_and_status(raycluster_schem
             "message": 'Unsupported value: "Rolling": supported values: "Recreate", "None"',
             "field": "spec.upgradeStrategy.type",
         },
+        {"reason": "FieldValueInvalid", "message": UNCHECKED.removeprefix("<nil>: "), "field": "<nil>"},
     ]
     single = AdmissionError("RayCluster", "ray.io", "x", [FieldError("spec.headGroupSpec", "Required value")])
     assert single.message == 'RayCluster.ray.io "x" is invalid: spec.headGroupSpec: Required value'
+
+
+def test_rules_run_when_no_error_blocks_them(raycluster_schema: dict[str, Any]) -> None:
+    # A pattern failure does not block the CEL rules; a missing field does.
+    bad_quantity = edit(lambda o: (limits("lots")(o), spec_set(managedBy="nobody")(o)))
+    with pytest.raises(SchemaInvalid) as refused:
+        admit(raycluster_schema, bad_quantity, None)
+    assert [e.path for e in refused.value.errors] == [
+        "spec.autoscalerOptions.resources.limits.cpu",
+        "spec.managedBy",
+    ]
+    schema = {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]}
+    with pytest.raises(SchemaInvalid) as refused:
+        admit(schema, {}, None)
+    assert [str(e) for e in refused.value.errors] == ["v: Required value"]  # no rules, no notice
 
 
 def test_type_errors_carry_the_type_invalid_reason() -> None:
@@ -545,7 +609,8 @@ def test_a_boolean_is_not_the_number_one(raycluster_schema: dict[str, Any]) -> N
     with pytest.raises(SchemaInvalid) as refused:
         admit(raycluster_schema, edit(spec_set(suspend=1)), stored)
     assert [str(e) for e in refused.value.errors] == [
-        'spec.suspend: Invalid value: "integer": spec.suspend in body must be of type boolean: "integer"'
+        'spec.suspend: Invalid value: "integer": spec.suspend in body must be of type boolean: "integer"',
+        UNCHECKED,
     ]
     schema = {"type": "object", "properties": {"v": {"enum": [1, 2]}}}
     with pytest.raises(SchemaInvalid):
@@ -630,3 +695,13 @@ def test_embedded_resources_need_apiversion_and_kind() -> None:
         "template.apiVersion: Required value: must not be empty",
         'template.kind: Invalid value: "": must not be empty',
     ]
+
+
+def test_list_duplicates_are_ratcheted_when_the_old_object_had_them() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"l": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}},
+    }
+    assert admit(schema, {"l": ["a", "a", "b"]}, {"l": ["a", "a"]}) == {"l": ["a", "a", "b"]}
+    with pytest.raises(SchemaInvalid, match=r'l\[1\]: Duplicate value: "a"'):
+        admit(schema, {"l": ["a", "a", "b"]}, {"l": ["a"]})
