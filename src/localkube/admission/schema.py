@@ -359,22 +359,26 @@ def _seen(value: Any, earlier: list[Any]) -> bool:
 def _validate_properties(
     value: dict[str, Any], old: Any, node: dict[str, Any], name: str, found: list[FieldError]
 ) -> None:
-    for required in node.get("required") or []:
-        if required not in value:
-            found.append(FieldError(_join(name, required), errors.REQUIRED))
-    if "maxProperties" in node and len(value) > node["maxProperties"]:
-        detail = f"must have at most {node['maxProperties']} items"
-        found.append(FieldError(name, errors.TOO_MANY, len(value), detail))
+    # kube-openapi's order: property counts, map values, declared properties, then the required ones.
     if "minProperties" in node and len(value) < node["minProperties"]:
         detail = f"{_in_body(name)} should have at least {node['minProperties']} properties"
         found.append(FieldError(name, errors.INVALID, len(value), detail))
+    if "maxProperties" in node and len(value) > node["maxProperties"]:
+        detail = f"must have at most {node['maxProperties']} items"
+        found.append(FieldError(name, errors.TOO_MANY, len(value), detail))
     props: dict[str, Any] = node.get("properties") or {}
     extra = _additional(node)
     old_map = old if isinstance(old, dict) else {}
-    for key, child in value.items():
-        child_node = props.get(key, extra)
-        if child_node is not None:
-            _validate(child, old_map.get(key, _ABSENT), child_node, _join(name, key), found)
+    if extra is not None:
+        for key, child in value.items():
+            if key not in props:
+                _validate(child, old_map.get(key, _ABSENT), extra, _join(name, key), found)
+    for key, child_node in props.items():
+        if key in value:
+            _validate(value[key], old_map.get(key, _ABSENT), child_node, _join(name, key), found)
+    for required in node.get("required") or []:
+        if required not in value:
+            found.append(FieldError(_join(name, required), errors.REQUIRED))
 
 
 def _correlate_items(value: list[Any], old: Any, node: dict[str, Any]) -> list[Any]:

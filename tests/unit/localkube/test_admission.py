@@ -254,8 +254,8 @@ CATALOGUE: list[tuple[str, Callable[[dict[str, Any]], object], list[str]]] = [
         "several causes",
         lambda o: (o["spec"].pop("headGroupSpec"), o["spec"].update(upgradeStrategy={"type": "Rolling"})),
         [
-            "spec.headGroupSpec: Required value",
             'spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None"',
+            "spec.headGroupSpec: Required value",
             UNCHECKED,
         ],
     ),
@@ -285,8 +285,8 @@ def test_admission_error_has_the_api_servers_message_and_status(raycluster_schem
         admit(raycluster_schema, edit(CATALOGUE[-1][1]), None)
     error = AdmissionError("RayCluster", "ray.io", "x", refused.value.errors)
     assert error.message == (
-        'RayCluster.ray.io "x" is invalid: [spec.headGroupSpec: Required value, '
-        'spec.upgradeStrategy.type: Unsupported value: "Rolling": supported values: "Recreate", "None", '
+        'RayCluster.ray.io "x" is invalid: [spec.upgradeStrategy.type: Unsupported value: "Rolling": '
+        'supported values: "Recreate", "None", spec.headGroupSpec: Required value, '
         f"{UNCHECKED}]"
     )
     status = error.status
@@ -297,12 +297,12 @@ def test_admission_error_has_the_api_servers_message_and_status(raycluster_schem
         "Invalid",
     )
     assert status["details"]["causes"] == [
-        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.headGroupSpec"},
         {
             "reason": "FieldValueNotSupported",
             "message": 'Unsupported value: "Rolling": supported values: "Recreate", "None"',
             "field": "spec.upgradeStrategy.type",
         },
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.headGroupSpec"},
         {"reason": "FieldValueInvalid", "message": UNCHECKED.removeprefix("<nil>: "), "field": "<nil>"},
     ]
     single = AdmissionError("RayCluster", "ray.io", "x", [FieldError("spec.headGroupSpec", "Required value")])
