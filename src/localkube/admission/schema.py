@@ -317,6 +317,9 @@ def _validate_number(value: float, node: dict[str, Any], name: str, found: list[
         detail = f"{_in_body(name)} should be {message} {render_number(bound)}"
         found.append(FieldError(name, errors.INVALID, value, detail))
 
+    factor = node.get("multipleOf")
+    if factor and (value / factor) != int(value / factor):
+        fail("a multiple of", factor)
     if "maximum" in node:
         if node.get("exclusiveMaximum") and value >= node["maximum"]:
             fail("less than", node["maximum"])
@@ -327,29 +330,26 @@ def _validate_number(value: float, node: dict[str, Any], name: str, found: list[
             fail("greater than", node["minimum"])
         elif value < node["minimum"]:
             fail("greater than or equal to", node["minimum"])
-    factor = node.get("multipleOf")
-    if factor and (value / factor) != int(value / factor):
-        fail("a multiple of", factor)
 
 
 def _validate_array(
     value: list[Any], old: Any, node: dict[str, Any], name: str, found: list[FieldError]
 ) -> None:
-    if "maxItems" in node and len(value) > node["maxItems"]:
-        noun = "item" if node["maxItems"] == 1 else "items"
-        found.append(
-            FieldError(name, errors.TOO_MANY, len(value), f"must have at most {node['maxItems']} {noun}")
-        )
-    if "minItems" in node and len(value) < node["minItems"]:
-        detail = f"{_in_body(name)} should have at least {node['minItems']} items"
-        found.append(FieldError(name, errors.INVALID, len(value), detail))
-    if node.get("uniqueItems") and any(_seen(value[i], value[:i]) for i in range(len(value))):
-        found.append(FieldError(name, errors.INVALID, "", f"{_in_body(name)} shouldn't contain duplicates"))
+    # kube-openapi's order: the items, then minItems, maxItems and uniqueItems.
     items = node.get("items")
     if isinstance(items, dict):
         olds = _correlate_items(value, old, node)
         for index, item in enumerate(value):
             _validate(item, olds[index], items, f"{name}[{index}]", found)
+    if "minItems" in node and len(value) < node["minItems"]:
+        detail = f"{_in_body(name)} should have at least {node['minItems']} items"
+        found.append(FieldError(name, errors.INVALID, len(value), detail))
+    if "maxItems" in node and len(value) > node["maxItems"]:
+        noun = "item" if node["maxItems"] == 1 else "items"
+        detail = f"must have at most {node['maxItems']} {noun}"
+        found.append(FieldError(name, errors.TOO_MANY, len(value), detail))
+    if node.get("uniqueItems") and any(_seen(value[i], value[:i]) for i in range(len(value))):
+        found.append(FieldError(name, errors.INVALID, "", f"{_in_body(name)} shouldn't contain duplicates"))
 
 
 def _seen(value: Any, earlier: list[Any]) -> bool:
