@@ -345,8 +345,7 @@ def _validate_array(
         detail = f"{_in_body(name)} should have at least {node['minItems']} items"
         found.append(FieldError(name, errors.INVALID, len(value), detail))
     if "maxItems" in node and len(value) > node["maxItems"]:
-        noun = "item" if node["maxItems"] == 1 else "items"
-        detail = f"must have at most {node['maxItems']} {noun}"
+        detail = f"must have at most {node['maxItems']} items"  # Kubernetes 1.32 has no singular here
         found.append(FieldError(name, errors.TOO_MANY, len(value), detail))
     if node.get("uniqueItems") and any(_seen(value[i], value[:i]) for i in range(len(value))):
         found.append(FieldError(name, errors.INVALID, "", f"{_in_body(name)} shouldn't contain duplicates"))
