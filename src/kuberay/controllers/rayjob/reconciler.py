@@ -1,0 +1,518 @@
+"""The RayJob reconciler: gather the facts, let the state machine decide, perform, write status.
+
+One pass (`reconcile(key)`):
+1. Read the RayJob from the cache (gone: forget its poll and metric series). Read its RayCluster, the
+   cluster's head Service and pods, the submitter Job or head pod from the caches, and the poller's latest
+   answer for this attempt's job. Nothing here waits on Ray: the dashboard is only read through the poller.
+2. `state.step` decides. Events it names are recorded first.
+3. Perform its actions in order; the first failure fails the pass (back-off, no status write), after the
+   Event upstream records for that failure.
+4. If the decision says so, write the whole status through `/status` with the RayJob's resourceVersion (a
+   conflict fails the pass and the next one re-reads), then record the execution-duration metric.
+
+The only dashboard call made inside a reconcile is StopJob while a RayJob is being deleted, bounded by the
+client's short timeout, as upstream does.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import json
+import logging
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import yaml
+
+from kuberay.api import constants
+from kuberay.api.features import Feature
+from kuberay.api.raycluster import RayCluster
+from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode, RayJob
+from kuberay.builders import auth, service
+from kuberay.builders import submitter as submitter_builder
+from kuberay.controllers.rayjob import cluster as rayjob_cluster
+from kuberay.controllers.rayjob import submitter as submitter_facts
+from kuberay.controllers.rayjob.metrics import RayJobMetrics
+from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
+from kuberay.controllers.rayjob.state import (
+    Action,
+    ClusterFacts,
+    Decision,
+    Facts,
+    Observation,
+    Settings,
+    SubmitterFacts,
+    step,
+)
+from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobSubmitRequest, proxy_base_url
+from kuberay.runtime import errors
+from kuberay.runtime.cache import Store
+from kuberay.runtime.client import Client
+from kuberay.runtime.clock import Clock
+from kuberay.runtime.controller import Result, TemporaryError
+from kuberay.runtime.events import NORMAL, WARNING, EventRecorder
+from kuberay.runtime.frozen import thaw
+from kuberay.runtime.resources import JOB, SECRET, SERVICE, ObjectKey, Resource
+
+log = logging.getLogger(__name__)
+
+RAYJOB = Resource(constants.API_VERSION, "RayJob", "rayjobs")
+RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
+
+
+@dataclass(frozen=True)
+class Caches:
+    rayjobs: Store
+    clusters: Store
+    pods: Store
+    services: Store
+    jobs: Store
+
+
+@dataclass(frozen=True)
+class DashboardAccess:
+    """How the operator reaches a dashboard: directly by the head Service's DNS name, or through the API
+    server's service proxy (`--use-kubernetes-proxy`, `api_server` set)."""
+
+    http: httpx.AsyncClient
+    api_server: str | None = None
+
+    def base_url(self, namespace: str, dashboard_url: str, cluster: Mapping[str, Any] | None) -> str:
+        if self.api_server is not None and cluster is not None:
+            return proxy_base_url(self.api_server, namespace, rayjob_cluster.head_service_name(cluster))
+        return dashboard_url if dashboard_url.startswith("http://") else "http://" + dashboard_url
+
+
+@dataclass(frozen=True)
+class Options:
+    settings: Settings
+    cluster_domain: str = constants.DEFAULT_CLUSTER_DOMAIN
+    login_shell: bool = False
+    cluster_ip_head_service: bool = False
+
+
+class RayJobReconciler:
+    def __init__(
+        self,
+        client: Client,
+        caches: Caches,
+        poller: JobStatusPoller,
+        dashboard: DashboardAccess,
+        options: Options,
+        clock: Clock,
+        recorder: EventRecorder | None = None,
+        metrics: RayJobMetrics | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.caches = caches
+        self.poller = poller
+        self.dashboard = dashboard
+        self.options = options
+        self.clock = clock
+        self.recorder = recorder
+        self.metrics = metrics
+        self.rng = rng or random.Random()
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        cached = self.caches.rayjobs.get(key)
+        if cached is None:
+            self.poller.forget(key)
+            if self.metrics is not None:
+                self.metrics.forget(key.name, key.namespace)
+            return Result()
+        obj: dict[str, Any] = thaw(cached)
+        job = RayJob.parse(obj)
+        pass_ = _Pass(self, key, obj, job)
+        return await pass_.run()
+
+    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str) -> None:
+        if self.recorder is not None:
+            self.recorder.record(obj, type, reason, message, action)
+
+
+class _Pass:
+    """One reconcile of one RayJob: its facts, its decision, and the performing of it."""
+
+    def __init__(self, owner: RayJobReconciler, key: ObjectKey, obj: dict[str, Any], job: RayJob) -> None:
+        self.r = owner
+        self.key = key
+        self.obj = obj
+        self.job = job
+        status = obj.get("status") or {}
+        self.cluster_name: str = status.get("rayClusterName") or ""
+        cached_cluster = (
+            owner.caches.clusters.get(ObjectKey(key.namespace, self.cluster_name))
+            if self.cluster_name
+            else None
+        )
+        self.cluster: dict[str, Any] | None = thaw(cached_cluster) if cached_cluster is not None else None
+        self.target: PollTarget | None = None
+        self.target_error: DashboardError | None = None
+
+    async def run(self) -> Result:
+        now = self.r.clock.now()
+        facts = Facts(
+            now,
+            cluster=self._cluster_facts(),
+            submitter=self._submitter_facts(),
+            observation=await self._observation(),
+        )
+        decision = step(self.job, facts, self.r.options.settings, self.r.rng)
+        for note in decision.events:
+            self.r.event(self.obj, note.type, note.reason, note.message, note.action)
+        for action in decision.actions:
+            await self._perform(action, decision)
+        if decision.error is not None:
+            raise TemporaryError(decision.error)
+        if decision.write:
+            await self._write_status(decision.status)
+            if self.r.metrics is not None:
+                self.r.metrics.observe_transition(
+                    self.obj, self.obj.get("status") or {}, decision.status, now
+                )
+        if decision.requeue_after is None:
+            return Result()
+        return Result(requeue_after=decision.requeue_after)
+
+    # --- facts --------------------------------------------------------------------------------------------
+
+    def _cluster_facts(self) -> ClusterFacts:
+        cluster = self.cluster
+        if cluster is None:
+            return ClusterFacts(exists=False)
+        status = cluster.get("status") or {}
+        caches = self.r.caches
+        address = None
+        if status.get("state") == "ready":
+            svc = caches.services.get(
+                ObjectKey(self.key.namespace, rayjob_cluster.head_service_name(cluster))
+            )
+            address = rayjob_cluster.dashboard_address(svc, self.r.options.cluster_domain)
+        pods = caches.pods.list(self.key.namespace, {constants.RAY_CLUSTER_LABEL: self.cluster_name})
+        return ClusterFacts(
+            exists=True,
+            deleting=bool(cluster["metadata"].get("deletionTimestamp")),
+            status=status,
+            dashboard_address=address,
+            workers_suspended=rayjob_cluster.workers_suspended(cluster),
+            problem=rayjob_cluster.startup_problem(pods),
+        )
+
+    def _submitter_facts(self) -> SubmitterFacts:
+        mode = self.job.spec.submission_mode
+        if mode == JobSubmissionMode.K8S_JOB_MODE:
+            return submitter_facts.from_job(self.r.caches.jobs.get(self.key))
+        if mode == JobSubmissionMode.SIDECAR_MODE and self.cluster is not None:
+            heads = self.r.caches.pods.list(
+                self.key.namespace,
+                {
+                    constants.RAY_CLUSTER_LABEL: self.cluster_name,
+                    constants.RAY_NODE_TYPE_LABEL: constants.HEAD_NODE,
+                },
+            )
+            try:
+                return submitter_facts.from_head_pods(
+                    heads,
+                    restart_gate=self.r.options.settings.gates.enabled(Feature.SIDECAR_SUBMITTER_RESTART),
+                )
+            except submitter_facts.SubmitterInspectionError as e:
+                raise TemporaryError(str(e)) from e
+        return SubmitterFacts()
+
+    async def _observation(self) -> Observation | None:
+        status = self.obj.get("status") or {}
+        if status.get("jobDeploymentStatus") != JobDeploymentStatus.RUNNING or not status.get("dashboardURL"):
+            return None
+        if not status.get("jobId"):
+            return None
+        try:
+            self.target = await self._poll_target(status)
+        except DashboardError as e:
+            self.target_error = e
+            return Observation(error=e)
+        return self.r.poller.latest(self.key, self.target)
+
+    async def _poll_target(self, status: Mapping[str, Any]) -> PollTarget:
+        job = self.job
+        base_url = self.r.dashboard.base_url(self.key.namespace, status["dashboardURL"], self.cluster)
+        submit = None
+        if job.spec.submission_mode == JobSubmissionMode.HTTP_MODE:
+            submit = submission_request(job, status["jobId"])
+        return PollTarget(base_url, status["jobId"], await self._auth_token(), submit)
+
+    async def _auth_token(self) -> str | None:
+        """The cluster's Ray auth token when its `authOptions.mode` is token (upstream reads it per client)."""
+        if self.cluster is None:
+            return None
+        options = (self.cluster.get("spec") or {}).get("authOptions")
+        if not options or options.get("mode") != auth.AUTH_MODE_TOKEN:
+            return None
+        name = auth.secret_name(self.cluster_name, options)
+        try:
+            secret = await self.r.client.get(SECRET, name, self.key.namespace)
+        except errors.KubeError as e:
+            raise DashboardError(
+                f"failed to get the auth token Secret {self.key.namespace}/{name}: {e}"
+            ) from e
+        encoded = (secret.get("data") or {}).get(constants.RAY_AUTH_TOKEN_SECRET_KEY)
+        if not encoded:
+            raise DashboardError(
+                f"Secret {self.key.namespace}/{name} has no {constants.RAY_AUTH_TOKEN_SECRET_KEY} key"
+            )
+        return base64.b64decode(encoded).decode()
+
+    # --- actions ------------------------------------------------------------------------------------------
+
+    async def _perform(self, action: Action, decision: Decision) -> None:
+        handler = {
+            Action.ADD_FINALIZER: self._add_finalizer,
+            Action.REMOVE_FINALIZER: self._remove_finalizer,
+            Action.STOP_JOB: self._stop_job,
+            Action.CREATE_CLUSTER: self._create_cluster,
+            Action.CREATE_SUBMITTER: self._create_submitter,
+            Action.RECONCILE_HEAD_SERVICE: self._reconcile_head_service,
+            Action.POLL: self._poll,
+            Action.STOP_POLLING: self._stop_polling,
+            Action.DELETE_CLUSTER: self._delete_cluster,
+            Action.DELETE_SUBMITTER: self._delete_submitter,
+            Action.SUSPEND_WORKERS: self._suspend_workers,
+            Action.DELETE_SELF: self._delete_self,
+        }[action]
+        await handler(decision)
+
+    async def _add_finalizer(self, decision: Decision) -> None:
+        metadata = self.obj["metadata"]
+        metadata["finalizers"] = [*(metadata.get("finalizers") or []), constants.RAY_JOB_STOP_JOB_FINALIZER]
+        updated = await self.r.client.update(RAYJOB, self.obj)
+        metadata["resourceVersion"] = updated["metadata"]["resourceVersion"]
+
+    async def _remove_finalizer(self, decision: Decision) -> None:
+        metadata = self.obj["metadata"]
+        finalizers = [
+            f for f in metadata.get("finalizers") or [] if f != constants.RAY_JOB_STOP_JOB_FINALIZER
+        ]
+        if finalizers == (metadata.get("finalizers") or []):
+            return
+        metadata["finalizers"] = finalizers
+        with contextlib.suppress(errors.NotFound):
+            await self.r.client.update(RAYJOB, self.obj)
+
+    async def _stop_job(self, decision: Decision) -> None:
+        status = self.obj.get("status") or {}
+        if not status.get("dashboardURL") or not status.get("jobId"):
+            return  # nothing was ever submitted to a dashboard
+        try:
+            base_url = self.r.dashboard.base_url(self.key.namespace, status["dashboardURL"], self.cluster)
+            client = DashboardClient(self.r.dashboard.http, base_url, token=await self._auth_token())
+            await client.stop_job(status["jobId"])
+        except DashboardError as e:
+            log.warning("failed to stop Ray job %s of RayJob %s: %s", status.get("jobId"), self.key, e)
+
+    async def _create_cluster(self, decision: Decision) -> None:
+        name = decision.status.get("rayClusterName") or ""
+        ns = self.key.namespace
+        try:
+            body = rayjob_cluster.build_cluster(
+                self.job, name, self.r.options.settings.gates, login_shell=self.r.options.login_shell
+            )
+            await self.r.client.create(RAYCLUSTER, body)
+        except errors.AlreadyExists:
+            return
+        except (errors.KubeError, submitter_builder.SubmitterError, ValueError) as e:
+            self.r.event(
+                self.obj,
+                WARNING,
+                "FailedToCreateRayCluster",
+                f"Failed to create RayCluster {ns}/{name}: {e}",
+                "Create",
+            )
+            raise TemporaryError(f"failed to create RayCluster {ns}/{name}: {e}") from e
+        self.r.event(self.obj, NORMAL, "CreatedRayCluster", f"Created RayCluster {ns}/{name}", "Create")
+
+    def _cluster_model(self) -> RayCluster:
+        if self.cluster is None:
+            raise TemporaryError(
+                f"RayCluster {self.key.namespace}/{self.cluster_name} is not in the cache yet"
+            )
+        return RayCluster.parse(self.cluster)
+
+    async def _create_submitter(self, decision: Decision) -> None:
+        ns, name = self.key
+        job = RayJob.parse({**self.obj, "status": decision.status})
+        try:
+            body = submitter_builder.build_submitter_job(
+                job,
+                self._cluster_model(),
+                self.r.options.settings.gates,
+                login_shell=self.r.options.login_shell,
+            )
+            await self.r.client.create(JOB, body)
+        except errors.AlreadyExists:
+            return
+        except (errors.KubeError, submitter_builder.SubmitterError) as e:
+            self.r.event(
+                self.obj,
+                WARNING,
+                "FailedToCreateRayJobSubmitter",
+                f"Failed to create new Kubernetes Job {ns}/{name}: {e}",
+                "Create",
+            )
+            raise TemporaryError(f"failed to create the submitter Job {ns}/{name}: {e}") from e
+        self.r.event(
+            self.obj, NORMAL, "CreatedRayJobSubmitter", f"Created Kubernetes Job {ns}/{name}", "Create"
+        )
+
+    async def _reconcile_head_service(self, decision: Decision) -> None:
+        desired = service.build_head_service_for_owner(
+            self.job, self._cluster_model(), cluster_ip_service=self.r.options.cluster_ip_head_service
+        )
+        ns, name = self.key.namespace, desired["metadata"]["name"]
+        existing = self.r.caches.services.get(ObjectKey(ns, name))
+        if existing is None:
+            try:
+                await self.r.client.create(SERVICE, desired)
+            except errors.AlreadyExists:
+                return
+            except errors.KubeError as e:
+                self.r.event(
+                    self.obj,
+                    WARNING,
+                    "FailedToCreateService",
+                    f"Failed to create the service {ns}/{name}, {e}",
+                    "Create",
+                )
+                raise
+            self.r.event(self.obj, NORMAL, "CreatedService", f"Created the service {ns}/{name}", "Create")
+            return
+        selector_key = constants.RAY_CLUSTER_LABEL
+        current_selector = ((existing.get("spec") or {}).get("selector") or {}).get(selector_key)
+        if current_selector == desired["spec"]["selector"].get(selector_key):
+            return
+        updated = thaw(existing)
+        spec = copy.deepcopy(desired["spec"])
+        if (existing.get("spec") or {}).get("clusterIP"):
+            spec["clusterIP"] = existing["spec"]["clusterIP"]
+        updated["spec"] = spec
+        try:
+            await self.r.client.update(SERVICE, updated)
+        except errors.KubeError as e:
+            self.r.event(
+                self.obj,
+                WARNING,
+                "FailedToUpdateService",
+                f"Failed to update the service {ns}/{name}, {e}",
+                "Update",
+            )
+            raise
+        self.r.event(self.obj, NORMAL, "UpdatedService", f"Updated the service {ns}/{name}", "Update")
+
+    async def _poll(self, decision: Decision) -> None:
+        if self.target is not None:
+            self.r.poller.watch(self.key, self.target)
+
+    async def _stop_polling(self, decision: Decision) -> None:
+        self.r.poller.forget(self.key)
+
+    async def _delete_cluster(self, decision: Decision) -> None:
+        ns, name = self.key.namespace, self.cluster_name
+        try:
+            await self.r.client.delete(RAYCLUSTER, name, ns)
+        except errors.NotFound:
+            return
+        except errors.KubeError as e:
+            self.r.event(
+                self.obj,
+                WARNING,
+                "FailedToDeleteRayCluster",
+                f"Failed to delete cluster {ns}/{name}: {e}",
+                "Delete",
+            )
+            raise
+        self.r.event(self.obj, NORMAL, "DeletedRayCluster", f"Deleted cluster {ns}/{name}", "Delete")
+
+    async def _delete_submitter(self, decision: Decision) -> None:
+        ns, name = self.key
+        try:
+            await self.r.client.delete(JOB, name, ns, propagation_policy="Background")
+        except errors.NotFound:
+            return
+        except errors.KubeError as e:
+            self.r.event(
+                self.obj,
+                WARNING,
+                "FailedToDeleteRayJobSubmitter",
+                f"Failed to delete submitter K8s Job {ns}/{name}: {e}",
+                "Delete",
+            )
+            raise
+        self.r.event(
+            self.obj, NORMAL, "DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}", "Delete"
+        )
+
+    async def _suspend_workers(self, decision: Decision) -> None:
+        ns, name = self.key.namespace, self.cluster_name
+        try:
+            cluster = await self.r.client.get(RAYCLUSTER, name, ns)
+            for group in (cluster.get("spec") or {}).get("workerGroupSpecs") or []:
+                group["suspend"] = True
+            await self.r.client.update(RAYCLUSTER, cluster)
+        except errors.KubeError as e:
+            self.r.event(
+                self.obj,
+                WARNING,
+                "FailedToUpdateRayCluster",
+                f"Failed to suspend worker groups in cluster {ns}/{name}: {e}",
+                "Update",
+            )
+            raise
+        self.r.event(
+            self.obj,
+            NORMAL,
+            "UpdatedRayCluster",
+            f"Set the `suspend` field to true for all worker groups in cluster {ns}/{name}",
+            "Update",
+        )
+
+    async def _delete_self(self, decision: Decision) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await self.r.client.delete(RAYJOB, self.key.name, self.key.namespace)
+
+    async def _write_status(self, status: dict[str, Any]) -> None:
+        body = {**self.obj, "status": status}
+        await self.r.client.update_status(RAYJOB, body)
+
+
+def submission_request(job: RayJob, job_id: str) -> JobSubmitRequest:
+    """The HTTPMode `POST /api/jobs/` body (upstream `ConvertRayJobToReq`); a bad runtime env or resources
+    string is a DashboardError, as upstream's submission error is."""
+    spec = job.spec
+    runtime_env = None
+    if spec.runtime_env_yaml:
+        try:
+            runtime_env = yaml.safe_load(spec.runtime_env_yaml)
+        except yaml.YAMLError as e:
+            raise DashboardError(f"failed to unmarshal runtimeEnvYAML: {e}") from e
+    resources = None
+    if spec.entrypoint_resources:
+        try:
+            parsed = json.loads(spec.entrypoint_resources)
+            resources = {name: float(value) for name, value in parsed.items()}
+        except (ValueError, TypeError, AttributeError) as e:
+            raise DashboardError(
+                f"json: cannot unmarshal entrypointResources {spec.entrypoint_resources!r}: {e}"
+            ) from e
+    return JobSubmitRequest(
+        entrypoint=spec.entrypoint or "",
+        submission_id=job_id,
+        runtime_env=runtime_env or None,
+        metadata=spec.metadata or None,
+        entrypoint_resources=resources,
+        entrypoint_num_cpus=spec.entrypoint_num_cpus or 0.0,
+        entrypoint_num_gpus=spec.entrypoint_num_gpus or 0.0,
+    )
