@@ -31,7 +31,7 @@ from localkube.admission.errors import FieldError, SchemaInvalid, render_number
 from localkube.admission.jsonvalue import json_equal, json_type
 from localkube.admission.structural import check_structural
 
-__all__ = ["SchemaInvalid", "admit", "check_structural"]
+__all__ = ["SchemaInvalid", "admit", "check_structural", "unknown_fields"]
 
 _ROOT_OWNED = ("apiVersion", "kind", "metadata")
 _OBJECT_META_FIELDS = frozenset(
@@ -112,13 +112,22 @@ def _additional(node: dict[str, Any]) -> dict[str, Any] | None:
     return extra if isinstance(extra, dict) else None
 
 
-def prune(value: Any, node: dict[str, Any], *, root: bool = False) -> None:
-    """Drop, in place, the fields the schema does not know, honouring preserve-unknown-fields and embedding."""
+def prune(value: Any, node: dict[str, Any], *, root: bool = False, path: str = "") -> list[str]:
+    """Drop, in place, the fields the schema does not know, honouring preserve-unknown-fields and embedding.
+
+    Returns the dropped fields' paths, sorted, as the API server names them for `fieldValidation=Strict`
+    (`spec.bogus`, `spec.groups[0].extra`); unknown fields of embedded metadata are dropped unreported."""
+    dropped: list[str] = []
+    _prune(value, node, root, path, dropped)
+    return sorted(dropped)
+
+
+def _prune(value: Any, node: dict[str, Any], root: bool, path: str, dropped: list[str]) -> None:
     if isinstance(value, list):
         items = node.get("items")
         if isinstance(items, dict):
-            for item in value:
-                prune(item, items)
+            for index, item in enumerate(value):
+                _prune(item, items, False, f"{path}[{index}]", dropped)
         return
     if not isinstance(value, dict) or node.get("x-kubernetes-int-or-string"):
         return
@@ -127,19 +136,26 @@ def prune(value: Any, node: dict[str, Any], *, root: bool = False) -> None:
     keeps_unknown = (
         bool(node.get("x-kubernetes-preserve-unknown-fields")) or node.get("additionalProperties") is True
     )
-    embedded = bool(node.get("x-kubernetes-embedded-resource"))
+    embedded = root or bool(node.get("x-kubernetes-embedded-resource"))
     for key in list(value):
-        if (root or embedded) and key in _ROOT_OWNED:
-            if embedded and key == "metadata" and isinstance(value[key], dict):
+        child_path = _join(path, key)
+        if embedded and key in _ROOT_OWNED:
+            if not root and key == "metadata" and isinstance(value[key], dict):
                 for meta_key in [k for k in value[key] if k not in _OBJECT_META_FIELDS]:
                     del value[key][meta_key]
             continue
         if key in props:
-            prune(value[key], props[key])
+            _prune(value[key], props[key], False, child_path, dropped)
         elif extra is not None:
-            prune(value[key], extra)
+            _prune(value[key], extra, False, child_path, dropped)
         elif not keeps_unknown:
             del value[key]
+            dropped.append(child_path)
+
+
+def unknown_fields(schema: dict[str, Any], obj: dict[str, Any]) -> list[str]:
+    """The paths of the fields of `obj` that its schema does not know (what pruning would drop), sorted."""
+    return prune(copy.deepcopy(obj), schema, root=True)
 
 
 # --- defaulting --------------------------------------------------------------------------------------------

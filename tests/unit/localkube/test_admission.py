@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from localkube.admission.errors import AdmissionError, FieldError
-from localkube.admission.schema import SchemaInvalid, admit
+from localkube.admission.schema import SchemaInvalid, admit, unknown_fields
 
 UNCHECKED = (
     '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; '
@@ -705,3 +705,12 @@ def test_list_duplicates_are_ratcheted_when_the_old_object_had_them() -> None:
     assert admit(schema, {"l": ["a", "a", "b"]}, {"l": ["a", "a"]}) == {"l": ["a", "a", "b"]}
     with pytest.raises(SchemaInvalid, match=r'l\[1\]: Duplicate value: "a"'):
         admit(schema, {"l": ["a", "a", "b"]}, {"l": ["a"]})
+
+
+def test_unknown_fields_are_named_for_strict_field_validation(raycluster_schema: dict[str, Any]) -> None:
+    obj = edit(spec_set(bogus=1))
+    obj["spec"]["workerGroupSpecs"][0]["extra"] = {"a": 1}
+    obj["metadata"]["labels"] = {"a": "b"}
+    assert unknown_fields(raycluster_schema, obj) == ["spec.bogus", "spec.workerGroupSpecs[0].extra"]
+    assert unknown_fields(raycluster_schema, BASE) == []
+    assert "bogus" in obj["spec"]  # only a copy was pruned
