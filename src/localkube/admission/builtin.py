@@ -86,3 +86,38 @@ def _with_own_extensions(prop: dict[str, Any]) -> dict[str, Any] | None:
         return target
     own = {k: v for k, v in prop.items() if k.startswith("x-kubernetes-")}
     return {**target, **own} if own else target
+
+
+def unknown_fields(gvk: tuple[str, str, str], obj: dict[str, Any]) -> list[str]:
+    """The paths of the fields of a built-in object that its kind does not declare, sorted, as the API server
+    names them for `fieldValidation=Strict` (`spec.containers[0].bogus`); empty for unknown kinds."""
+    schema = schema_for(gvk)
+    found: list[str] = []
+    if schema is not None:
+        _unknown(obj, schema, "", found)
+    return sorted(found)
+
+
+def _unknown(value: Any, node: dict[str, Any] | None, path: str, found: list[str]) -> None:
+    node = resolve(node)
+    if node is None:
+        return
+    if isinstance(value, list):
+        items = node.get("items")
+        for index, item in enumerate(value):
+            _unknown(item, items if isinstance(items, dict) else None, f"{path}[{index}]", found)
+        return
+    if not isinstance(value, dict):
+        return
+    props = node.get("properties") or {}
+    extra = node.get("additionalProperties")
+    if not props and not isinstance(extra, dict):
+        return  # free-form objects (RawExtension, FieldsV1)
+    for key, child in value.items():
+        child_path = f"{path}.{key}" if path else key
+        if key in props:
+            _unknown(child, props[key], child_path, found)
+        elif isinstance(extra, dict):
+            _unknown(child, extra, child_path, found)
+        else:
+            found.append(child_path)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from localkube.admission import builtin
 from localkube.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 
 DEPLOYMENT = ("apps", "v1", "Deployment")
@@ -253,3 +254,16 @@ def test_merge_patch() -> None:
         "l": [2],
     }
     assert doc == {"a": {"b": 1, "c": 2}, "l": [1], "s": "x"}
+
+
+def test_unknown_fields_of_built_in_kinds() -> None:
+    obj = deployment()
+    obj["spec"]["bogus"] = 1
+    pod_spec(obj)["containers"][0]["imagePullPolcy"] = "Always"
+    obj["metadata"]["annotations"] = {"any": "thing"}
+    assert builtin.unknown_fields(DEPLOYMENT, obj) == [
+        "spec.bogus",
+        "spec.template.spec.containers[0].imagePullPolcy",
+    ]
+    assert builtin.unknown_fields(DEPLOYMENT, deployment()) == []
+    assert builtin.unknown_fields(("ray.io", "v1", "RayCluster"), obj) == []
