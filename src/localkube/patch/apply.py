@@ -451,6 +451,13 @@ def server_side_apply(
         raise PatchError("error decoding YAML: the applied configuration is not an object", code=400)
     if not manager:
         raise PatchError("PATCH, actionType: apply requires fieldManager to be set", code=400)
+    if (applied.get("metadata") or {}).get("managedFields") is not None:
+        raise PatchError("metadata.managedFields must be nil", code=400)
+    if gvk is not None:
+        expected = f"{gvk[0]}/{gvk[1]}" if gvk[0] else gvk[1]
+        if applied.get("apiVersion") != expected:
+            detail = f"Incorrect version specified in apply patch. Specified patch version: {applied.get('apiVersion', '')}, expected: {expected}"
+            raise PatchError(detail, code=400)
     node = _schema(applied, gvk, schema)
     base = _without_managed_fields(live)
     managers = _decode_managers(live)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from localkube.patch import ApplyConflict, record_update, server_side_apply
+from localkube.patch import ApplyConflict, PatchError, record_update, server_side_apply
 
 CONFIGMAP = ("", "v1", "ConfigMap")
 DEPLOYMENT = ("apps", "v1", "Deployment")
@@ -226,3 +226,22 @@ def test_writes_may_replace_or_clear_managed_fields() -> None:
         e["manager"]
         for e in record_update(created, renamed, "editor", CONFIGMAP, now=NOW)["metadata"]["managedFields"]
     ] == ["someone-else"]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (
+            {**config_map(), "metadata": {"name": "cm", "managedFields": []}},
+            "metadata.managedFields must be nil",
+        ),
+        (
+            {**config_map(), "apiVersion": "v2"},
+            "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1",
+        ),
+    ],
+)
+def test_refused_apply_configurations(config: dict[str, Any], expected: str) -> None:
+    with pytest.raises(PatchError) as refused:
+        server_side_apply(None, config, "kubectl", False, CONFIGMAP)
+    assert (refused.value.detail, refused.value.status["code"]) == (expected, 400)
