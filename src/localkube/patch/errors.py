@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-_GENERIC = {
-    400: ("BadRequest", None),
-    422: ("Invalid", "the server rejected our request due to an error in our request"),
-    500: ("InternalError", None),
-}
+_REASONS = {400: "BadRequest", 422: "Invalid", 500: "InternalError"}
 
 
 class PatchError(Exception):
-    """A patch that cannot be decoded (400) or does not apply to the object (422)."""
+    """A patch that cannot be decoded (400), does not apply to the object (422), or that the strategic merge
+    cannot process (500, as apimachinery's unclassified errors are)."""
 
     def __init__(self, detail: str, code: int = 422) -> None:
         super().__init__(detail)
@@ -27,15 +24,22 @@ class PatchError(Exception):
 
     @property
     def status(self) -> dict[str, Any]:
-        reason, generic = _GENERIC.get(self.code, ("BadRequest", None))
+        details: dict[str, Any] = {}
+        if self.code == 422:
+            message = "the server rejected our request due to an error in our request"
+        elif self.code == 500:
+            message = f"Internal error occurred: {self.detail}"
+            details = {"causes": [{"message": self.detail}]}
+        else:
+            message = self.detail
         return {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
-            "message": generic or self.detail,
-            "reason": reason,
-            "details": {},
+            "message": message,
+            "reason": _REASONS.get(self.code, "BadRequest"),
+            "details": details,
             "code": self.code,
         }
 
