@@ -99,10 +99,10 @@ def _item_element(item: Any, kind: str, keys: list[str], index: int) -> str:
 # --- field sets --------------------------------------------------------------------------------------------
 
 
-def field_set(value: Any, node: Schema, path: Path = (), *, root: bool = True) -> set[Path]:
-    """The paths a value sets, as structured-merge-diff's ToFieldSet computes them."""
+def field_set(obj: Any, node: Schema) -> set[Path]:
+    """The paths an object sets, as structured-merge-diff's ToFieldSet computes them."""
     found: set[Path] = set()
-    _collect(value, node, path, root, found)
+    _collect(obj, node, (), True, found)
     return found
 
 
@@ -202,8 +202,7 @@ def compare(old: Any, new: Any, node: Schema) -> Changes:
 
 def encode_fields(paths: set[Path]) -> dict[str, Any]:
     """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children."""
-    members = {path for path in paths if path in _parents(paths)}
-    return _encode_level(sorted(paths), members, ())
+    return _encode_level(sorted(paths), paths & _parents(paths), ())
 
 
 def _encode_level(paths: list[Path], members: set[Path], prefix: Path) -> dict[str, Any]:
