@@ -21,12 +21,15 @@ async def new_namespace(client: Client) -> str:
     return name
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Waits until `condition()` holds; fails the test after `timeout` seconds (a bound, not a measurement)."""
+async def eventually(
+    condition: Callable[[], bool], timeout: float = 20.0, why: Callable[[], str] = str
+) -> None:
+    """Waits until `condition()` holds; fails the test after `timeout` seconds (a bound, not a measurement),
+    with `why()` in the message."""
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
+            raise AssertionError(f"condition not met within {timeout}s {why()}")
         await asyncio.sleep(0.02)
 
 
