@@ -1,0 +1,336 @@
+"""How fast the operator turns RayClusters into ready clusters, next to the limit measured in the same run.
+
+    python -m benchmarks.scale --clusters N [--workers 3] [--concurrency C] [--rate 100]
+
+Starts localkube (simulate mode: pods become Running and Ready as soon as they are bound) and the
+operator as separate processes, then:
+1. the limit: a plain client creates the same number of pods the clusters will have, as fast as it can
+   with C requests in flight, and we note pods per second;
+2. the operator: N RayClusters of 1 head + W workers are created at `--rate` per second; we watch until
+   every one reports `status.state: ready`, noting each one's time from creation to ready.
+Prints one JSON line: clusters, pods, operator_pods_per_s, limit_pods_per_s, ratio, ready_p50_s,
+ready_p99_s, operator_rss_mb, operator_cpu_s, operator_idle_rss_mb, rss_per_pod_kb.
+Nothing is asserted: this measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import yaml
+
+from kuberay.api import crd
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Cluster:
+    """localkube and the operator as child processes, and an HTTP client with admin credentials."""
+
+    def __init__(self, workdir: Path, concurrency: int) -> None:
+        self.workdir = workdir
+        self.concurrency = concurrency
+        self.localkube: subprocess.Popen[bytes] | None = None
+        self.operator: subprocess.Popen[bytes] | None = None
+        self.health_port = _free_port()
+
+    def start_localkube(self) -> None:
+        data = self.workdir / "localkube"
+        with (self.workdir / "localkube.log").open("wb") as log:
+            self.localkube = subprocess.Popen(
+                [sys.executable, "-m", "localkube", "serve", "--data-dir", str(data), "--port", "0",
+                 "--log-level", "warning"],
+                stdout=log, stderr=log, start_new_session=True,
+            )  # fmt: skip
+        kubeconfig = data / "kubeconfig"
+        deadline = time.monotonic() + 60
+        while not kubeconfig.exists():
+            if time.monotonic() > deadline or self.localkube.poll() is not None:
+                raise RuntimeError(f"localkube did not start; see {self.workdir / 'localkube.log'}")
+            time.sleep(0.1)
+        config = yaml.safe_load(kubeconfig.read_text())
+        self.kubeconfig = kubeconfig
+        self.server = config["clusters"][0]["cluster"]["server"]
+        self.token = config["users"][0]["user"]["token"]
+        ca = config["clusters"][0]["cluster"]
+        context = ssl.create_default_context()
+        if "certificate-authority" in ca:
+            context.load_verify_locations(ca["certificate-authority"])
+        else:
+            context.load_verify_locations(cadata=base64.b64decode(ca["certificate-authority-data"]).decode())
+        self.ssl = context
+
+    def client(self) -> httpx.AsyncClient:
+        limits = httpx.Limits(
+            max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4
+        )
+        return httpx.AsyncClient(
+            base_url=self.server,
+            verify=self.ssl,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=60,
+            limits=limits,
+        )
+
+    def start_operator(self) -> None:
+        with (self.workdir / "operator.log").open("wb") as log:
+            self.operator = subprocess.Popen(
+                [sys.executable, "-m", "kuberay.operator", "--kubeconfig", str(self.kubeconfig),
+                 "--enable-leader-election=false", "--metrics-addr", f"127.0.0.1:{_free_port()}",
+                 "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
+                 "--reconcile-concurrency", str(self.concurrency), "--log-stdout-encoder", "json"],
+                stdout=log, stderr=log, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.health_port}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.operator.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise RuntimeError(f"the operator did not become ready; see {self.workdir / 'operator.log'}")
+
+    def stop(self) -> None:
+        for process in (self.operator, self.localkube):
+            if process is None or process.poll() is not None:
+                continue
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+async def _create_namespace(client: httpx.AsyncClient, name: str) -> None:
+    response = await client.post(
+        "/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    if response.status_code not in (201, 409):
+        raise RuntimeError(f"cannot create namespace {name}: {response.text}")
+
+
+async def _install_crds(client: httpx.AsyncClient) -> None:
+    for definition in crd.crds():
+        response = await client.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            content=orjson.dumps(definition),
+            headers={"Content-Type": "application/json"},
+        )
+        if response.status_code not in (201, 409):
+            raise RuntimeError(f"cannot install CRD: {response.text}")
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "limit"}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "ray",
+                    "image": "rayproject/ray:2.46.0",
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                }
+            ]
+        },
+    }
+
+
+async def measure_limit(cluster: Cluster, pods: int) -> float:
+    """Pods per second a plain client gets from localkube with `concurrency` requests in flight."""
+    async with cluster.client() as client:
+        await _create_namespace(client, "limit")
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for i in range(pods):
+            queue.put_nowait(i)
+
+        async def worker() -> None:
+            while not queue.empty():
+                i = queue.get_nowait()
+                body = orjson.dumps(_pod(f"limit-{i}"))
+                response = await client.post(
+                    "/api/v1/namespaces/limit/pods",
+                    content=body,
+                    headers={"Content-Type": "application/json"},
+                )
+                if response.status_code != 201:
+                    raise RuntimeError(f"pod create failed: {response.status_code} {response.text}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(cluster.concurrency)))
+        elapsed = time.perf_counter() - started
+        await client.request("DELETE", "/api/v1/namespaces/limit")
+    return pods / elapsed
+
+
+def _raycluster(name: str, workers: int) -> dict[str, Any]:
+    container = {
+        "name": "ray-head",
+        "image": "rayproject/ray:2.46.0",
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
+    }
+    worker = {**container, "name": "ray-worker"}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "rayVersion": "2.46.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}},
+            "workerGroupSpecs": [
+                {"groupName": "small", "replicas": workers, "minReplicas": 0, "maxReplicas": workers,
+                 "rayStartParams": {}, "template": {"spec": {"containers": [worker]}}}
+            ],
+        },
+    }  # fmt: skip
+
+
+async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: float) -> dict[str, Any]:
+    assert cluster.operator is not None
+    pid = cluster.operator.pid
+    created: dict[str, float] = {}
+    ready: dict[str, float] = {}
+    async with cluster.client() as client:
+        await _create_namespace(client, "bench")
+        all_ready = asyncio.Event()
+
+        async def watch() -> None:
+            params = {"watch": "true", "resourceVersion": "0", "allowWatchBookmarks": "true"}
+            async with client.stream(
+                "GET", "/apis/ray.io/v1/namespaces/bench/rayclusters", params=params, timeout=None
+            ) as stream:
+                async for line in stream.aiter_lines():
+                    if not line:
+                        continue
+                    event = orjson.loads(line)
+                    obj = event.get("object") or {}
+                    name = (obj.get("metadata") or {}).get("name")
+                    if name and (obj.get("status") or {}).get("state") == "ready" and name not in ready:
+                        ready[name] = time.perf_counter()
+                        if len(ready) == clusters:
+                            all_ready.set()
+                            return
+
+        watcher = asyncio.create_task(watch())
+        started = time.perf_counter()
+        for i in range(clusters):
+            name = f"bench-{i:05d}"
+            target = started + i / rate
+            delay = target - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            body = orjson.dumps(_raycluster(name, workers))
+            created[name] = time.perf_counter()
+            response = await client.post(
+                "/apis/ray.io/v1/namespaces/bench/rayclusters",
+                content=body,
+                headers={"Content-Type": "application/json"},
+            )
+            if response.status_code != 201:
+                raise RuntimeError(f"RayCluster create failed: {response.status_code} {response.text}")
+        await asyncio.wait_for(all_ready.wait(), timeout=max(600.0, clusters * 2.0))
+        finished = time.perf_counter()
+        watcher.cancel()
+    latencies = sorted(ready[name] - created[name] for name in created)
+    pods = clusters * (workers + 1)
+    return {
+        "operator_pods_per_s": pods / (finished - started),
+        "ready_p50_s": statistics.median(latencies),
+        "ready_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "operator_rss_mb": _rss_mb(pid),
+        "operator_cpu_s": _cpu_seconds(pid),
+    }
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    cluster = Cluster(workdir, args.concurrency)
+    try:
+        cluster.start_localkube()
+        async with cluster.client() as client:
+            await _install_crds(client)
+        pods = args.clusters * (args.workers + 1)
+        limit = await measure_limit(cluster, pods)
+        cluster.start_operator()
+        assert cluster.operator is not None
+        await asyncio.sleep(2)
+        idle_rss = _rss_mb(cluster.operator.pid)
+        result = await measure_operator(cluster, args.clusters, args.workers, args.rate)
+    finally:
+        cluster.stop()
+    return {
+        "clusters": args.clusters,
+        "pods": pods,
+        "operator_pods_per_s": round(result["operator_pods_per_s"], 1),
+        "limit_pods_per_s": round(limit, 1),
+        "ratio": round(result["operator_pods_per_s"] / limit, 3),
+        "ready_p50_s": round(result["ready_p50_s"], 3),
+        "ready_p99_s": round(result["ready_p99_s"], 3),
+        "operator_rss_mb": round(result["operator_rss_mb"], 1),
+        "operator_cpu_s": round(result["operator_cpu_s"], 1),
+        "operator_idle_rss_mb": round(idle_rss, 1),
+        "rss_per_pod_kb": round((result["operator_rss_mb"] - idle_rss) * 1024 / pods, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=100.0, help="RayClusters created per second")
+    parser.add_argument("--keep", action="store_true", help="keep the working directory (logs)")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="kuberay-scale-"))
+    try:
+        print(json.dumps(asyncio.run(run(args, workdir))), flush=True)
+    finally:
+        if args.keep:
+            print(f"logs in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
