@@ -69,31 +69,60 @@ def _declares(node: Schema, key: str, root: bool) -> bool:
     return resolved is not None and key in (resolved.get("properties") or {})
 
 
-def _list_kind(node: Schema) -> tuple[str, list[str]]:
-    """("atomic" | "set" | "map", keys), as structured-merge-diff reads the OpenAPI extensions."""
+@dataclass(frozen=True)
+class _ListKind:
+    """How structured-merge-diff treats a list: "atomic", "set" or "map" (with its keys and their defaults)."""
+
+    kind: str
+    keys: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, Any], ...] = ()
+
+    def element(self, item: Any, index: int) -> str:
+        """The FieldsV1 element naming an item of the list."""
+        if self.kind == "map" and isinstance(item, dict):
+            # A key the item leaves out takes its schema default, as structured-merge-diff does.
+            identity = {k: item[k] for k in self.keys if k in item} | {
+                k: v for k, v in self.defaults if k not in item
+            }
+            return "k:" + json.dumps(dict(sorted(identity.items())), separators=(",", ":"))
+        if self.kind == "set":
+            return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True)
+        return f"i:{index}"
+
+
+# kubernetes-validate's schemas drop defaults; the one a built-in list-map key relies on is a port's protocol.
+_BUILTIN_KEY_DEFAULTS: Final = {"protocol": "TCP"}
+
+
+def _list_kind(node: Schema) -> _ListKind:
     resolved = builtin.resolve(node) or {}
     list_type = resolved.get("x-kubernetes-list-type")
-    if list_type == "map":
-        return "map", list(resolved.get("x-kubernetes-list-map-keys") or [])
     if list_type in ("set", "atomic"):
-        return str(list_type), []
-    if "merge" in str(resolved.get("x-kubernetes-patch-strategy", "")).split(","):
+        return _ListKind(str(list_type))
+    keys: list[str] = []
+    if list_type == "map":
+        keys = [str(k) for k in resolved.get("x-kubernetes-list-map-keys") or []]
+    elif "merge" in str(resolved.get("x-kubernetes-patch-strategy", "")).split(","):
         key = resolved.get("x-kubernetes-patch-merge-key")
-        return ("map", [str(key)]) if key else ("set", [])
-    return "atomic", []
+        if not key:
+            return _ListKind("set")
+        keys = [str(key)]
+    else:
+        return _ListKind("atomic")
+    item_props = (builtin.items_schema(node) or {}).get("properties") or {}
+    defaults = []
+    for key in keys:
+        declared = builtin.resolve(item_props.get(key)) or {}
+        if "default" in declared:
+            defaults.append((key, declared["default"]))
+        elif key in _BUILTIN_KEY_DEFAULTS:
+            defaults.append((key, _BUILTIN_KEY_DEFAULTS[key]))
+    return _ListKind("map", tuple(keys), tuple(defaults))
 
 
 def _atomic_map(node: Schema) -> bool:
     resolved = builtin.resolve(node) or {}
     return resolved.get("x-kubernetes-map-type") == "atomic"
-
-
-def _item_element(item: Any, kind: str, keys: list[str], index: int) -> str:
-    if kind == "map" and isinstance(item, dict):
-        return "k:" + json.dumps({k: item[k] for k in sorted(keys) if k in item}, separators=(",", ":"))
-    if kind == "set":
-        return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True)
-    return f"i:{index}"
 
 
 # --- field sets --------------------------------------------------------------------------------------------
@@ -117,13 +146,13 @@ def _collect(value: Any, node: Schema, path: Path, root: bool, found: set[Path])
             if child is None or child == {} or not _declares(node, key, root):
                 found.add(child_path)
     elif isinstance(value, list):
-        kind, keys = _list_kind(node)
-        if kind == "atomic":
+        shape = _list_kind(node)
+        if shape.kind == "atomic":
             found.add(path)
             return
         items = builtin.items_schema(node)
         for index, item in enumerate(value):
-            item_path = (*path, _item_element(item, kind, keys, index))
+            item_path = (*path, shape.element(item, index))
             _collect(item, items, item_path, False, found)
             found.add(item_path)
     elif path:
@@ -374,17 +403,17 @@ def merge(live: Any, applied: Any, node: Schema, *, root: bool = True) -> Any:
                 result[key] = _clean(value)
         return result
     if isinstance(live, list) and isinstance(applied, list):
-        kind, keys = _list_kind(node)
-        if kind != "atomic":
-            return _merge_list(live, applied, node, kind, keys)
+        shape = _list_kind(node)
+        if shape.kind != "atomic":
+            return _merge_list(live, applied, node, shape)
     return _clean(applied)
 
 
-def _merge_list(live: list[Any], applied: list[Any], node: Schema, kind: str, keys: list[str]) -> list[Any]:
+def _merge_list(live: list[Any], applied: list[Any], node: Schema, shape: _ListKind) -> list[Any]:
     # structured-merge-diff's order: live-only items stay where they are, shared items follow the applied order.
     items = builtin.items_schema(node)
-    lhs = [_item_element(item, kind, keys, i) for i, item in enumerate(live)]
-    rhs = [_item_element(item, kind, keys, i) for i, item in enumerate(applied)]
+    lhs = [shape.element(item, i) for i, item in enumerate(live)]
+    rhs = [shape.element(item, i) for i, item in enumerate(applied)]
     lhs_items = dict(zip(lhs, live, strict=True))
     rhs_items = dict(zip(rhs, applied, strict=True))
 

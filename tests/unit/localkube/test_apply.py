@@ -245,3 +245,19 @@ def test_refused_apply_configurations(config: dict[str, Any], expected: str) -> 
     with pytest.raises(PatchError) as refused:
         server_side_apply(None, config, "kubectl", False, CONFIGMAP)
     assert (refused.value.detail, refused.value.status["code"]) == (expected, 400)
+
+
+def test_a_missing_list_map_key_takes_its_default() -> None:
+    live = deployment()
+    live["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "protocol": "TCP"}]
+    live = record_update(None, live, "kubectl-client-side-apply", DEPLOYMENT, now=NOW)
+    config = deployment()
+    config["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    applied = server_side_apply(live, config, "kubectl", False, DEPLOYMENT, now=NOW)
+    assert applied["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP"}
+    ]
+    ports = managers(applied)[("kubectl", "Apply")]["f:spec"]["f:template"]["f:spec"]["f:containers"][
+        'k:{"name":"web"}'
+    ]["f:ports"]
+    assert list(ports) == ['k:{"containerPort":80,"protocol":"TCP"}']
