@@ -1,5 +1,6 @@
 """The parts of Kubernetes' CEL environment that the `cel` package lacks.
 
+Property names that are not CEL identifiers are escaped as Kubernetes escapes them (`escape`).
 Functions: the list library (`isSorted`, `indexOf`/`lastIndexOf` on lists, besides the `cel` package's
 `sum`, `min`, `max` and string functions) and the regex library (`find`, `findAll`). Values: strings with
 format `date-time`, `duration` and `byte` reach CEL as timestamps, durations and bytes, as in Kubernetes;
@@ -70,6 +71,22 @@ def formatted(value: str, fmt: str) -> Any:
         return parser(value)
     except ValueError:
         return value
+
+
+_RESERVED = frozenset(
+    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if"}
+    | {"import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+)
+_ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"), ("/", "__slash__"))
+
+
+def escape(name: str) -> str:
+    """A property name as a CEL rule names it: `foo-bar` is `foo__dash__bar`, `namespace` is `__namespace__`."""
+    if name in _RESERVED:
+        return f"__{name}__"
+    for plain, escaped in _ESCAPES:
+        name = name.replace(plain, escaped)
+    return name
 
 
 def _is_sorted(items: list[Any]) -> bool:

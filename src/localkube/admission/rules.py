@@ -49,7 +49,11 @@ def to_cel(value: Any, node: dict[str, Any]) -> Any:
         props = node.get("properties") or {}
         extra = node.get("additionalProperties")
         extra_node = extra if isinstance(extra, dict) else {}
-        return {k: to_cel(v, props.get(k, extra_node)) for k, v in value.items()}
+        # Declared properties are CEL fields, named by their escaped form; map keys stay as they are.
+        return {
+            (cellib.escape(k) if k in props else k): to_cel(v, props.get(k, extra_node))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         items = node.get("items")
         items_node = items if isinstance(items, dict) else {}

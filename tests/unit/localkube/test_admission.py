@@ -714,3 +714,27 @@ def test_unknown_fields_are_named_for_strict_field_validation(raycluster_schema:
     assert unknown_fields(raycluster_schema, obj) == ["spec.bogus", "spec.workerGroupSpecs[0].extra"]
     assert unknown_fields(raycluster_schema, BASE) == []
     assert "bogus" in obj["spec"]  # only a copy was pruned
+
+
+def test_rules_name_awkward_properties_by_their_escaped_form() -> None:
+    props = {"max-size": {"type": "integer"}, "namespace": {"type": "string"}, "a.b": {"type": "integer"}}
+    rule = {
+        "rule": "self.max__dash__size > self.a__dot__b && self.__namespace__ == 'x' && self.labels['k-1'] == 'v'"
+    }
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    **props,
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
+                "x-kubernetes-validations": [rule],
+            }
+        },
+    }
+    spec = {"max-size": 2, "a.b": 1, "namespace": "x", "labels": {"k-1": "v"}}
+    assert admit(schema, {"spec": spec}, None) == {"spec": spec}
+    with pytest.raises(SchemaInvalid):
+        admit(schema, {"spec": {**spec, "a.b": 5}}, None)
