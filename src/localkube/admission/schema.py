@@ -505,13 +505,24 @@ def _check_list_types(value: Any, node: dict[str, Any], path: str, found: list[F
 # --- CEL rules ---------------------------------------------------------------------------------------------
 
 
+def _root_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as a root rule sees it: of its metadata, only name and generateName."""
+    metadata = obj.get("metadata") or {}
+    visible = {k: metadata[k] for k in ("name", "generateName") if k in metadata}
+    return {**obj, "metadata": visible} if "metadata" in obj else obj
+
+
 def _check_rules(
     value: Any, old: Any, node: dict[str, Any], path: str, found: list[FieldError], *, root: bool = False
 ) -> None:
     if value is None:
         return
     if node.get("x-kubernetes-validations"):
-        found.extend(rules.evaluate_rules(value, old, node, path))
+        if root:
+            value_seen, old_seen = _root_view(value), old if old is _ABSENT else _root_view(old)
+            found.extend(rules.evaluate_rules(value_seen, old_seen, node, path))
+        else:
+            found.extend(rules.evaluate_rules(value, old, node, path))
     base = "" if path == "<nil>" else path
     if isinstance(value, dict):
         props: dict[str, Any] = node.get("properties") or {}

@@ -738,3 +738,13 @@ def test_rules_name_awkward_properties_by_their_escaped_form() -> None:
     assert admit(schema, {"spec": spec}, None) == {"spec": spec}
     with pytest.raises(SchemaInvalid):
         admit(schema, {"spec": {**spec, "a.b": 5}}, None)
+
+
+def test_root_rules_see_only_the_name_of_the_metadata() -> None:
+    schema = {
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "!has(self.metadata.labels) && self.metadata.name == 'n'"}],
+    }
+    assert admit(schema, {"metadata": {"name": "n", "labels": {"a": "b"}}}, None)["metadata"]["labels"] == {
+        "a": "b"
+    }
