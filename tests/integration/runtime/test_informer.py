@@ -5,6 +5,7 @@ import yaml
 
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
+from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.informer import Event, EventType, Informer
 from kuberay.runtime.resources import CONFIG_MAP
 
@@ -108,4 +109,50 @@ async def test_handlers_added_late_get_the_cached_objects_first(localkube):
         late: list[Event] = []
         informer.add_handler(late.append)
         assert [(e.type, e.obj["metadata"]["name"]) for e in late] == [(EventType.ADDED, "early")]
+    await client.close()
+
+
+async def test_a_label_selector_limits_the_cache_to_matching_objects(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    owned = {"app.kubernetes.io/created-by": "kuberay-operator"}
+    await client.create(CONFIG_MAP, {"metadata": {"name": "ours", "namespace": namespace, "labels": owned}})
+    await client.create(CONFIG_MAP, {"metadata": {"name": "theirs", "namespace": namespace}})
+    informer = Informer(
+        client,
+        CONFIG_MAP,
+        namespaces=[namespace],
+        label_selector="app.kubernetes.io/created-by=kuberay-operator",
+    )
+    task = asyncio.create_task(informer.run())
+    await asyncio.wait_for(informer.wait_synced(), 20)
+    await client.create(
+        CONFIG_MAP, {"metadata": {"name": "ours-too", "namespace": namespace, "labels": owned}}
+    )
+    await client.create(CONFIG_MAP, {"metadata": {"name": "theirs-too", "namespace": namespace}})
+    await eventually(lambda: len(informer.store) == 2)
+    await asyncio.sleep(0.2)
+    assert sorted(o["metadata"]["name"] for o in informer.store.list()) == ["ours", "ours-too"]
+    task.cancel()
+    await client.close()
+
+
+async def test_a_resync_redelivers_every_cached_object(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    for name in "ab":
+        await client.create(CONFIG_MAP, cm(namespace, name))
+    clock = FakeClock()
+    informer = Informer(client, CONFIG_MAP, namespaces=[namespace], resync_period=600, clock=clock)
+    resyncs: list[str] = []
+    informer.add_handler(lambda e: e.type is EventType.RESYNC and resyncs.append(e.obj["metadata"]["name"]))
+    task = asyncio.create_task(informer.run())
+    await asyncio.wait_for(informer.wait_synced(), 20)
+    await eventually(lambda: clock.sleepers > 0)
+    clock.advance(599)
+    await asyncio.sleep(0.05)
+    assert resyncs == []
+    clock.advance(1)
+    await eventually(lambda: sorted(resyncs) == ["a", "b"])
+    task.cancel()
     await client.close()
