@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kuberay.api.features import Feature
+from kuberay.controllers import networkpolicy
+from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.operator.settings import OperatorSettings
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, Resource
@@ -27,8 +30,23 @@ class ControllerSetup:
     enabled: Callable[[OperatorSettings], bool] = _always
 
 
+def _install_raycluster(manager: Manager, settings: OperatorSettings) -> None:
+    raycluster_setup.install(manager, settings.config, settings.feature_gates)
+
+
+def _install_networkpolicy(manager: Manager, settings: OperatorSettings) -> None:
+    networkpolicy.install(manager, settings.config.reconcile_concurrency)
+
+
+def _network_policy_gate(settings: OperatorSettings) -> bool:
+    return settings.feature_gates.enabled(Feature.RAY_CLUSTER_NETWORK_POLICY)
+
+
 # The RayCluster, RayJob, RayService and RayCronJob controllers plug in here.
-BUILTIN: tuple[ControllerSetup, ...] = ()
+BUILTIN: tuple[ControllerSetup, ...] = (
+    ControllerSetup("raycluster", _install_raycluster),
+    ControllerSetup("networkpolicy", _install_networkpolicy, _network_policy_gate),
+)
 
 # Upstream's manager cache selectors: only the pods and batch Jobs the operator manages are cached, so
 # memory grows with what it owns rather than with the cluster.

@@ -1,0 +1,267 @@
+"""The objects a RayCluster owns besides its pods, reconciled in upstream's order (spec §4.2 step 8):
+autoscaler ServiceAccount, Role and RoleBinding; Ingress (or the OpenShift Route); the auth Secret; the
+head, headless and serve Services; the GCS storage PVC.
+
+All are create-if-missing (upstream never updates them), except the Ingress, whose labels, annotations and
+spec are kept as built, and the PVC, whose owner reference follows `deletionPolicy`. Kinds the controller
+watches (Services, Secrets, PVCs) are read from the cache; the others are read with the client, as upstream
+reads them. Each function raises on the error that stops the chain (after its Warning Event).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kuberay.api import constants
+from kuberay.api.raycluster import RayCluster
+from kuberay.builders import autoscaler, gcsft, ingress, ownership, pvc, rbac, route, secret, service
+from kuberay.controllers.raycluster import status
+from kuberay.controllers.raycluster.context import ROUTE, Context
+from kuberay.runtime import errors
+from kuberay.runtime.events import NORMAL, WARNING
+from kuberay.runtime.resources import (
+    INGRESS,
+    PERSISTENT_VOLUME_CLAIM,
+    ROLE,
+    ROLE_BINDING,
+    SECRET,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    Resource,
+)
+
+Obj = Mapping[str, Any]
+CREATE, UPDATE, VALIDATE = "Create", "Update", "Validate"
+
+
+class DependentError(Exception):
+    """An owned object could not be made (the message names it)."""
+
+
+async def _get(ctx: Context, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+    try:
+        return await ctx.client.get(resource, name, namespace)
+    except errors.NotFound:
+        return None
+
+
+async def _create_with_events(
+    ctx: Context, cluster: Obj, resource: Resource, obj: Obj, what: str, reason: str
+) -> None:
+    """Creates `obj` (AlreadyExists is fine) with upstream's `Created<X>` / `FailedToCreate<X>` Events."""
+    key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    try:
+        await ctx.client.create(resource, obj)
+    except errors.AlreadyExists:
+        return
+    except errors.KubeError as e:
+        ctx.event(cluster, WARNING, f"FailedToCreate{reason}", f"Failed creating {what} {key}, {e}", CREATE)
+        raise
+    ctx.event(cluster, NORMAL, f"Created{reason}", f"Created {what} {key}", CREATE)
+
+
+async def autoscaler_rbac(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    """ServiceAccount, Role, RoleBinding for the autoscaler sidecar (only with in-tree autoscaling)."""
+    if not autoscaler.is_enabled(cluster.get("spec") or {}):
+        return
+    account, role, binding = rbac.build_autoscaler_rbac(model)
+    namespace = model.namespace
+    account_name = rbac.service_account_name(model)
+    if await _get(ctx, SERVICE_ACCOUNT, account_name, namespace) is None:
+        if rbac.user_service_account(model):
+            message = (
+                "If users specify ServiceAccountName for the head Pod, they need to create a ServiceAccount "
+                f"themselves. However, ServiceAccount {account_name} is not found. Please create one. See the PR "
+                "description of https://github.com/ray-project/kuberay/pull/1128 for more details."
+            )
+            ctx.event(
+                cluster,
+                WARNING,
+                "AutoscalerServiceAccountNotFound",
+                f"Failed to reconcile RayCluster {namespace}/{model.name}. {message}",
+                VALIDATE,
+            )
+            raise DependentError(message)
+        await _create_with_events(ctx, cluster, SERVICE_ACCOUNT, account, "service account", "ServiceAccount")
+    if await _get(ctx, ROLE, model.name, namespace) is None:
+        await _create_with_events(ctx, cluster, ROLE, role, "role", "Role")
+    if await _get(ctx, ROLE_BINDING, model.name, namespace) is None:
+        await _create_with_events(ctx, cluster, ROLE_BINDING, binding, "role binding", "RoleBinding")
+
+
+async def ingress_or_route(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    if model.spec.head_group_spec.enable_ingress is not True:
+        return
+    if ctx.options.openshift:
+        found = await ctx.client.list(
+            ROUTE, model.namespace, label_selector=f"{constants.RAY_CLUSTER_LABEL}={model.name}"
+        )
+        if not found.items:
+            await _create_with_events(ctx, cluster, ROUTE, route.build_route(model), "route", "Route")
+        return
+    desired = ingress.build_ingress(model)
+    name, namespace = desired["metadata"]["name"], model.namespace
+    live = await _get(ctx, INGRESS, name, namespace)
+    if live is None:
+        await _create_with_events(ctx, cluster, INGRESS, desired, "ingress", "Ingress")
+        return
+    owner = ownership.controller_of(live["metadata"])
+    if owner is None or owner.get("uid") != cluster["metadata"].get("uid"):
+        ctx.event(
+            cluster,
+            WARNING,
+            "FailedToCreateIngress",
+            f"Ingress {namespace}/{name} already exists and is not owned by this RayCluster; not modifying it",
+            CREATE,
+        )
+        return
+    if "ingressClassName" not in desired["spec"] and "ingressClassName" in live.get("spec", {}):
+        desired["spec"]["ingressClassName"] = live["spec"]["ingressClassName"]
+    metadata = live["metadata"]
+    if (
+        (metadata.get("labels") or {}) == desired["metadata"].get("labels", {})
+        and (metadata.get("annotations") or {}) == desired["metadata"].get("annotations", {})
+        and live.get("spec") == desired["spec"]
+    ):
+        return
+    metadata["labels"] = desired["metadata"].get("labels", {})
+    metadata["annotations"] = desired["metadata"].get("annotations", {})
+    live["spec"] = desired["spec"]
+    try:
+        await ctx.client.update(INGRESS, live)
+    except errors.KubeError as e:
+        ctx.event(
+            cluster,
+            WARNING,
+            "FailedToUpdateIngress",
+            f"Failed updating ingress {namespace}/{name}, {e}",
+            UPDATE,
+        )
+        raise
+    ctx.event(cluster, NORMAL, "UpdatedIngress", f"Updated ingress {namespace}/{name}", UPDATE)
+
+
+async def auth_secret(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    if not secret.needs_auth_secret(model):
+        return
+    desired = secret.build_auth_secret(model, base64.b64encode(secrets.token_bytes(32)).decode())
+    if await _get(ctx, SECRET, desired["metadata"]["name"], model.namespace) is None:
+        with contextlib.suppress(errors.AlreadyExists):
+            await ctx.client.create(SECRET, desired)
+
+
+async def head_service(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    found = ctx.services.list(model.namespace, status.head_service_selector(model.name))
+    if len(found) == 1:
+        return
+    if len(found) > 1:
+        listed = " ".join(str(s["metadata"]["name"]) for s in found)
+        raise DependentError(f"{len(found)} head service found [{listed}]")
+    desired = service.build_head_service(model, cluster_ip_service=ctx.options.cluster_ip_head_service)
+    if not desired["spec"].get("ports"):
+        raise DependentError(f"head service of RayCluster {model.namespace}/{model.name} has no ports")
+    await _create_with_events(ctx, cluster, SERVICE, desired, "service", "Service")
+
+
+async def headless_service(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    if not service.needs_headless_service(model):
+        return
+    selector = {constants.RAY_CLUSTER_HEADLESS_SERVICE_LABEL: model.name}
+    if not ctx.services.list(model.namespace, selector):
+        desired = service.build_headless_service(model)
+        await _create_with_events(ctx, cluster, SERVICE, desired, "service", "Service")
+
+
+async def serve_service(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    if model.annotations.get(constants.ENABLE_SERVE_SERVICE_ANNOTATION) != "true":
+        return
+    name = model.name + constants.SERVE_SERVICE_SUFFIX
+    if await _get(ctx, SERVICE, name, model.namespace) is not None:
+        return
+    try:
+        desired = service.build_serve_service(model)
+    except service.ServiceBuildError as e:
+        raise DependentError(str(e)) from e
+    with contextlib.suppress(errors.AlreadyExists):
+        await ctx.client.create(SERVICE, desired)
+
+
+async def gcs_storage_pvc(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+    options = (cluster.get("spec") or {}).get("gcsFaultToleranceOptions")
+    if not gcsft.is_embedded(options):
+        return
+    namespace = model.namespace
+    claim = ((options or {}).get("storage") or {}).get("claimName")
+    if claim:
+        if await _get(ctx, PERSISTENT_VOLUME_CLAIM, claim, namespace) is None:
+            ctx.event(
+                cluster,
+                WARNING,
+                "FailedToCreatePVC",
+                f'GcsFaultToleranceOptions.Storage.ClaimName "{claim}" not found in namespace {namespace}; '
+                "the head Pod will not start until it exists",
+                VALIDATE,
+            )
+        return
+    desired = pvc.build_gcs_pvc(model)
+    name = desired["metadata"]["name"]
+    live = await _get(ctx, PERSISTENT_VOLUME_CLAIM, name, namespace)
+    if live is None:
+        try:
+            await ctx.client.create(PERSISTENT_VOLUME_CLAIM, desired)
+        except errors.AlreadyExists:
+            live = await _get(ctx, PERSISTENT_VOLUME_CLAIM, name, namespace)
+        except errors.KubeError as e:
+            ctx.event(
+                cluster,
+                WARNING,
+                "FailedToCreatePVC",
+                f"Failed to create GCS storage PVC {namespace}/{name}, {e}",
+                CREATE,
+            )
+            raise
+        else:
+            ctx.event(cluster, NORMAL, "CreatedPVC", f"Created GCS storage PVC {namespace}/{name}", CREATE)
+            return
+    if live is None:
+        return
+    if differences := pvc.drift(desired, live):
+        ctx.event(
+            cluster,
+            WARNING,
+            "FailedToCreatePVC",
+            f"GCS storage PVC {namespace}/{name} already exists and cannot be reconfigured in place "
+            f"({differences}); delete the PVC to recreate it with the new settings",
+            UPDATE,
+        )
+    owner = ownership.controller_of(live["metadata"])
+    controlled = owner is not None and owner.get("uid") == cluster["metadata"].get("uid")
+    if pvc.is_retained(model) and controlled:
+        live["metadata"]["ownerReferences"] = [
+            r for r in live["metadata"].get("ownerReferences") or () if r.get("controller") is not True
+        ]
+    elif not pvc.is_retained(model) and not controlled:
+        live["metadata"]["ownerReferences"] = [
+            *(live["metadata"].get("ownerReferences") or ()),
+            *ownership.controlled_by(model),
+        ]
+    else:
+        return
+    await ctx.client.update(PERSISTENT_VOLUME_CLAIM, live)
+
+
+Step = Callable[[Context, Obj, RayCluster], Awaitable[None]]
+# Upstream's order; the pods come after these.
+STEPS: tuple[Step, ...] = (
+    autoscaler_rbac,
+    ingress_or_route,
+    auth_secret,
+    head_service,
+    headless_service,
+    serve_service,
+    gcs_storage_pvc,
+)

@@ -1,0 +1,182 @@
+"""The RayCluster reconcile: upstream's `rayClusterReconcile`, step for step (spec §4.2).
+
+1. Read the RayCluster from the cache; gone → forget its scale expectations and metrics series.
+2. `spec.managedBy` naming another controller → nothing at all.
+3. Validation in upstream's order (metadata, spec, the autoscaler-v1 warning, mTLS without cert-manager,
+   upgrade strategy, status); a failure is a Warning Event with upstream's text and no pods.
+4. The GCS FT finalizer (may end the pass); a deleting cluster stops here.
+5. The owned objects in order (`dependents.STEPS`), then the pods (`pods.PodReconciler`); the first error
+   stops the chain but not the status.
+6. The status, calculated purely (`status.calculate_status`) and written through the status subresource
+   only when a compared field changed.
+7. Requeue: 2 s after an error or a status write, else the periodic resync (300 s by default).
+
+Beyond upstream: a pod that cannot make progress gets a Warning Event `PodFailure` naming it and its
+reason (the status condition of the same name is set by `calculate_status`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from kuberay.api.raycluster import RayCluster, RayClusterConditionType
+from kuberay.api.validation import autoscaler_v1_restart_policy_warning, wire
+from kuberay.api.validation import raycluster as rules
+from kuberay.builders import tls
+from kuberay.controllers.raycluster import dependents, finalizer, status
+from kuberay.controllers.raycluster.context import RAYCLUSTER, SHORT_REQUEUE_SECONDS, Context
+from kuberay.controllers.raycluster.metrics import ClusterMetrics
+from kuberay.controllers.raycluster.pods import PodReconciler, PodsError
+from kuberay.runtime import errors
+from kuberay.runtime.controller import Result, TemporaryError
+from kuberay.runtime.events import WARNING
+from kuberay.runtime.resources import ObjectKey
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+VALIDATE = "Validate"
+
+
+def is_managed_elsewhere(spec: Obj) -> bool:
+    """`spec.managedBy` set to anything but KubeRay's own name (the empty string included)."""
+    return "managedBy" in spec and spec["managedBy"] != "ray.io/kuberay-operator"
+
+
+class RayClusterReconciler:
+    def __init__(self, ctx: Context, metrics: ClusterMetrics | None = None) -> None:
+        self.ctx = ctx
+        self.metrics = metrics
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        cached = self.ctx.clusters.get(key)
+        if cached is None:
+            self.ctx.expectations.forget(key)
+            if self.metrics is not None:
+                self.metrics.forget(key)
+            return Result()
+        if is_managed_elsewhere(cached.get("spec") or {}):
+            log.info("RayCluster is managed by %s; skipping", cached["spec"].get("managedBy"))
+            return Result()
+        cluster: dict[str, Any] = copy.deepcopy(dict(cached))
+        for group in [
+            cluster["spec"].get("headGroupSpec") or {},
+            *(cluster["spec"].get("workerGroupSpecs") or []),
+        ]:
+            if group.get("rayStartParams") is None:
+                group["rayStartParams"] = {}
+        try:
+            model = RayCluster.parse(cluster)
+        except ValidationError as e:
+            self._invalid(cluster, "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {e}")
+            return Result()
+        invalid = self._validate(cluster, model, key)
+        if invalid is not None:
+            return invalid
+
+        done = await finalizer.handle_finalizer(self.ctx, cluster, model)
+        if done is not None:
+            return done
+        if cluster["metadata"].get("deletionTimestamp"):
+            return Result()
+
+        reconcile_error: Exception | None = None
+        try:
+            for step in dependents.STEPS:
+                await step(self.ctx, cluster, model)
+            await PodReconciler(self.ctx, cluster, model).run()
+        except (errors.KubeError, dependents.DependentError, status.ReplicaFailureError, PodsError) as e:
+            reconcile_error = e
+
+        changed, status_error = await self._write_status(cluster, reconcile_error)
+        error = reconcile_error or status_error
+        if error is not None:
+            raise TemporaryError(str(error)) from error
+        if changed:
+            return Result(requeue_after=SHORT_REQUEUE_SECONDS)
+        return Result(requeue_after=self.ctx.options.requeue_seconds)
+
+    def _invalid(self, cluster: Obj, reason: str, message: str) -> None:
+        self.ctx.event(cluster, WARNING, reason, message, VALIDATE)
+
+    def _validate(self, cluster: Obj, model: RayCluster, key: ObjectKey) -> Result | None:
+        """Upstream's validation sequence; a Result ends the pass."""
+        meta, spec = wire.obj(cluster, "metadata"), wire.obj(cluster, "spec")
+        for error in rules.metadata(meta):
+            self._invalid(
+                cluster,
+                "InvalidRayClusterMetadata",
+                f"The RayCluster metadata is invalid {key}: {error.message}",
+            )
+            return Result()
+        gates = self.ctx.options.gates
+        for error in rules.cluster_spec(spec, wire.strings(meta, "annotations"), gates, "spec"):
+            self._invalid(
+                cluster, "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {error.message}"
+            )
+            return Result()
+        if (warning := autoscaler_v1_restart_policy_warning(model)) is not None:
+            self._invalid(cluster, "InvalidRayClusterSpec", f"RayCluster spec warning {key}: {warning}")
+        if tls.is_enabled(spec, gates) and not self.ctx.options.cert_manager:
+            self._invalid(
+                cluster,
+                "InvalidRayClusterSpec",
+                f"The RayCluster spec is invalid {key}: tlsOptions requires cert-manager, but cert-manager is not installed",
+            )
+            return Result()
+        for error in rules.upgrade_options(spec, wire.strings(meta, "labels")):
+            self._invalid(
+                cluster,
+                "InvalidRayClusterSpec",
+                f"The RayCluster UpgradeStrategy is invalid {key}: {error.message}",
+            )
+            return Result()
+        for error in rules.status(wire.obj(cluster, "status")):
+            self._invalid(
+                cluster, "InvalidRayClusterStatus", f"The RayCluster status is invalid {key}, {error.message}"
+            )
+            raise TemporaryError(error.message)
+        return None
+
+    async def _write_status(
+        self, cluster: dict[str, Any], reconcile_error: Exception | None
+    ) -> tuple[bool, Exception | None]:
+        """Calculates and (when changed) writes the status; returns (written, error)."""
+        namespace, name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
+        pods = self.ctx.pods.list(namespace, {"ray.io/cluster": name})
+        services = self.ctx.services.list(namespace, status.head_service_selector(name))
+        try:
+            new = status.calculate_status(
+                cluster,
+                pods,
+                services,
+                reconcile_error=reconcile_error,
+                conditions_enabled=self.ctx.options.conditions_enabled,
+                now=self.ctx.clock.now(),
+            )
+        except status.StatusError as e:
+            return False, e
+        old: Obj = cluster.get("status") or {}
+        for problem in status.failing_pods(pods):
+            self.ctx.event(
+                cluster, WARNING, status.POD_FAILURE_CONDITION, problem.describe(namespace), "Reconcile"
+            )
+        if not status.status_changed(old, new):
+            return False, None
+        try:
+            await self.ctx.client.update_status(RAYCLUSTER, {**cluster, "status": new})
+        except errors.KubeError as e:
+            return False, e
+        provisioned = RayClusterConditionType.PROVISIONED
+        if (
+            self.metrics is not None
+            and status.is_condition_true(new, provisioned)
+            and not status.is_condition_true(old, provisioned)
+        ):
+            self.metrics.provisioned(cluster, self.ctx.clock.now())
+        return True, None

@@ -1,0 +1,77 @@
+"""Installing the RayCluster controller into a manager: its caches, watches, predicates and reconciler.
+
+Watches as upstream's (spec §4.1): the RayCluster itself when its generation, labels or annotations change
+(status-only writes do not wake it), and the Pods, Services, Secrets and PVCs it controls. Batch Jobs are
+cached (the Redis cleanup Job is read from the cache) but not watched: cleanup progress is polled by
+requeue, as upstream does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kuberay.api.config import Configuration
+from kuberay.api.features import FeatureGates
+from kuberay.controllers.raycluster.context import RAYCLUSTER, ClusterOptions, Context
+from kuberay.controllers.raycluster.metrics import ClusterMetrics
+from kuberay.controllers.raycluster.reconciler import RayClusterReconciler
+from kuberay.runtime.controller import Controller
+from kuberay.runtime.expectations import ScaleExpectations
+from kuberay.runtime.informer import Event, EventType
+from kuberay.runtime.manager import Manager
+from kuberay.runtime.resources import JOB, PERSISTENT_VOLUME_CLAIM, POD, SECRET, SERVICE
+
+CONTROLLER_NAME = "raycluster-controller"
+
+
+def spec_or_metadata_changed(event: Event) -> bool:
+    """controller-runtime's GenerationChanged | LabelChanged | AnnotationChanged predicates, or'ed."""
+    if event.type is not EventType.MODIFIED or event.old is None:
+        return True
+    old, new = event.old["metadata"], event.obj["metadata"]
+    return any(old.get(field) != new.get(field) for field in ("generation", "labels", "annotations"))
+
+
+def pod_options(config: Configuration) -> Mapping[str, Any]:
+    """The configuration file's fields that shape every pod."""
+    return {
+        "default_container_envs": tuple(config.default_container_envs or ()),
+        "head_sidecar_containers": tuple(config.head_sidecar_containers or ()),
+        "worker_sidecar_containers": tuple(config.worker_sidecar_containers or ()),
+        "default_pod_annotations": dict(config.default_pod_annotations or {}),
+        "default_pod_labels": dict(config.default_pod_labels or {}),
+    }
+
+
+def install(manager: Manager, config: Configuration, gates: FeatureGates) -> RayClusterReconciler:
+    options = ClusterOptions.from_environ(gates, pod_options(config), enable_metrics=config.enable_metrics)
+    pods = manager.cache(POD)
+    ctx = Context(
+        client=manager.client,
+        clusters=manager.cache(RAYCLUSTER),
+        pods=pods,
+        services=manager.cache(SERVICE),
+        jobs=manager.cache(JOB),
+        recorder=manager.recorder,
+        expectations=ScaleExpectations(pods.get, manager.clock),
+        clock=manager.clock,
+        options=options,
+    )
+    metrics = ClusterMetrics(manager.metrics.registry, ctx.clusters) if config.enable_metrics else None
+    reconciler = RayClusterReconciler(ctx, metrics)
+    controller = (
+        Controller(
+            CONTROLLER_NAME,
+            reconciler.reconcile,
+            concurrency=config.reconcile_concurrency,
+            clock=manager.clock,
+        )
+        .for_(RAYCLUSTER, spec_or_metadata_changed)
+        .owns(POD)
+        .owns(SERVICE)
+        .owns(SECRET)
+        .owns(PERSISTENT_VOLUME_CLAIM)
+    )
+    manager.add(controller)
+    return reconciler

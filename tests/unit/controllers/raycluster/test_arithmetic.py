@@ -1,0 +1,75 @@
+from fractions import Fraction
+
+import pytest
+
+from kuberay.controllers.raycluster import status
+
+MAX = 2**31 - 1
+
+
+@pytest.mark.parametrize(
+    ("group", "expected"),
+    [
+        ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5}, 3),
+        ({"replicas": 0, "minReplicas": 2, "maxReplicas": 5}, 2),  # raised to min
+        ({"minReplicas": 2, "maxReplicas": 5}, 2),  # unset replicas means min
+        ({"replicas": 9, "minReplicas": 1, "maxReplicas": 4}, 4),  # capped at max
+        ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5, "numOfHosts": 4}, 12),  # pods, not replicas
+        ({"replicas": 3, "numOfHosts": 0}, 0),
+        ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5, "suspend": True}, 0),
+    ],
+)
+def test_group_desired_replicas(group: dict[str, object], expected: int) -> None:
+    assert status.group_desired_replicas(group) == expected
+
+
+def test_cluster_min_and_max_skip_suspended_groups_and_clamp_to_int32() -> None:
+    spec = {
+        "workerGroupSpecs": [
+            {"replicas": 1, "minReplicas": 1, "maxReplicas": MAX, "numOfHosts": 2},
+            {"replicas": 1, "minReplicas": 5, "maxReplicas": 5, "suspend": True},
+            {"replicas": 2, "minReplicas": 0, "maxReplicas": 3},
+        ]
+    }
+    assert status.desired_worker_replicas(spec) == 1 * 2 + 0 + 2
+    assert status.min_worker_replicas(spec) == 2
+    assert status.max_worker_replicas(spec) == MAX  # 2*MAX + 3 does not fit an int32
+
+
+@pytest.mark.parametrize(
+    ("value", "binary", "text"),
+    [
+        (Fraction(0), False, "0"),
+        (Fraction(3, 2), False, "1500m"),
+        (Fraction(2000), False, "2k"),
+        (Fraction(4), False, "4"),
+        (Fraction(6 * 2**30), True, "6Gi"),
+        (Fraction(1536 * 2**20), True, "1536Mi"),
+        (Fraction(512), True, "512"),  # below 1Ki binary quantities print as decimal
+    ],
+)
+def test_format_quantity(value: Fraction, binary: bool, text: str) -> None:
+    assert status.format_quantity(value, binary) == text
+
+
+def test_desired_resources_count_requests_then_limits_times_hosts_and_raw_replicas() -> None:
+    def pod(*containers: dict[str, object]) -> dict[str, object]:
+        return {"spec": {"containers": list(containers)}}
+
+    head = {
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "nvidia.com/gpu": 1}}
+    }
+    worker = {"resources": {"limits": {"cpu": "500m", "memory": "1Gi", "google.com/tpu": 4}}}
+    spec = {
+        "headGroupSpec": {"template": pod(head)},
+        "workerGroupSpecs": [
+            {"replicas": 3, "numOfHosts": 2, "template": pod(worker)},
+            {"replicas": 7, "suspend": True, "template": pod(worker)},
+        ],
+    }
+    assert status.desired_resources(spec) == {
+        "desiredCPU": "4",  # 1 (request wins over the limit) + 6 x 0.5
+        "desiredMemory": "8Gi",
+        "desiredGPU": "1",
+        "desiredTPU": "24",
+    }
