@@ -115,16 +115,18 @@ def _role_rules(
 
 
 def _cluster_role_rules(
-    role: dict[str, Any], cluster_roles: dict[str, dict[str, Any]]
+    role: dict[str, Any], cluster_roles: dict[str, dict[str, Any]], seen: frozenset[str] = frozenset()
 ) -> list[dict[str, Any]]:
+    # An aggregated role's rules include those its selected roles aggregate in turn; `seen` stops cycles.
+    seen = seen | {_name(role)}
     rules = list(role.get("rules") or [])
     selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
     for other in cluster_roles.values():
-        if other is role:
+        if _name(other) in seen:
             continue
         labels = (other.get("metadata") or {}).get("labels") or {}
         if any(selector_matches(selector, labels) for selector in selectors):
-            rules.extend(other.get("rules") or [])
+            rules.extend(_cluster_role_rules(other, cluster_roles, seen))
     return rules
 
 

@@ -236,3 +236,28 @@ def test_decisions_follow_live_objects() -> None:
 )
 def test_forbidden_message(attrs: RequestAttributes, expected: str) -> None:
     assert forbidden_message(IDLE_SA, attrs) == expected
+
+
+def test_aggregation_is_transitive_and_survives_cycles() -> None:
+    def role(name: str, labels: dict[str, str], selects: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "metadata": meta(name, labels=labels),
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"to": selects}}]},
+            "rules": rules,
+        }
+
+    policy: dict[str, list[dict[str, Any]]] = {
+        "clusterroles": [
+            role("top", {"to": "middle"}, "top", []),
+            role("middle", {"to": "top"}, "middle", []),
+            role("leaf", {"to": "middle"}, "nothing", [rule([""], ["secrets"], ["get"])]),
+        ],
+        "clusterrolebindings": [
+            binding("ClusterRoleBinding", "b", "ClusterRole", "top", [{"kind": "User", "name": "u"}])
+        ],
+        "roles": [],
+        "rolebindings": [],
+    }
+    assert Authorizer(lambda resource: policy[resource]).authorize(
+        UserInfo("u"), res("get", "", "secrets", "ns", "s")
+    )
