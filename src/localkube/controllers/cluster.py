@@ -1,24 +1,67 @@
-"""The set of controllers that makes localkube a cluster rather than an API server alone."""
+"""The set of controllers that makes localkube a cluster rather than an API server alone.
+
+The node agent is chosen by `node_mode`: `simulate` (the default; pods move through a simulated lifecycle)
+or `process` (containers run as local processes, logs under `<data_dir>/pods`). The returned runner's
+`stop()` also shuts the node agent down, so in process mode no process or network namespace outlives it.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
 
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.job import JobController
-from localkube.controllers.runner import Runner
+from localkube.controllers.runner import Controller, Runner
 from localkube.controllers.scheduler import Scheduler
 from localkube.node.kubelet import NodeOptions, SimulatedKubelet
+from localkube.node.process import ProcessKubelet, ProcessOptions
 from localkube.server.rest import Resources
+from localkube.storage import Store
+
+NodeMode = Literal["simulate", "process"]
+NODE_MODES: tuple[NodeMode, ...] = ("simulate", "process")
 
 
-def cluster_controllers(resources: Resources, node: NodeOptions) -> Runner:
-    """Registers the node and returns the runner of every in-process controller (not yet started)."""
+class ClusterRunner(Runner):
+    """The controllers' runner; stopping it also stops the processes of a process-mode node."""
+
+    def __init__(
+        self, store: Store, controllers: Iterable[Controller], kubelet: ProcessKubelet | None
+    ) -> None:
+        super().__init__(store, controllers)
+        self.kubelet = kubelet
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.kubelet is not None:
+            await self.kubelet.shutdown()
+
+
+def cluster_controllers(
+    resources: Resources, node: NodeOptions, *, node_mode: NodeMode = "simulate", data_dir: Path | None = None
+) -> Runner:
+    """Registers the node and returns the runner of every in-process controller (not yet started).
+
+    `data_dir` is required in process mode (container logs live under it)."""
     store = resources.store
     api = ControllerApi(resources)
-    kubelet = SimulatedKubelet(store, node)
+    kubelet: SimulatedKubelet | ProcessKubelet
+    if node_mode == "process":
+        if data_dir is None:
+            raise ValueError("node_mode 'process' needs a data directory for container logs")
+        kubelet = ProcessKubelet(store, node, ProcessOptions(data_dir=data_dir))
+    elif node_mode == "simulate":
+        kubelet = SimulatedKubelet(store, node)
+    else:
+        raise ValueError(
+            f"node_mode: unsupported value {node_mode!r}: expected one of {', '.join(NODE_MODES)}"
+        )
     kubelet.register(lambda node_object: api.create("", "nodes", None, node_object))
-    return Runner(
+    return ClusterRunner(
         store,
         [
             Scheduler(store),
@@ -27,4 +70,5 @@ def cluster_controllers(resources: Resources, node: NodeOptions) -> Runner:
             GarbageCollector(store, api),
             EndpointsController(store, api),
         ],
+        kubelet if isinstance(kubelet, ProcessKubelet) else None,
     )

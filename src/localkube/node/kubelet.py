@@ -107,9 +107,15 @@ def node_object(options: NodeOptions, now: datetime.datetime) -> dict[str, Any]:
 def register_node(
     store: Store, options: NodeOptions, create: Callable[[dict[str, Any]], object], now: datetime.datetime
 ) -> None:
-    """Creates the node's Node object through the API's create path unless it exists."""
-    if store.get(NODES_PREFIX + options.name) is None:
+    """Creates the node's Node object through the API's create path unless it exists, then writes its status
+    (capacity, allocatable, addresses, conditions) as a kubelet does: a create through the API drops status."""
+    key = NODES_PREFIX + options.name
+    if store.get(key) is None:
         create(node_object(options, now))
+    node = store.get(key)
+    if node is not None and not node.get("status"):
+        status = node_object(options, now)["status"]
+        store.update(key, {**node, "status": status}, int(node["metadata"]["resourceVersion"]))
 
 
 def finish_deletion(store: Store, key: str, pod: dict[str, Any]) -> None:

@@ -1,0 +1,151 @@
+"""Container probes (startup, liveness, readiness) with exec, httpGet and tcpSocket handlers.
+
+A `Prober` is the state of one probe of one run of a container. The kubelet's owner calls `tick(now)` on
+every reconcile: it collects a finished attempt, and starts the next one when it is due, as an asyncio
+task so that no reconcile ever waits on a probe. Timing follows the kubelet: the first attempt
+`initialDelaySeconds` after the container started, then one every `periodSeconds`, each given
+`timeoutSeconds` (a timeout is a failure); `successThreshold` consecutive successes make the result
+success, `failureThreshold` consecutive failures make it failure.
+
+Results: a readiness probe starts as failure (not ready until it passes), a liveness probe as success,
+a startup probe as unknown (None) until it passes or fails. A probe's handler runs in the pod's sandbox:
+exec commands through its argv prefix and with the container's environment, httpGet and tcpSocket against
+the pod's address unless the probe names a host. HTTP statuses 200-399 succeed, as in the kubelet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """Where a container's probes run: the pod's address, the sandbox's argv prefix, the environment."""
+
+    pod_ip: str
+    exec_prefix: tuple[str, ...]
+    env: Mapping[str, str]
+    ports: Mapping[str, int]  # the container's named ports
+
+
+class Prober:
+    def __init__(self, kind: str, spec: Mapping[str, Any], context: ProbeContext, started: float) -> None:
+        self.kind = kind
+        self.spec = spec
+        self._context = context
+        self._period = float(spec.get("periodSeconds") or 10)
+        self._timeout = float(spec.get("timeoutSeconds") or 1)
+        self._success_threshold = int(spec.get("successThreshold") or 1)
+        self._failure_threshold = int(spec.get("failureThreshold") or 3)
+        self.next_at = started + float(spec.get("initialDelaySeconds") or 0)
+        self.result: bool | None = {"readiness": False, "liveness": True}.get(kind)
+        self.message = ""
+        self._successes = 0
+        self._failures = 0
+        self._task: asyncio.Task[tuple[bool, str]] | None = None
+
+    def tick(self, now: float) -> bool:
+        """Collects a finished attempt and starts a due one; True when the result changed."""
+        changed = False
+        if self._task is not None and self._task.done():
+            ok, self.message = self._task.result()
+            self._task = None
+            changed = self._record(ok)
+        if self._task is None and now >= self.next_at:
+            self._task = asyncio.get_running_loop().create_task(self._attempt())
+            self.next_at = now + self._period
+        return changed
+
+    def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def _record(self, ok: bool) -> bool:
+        before = self.result
+        if ok:
+            self._successes, self._failures = self._successes + 1, 0
+            if self._successes >= self._success_threshold:
+                self.result = True
+        else:
+            self._successes, self._failures = 0, self._failures + 1
+            if self._failures >= self._failure_threshold:
+                self.result = False
+        return self.result != before
+
+    async def _attempt(self) -> tuple[bool, str]:
+        handler: Callable[[], Awaitable[tuple[bool, str]]]
+        if "exec" in self.spec:
+            handler = self._exec
+        elif "httpGet" in self.spec:
+            handler = self._http
+        elif "tcpSocket" in self.spec:
+            handler = self._tcp
+        else:
+            return True, ""  # a handler this node does not run (grpc): never fails the container
+        try:
+            return await asyncio.wait_for(handler(), self._timeout)
+        except TimeoutError:
+            return False, f"{self.kind} probe timed out after {self._timeout:g}s"
+        except Exception as err:  # any failure to reach the container is a probe failure
+            return False, f"{self.kind} probe failed: {err}"
+
+    def _port(self, value: int | str) -> int:
+        if isinstance(value, int) or str(value).isdigit():
+            return int(value)
+        if value in self._context.ports:
+            return self._context.ports[value]
+        raise ValueError(f"no container port named {value!r}")
+
+    async def _exec(self) -> tuple[bool, str]:
+        command: Sequence[str] = self.spec["exec"].get("command") or []
+        process = await asyncio.create_subprocess_exec(
+            *self._context.exec_prefix,
+            *command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=dict(self._context.env),
+            start_new_session=True,
+        )
+        try:
+            out, _ = await process.communicate()
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+            raise
+        return process.returncode == 0, out.decode(errors="replace")[-1024:]
+
+    async def _http(self) -> tuple[bool, str]:
+        spec = self.spec["httpGet"]
+        scheme = str(spec.get("scheme") or "HTTP").lower()
+        host = spec.get("host") or self._context.pod_ip
+        path = spec.get("path") or "/"
+        url = f"{scheme}://{host}:{self._port(spec['port'])}{path if path.startswith('/') else '/' + path}"
+        headers = {h["name"]: h["value"] for h in spec.get("httpHeaders") or []}
+        headers.setdefault("User-Agent", "kube-probe/1.32")
+        async with httpx.AsyncClient(verify=False, trust_env=False) as client:  # the kubelet skips TLS checks
+            response = await client.get(url, headers=headers)
+        ok = 200 <= response.status_code < 400
+        return ok, "" if ok else f"HTTP probe failed with statuscode: {response.status_code}"
+
+    async def _tcp(self) -> tuple[bool, str]:
+        spec = self.spec["tcpSocket"]
+        host = spec.get("host") or self._context.pod_ip
+        _, writer = await asyncio.open_connection(host, self._port(spec["port"]))
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return True, ""

@@ -1,0 +1,691 @@
+"""The kubelet of a node whose containers run as local processes (`--node-mode process`).
+
+For each pod bound to the node: a sandbox on the pod network (`network.py`: its own network namespace as
+root, the host's network otherwise), then the init containers one after the other, then the app
+containers, each as a process in its own session and process group, started from the host's Python
+environment (the image is not pulled; PATH starts with the directory of the running interpreter so
+`python` and `ray` are localkube's). Environment and command line as the kubelet computes them
+(`environment.py`), output captured to kubelet-style log files (`logs.py`), probes (`probes.py`).
+
+The controller contract: `reconcile` never waits. Processes are spawned with a non-blocking Popen and
+polled; probes and network setup run as asyncio tasks whose results the next reconcile collects; every
+wait (a probe's period, a restart's back-off, a grace period, a process still running) is a recheck.
+Status is computed from the per-pod state on every reconcile and written only when it changed, in the
+kubelet's shapes (phase, conditions with transition times, container states with lastState, restartCount,
+ready and started).
+
+Restarts follow restartPolicy (an init container restarts on failure unless the policy is Never) with the
+kubelet's back-off: the first restart at once, then 10 s doubling up to 300 s, reset after a run of
+twice the cap. A container is its process group: when its main process exits, what remains of the group
+is killed, as a container runtime kills what is left in a container. Stopping a container (liveness or
+startup failure, pod deletion, shutdown) sends SIGTERM to the group and to every descendant that left it,
+then SIGKILL when the grace period ends, so `ray start --block` and the daemons it forks stop together
+(never `ray stop`, which kills every Ray process on the host by name). A deleted pod's namespace and logs
+are removed after its processes are gone; then the pod object is removed, as the simulated kubelet does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localkube.node import logs
+from localkube.node.environment import ContainerConfigError, command_line, container_environment
+from localkube.node.kubelet import (
+    PODS_PREFIX,
+    NodeOptions,
+    finish_deletion,
+    register_node,
+    scheduled_condition,
+)
+from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
+from localkube.node.probes import ProbeContext, Prober
+from localkube.node.simulate import (
+    pod_condition,
+    qos_class,
+    rfc3339,
+    uninitialized_message,
+    unready_message,
+)
+from localkube.storage import Event, Store
+
+log = logging.getLogger(__name__)
+
+ENDPOINTS_PREFIX = "/registry/core/endpoints/"
+# The reconcile key that rewrites every pod's hosts file (Endpoints changed).
+HOSTS_KEY = ENDPOINTS_PREFIX
+# A pod removed from the store without a grace period still gets this long (the kubelet's minimum).
+MINIMUM_GRACE = 2.0
+DEFAULT_GRACE = 30.0
+
+
+@dataclass(frozen=True)
+class ProcessOptions:
+    """How the process kubelet runs pods. Back-off and polling are injectable so tests run in seconds."""
+
+    data_dir: Path
+    backoff_initial: float = 10.0
+    backoff_max: float = 300.0
+    poll_interval: float = 0.5
+    shutdown_grace: float = 10.0
+
+
+def _now() -> str:
+    return rfc3339(datetime.datetime.now(datetime.UTC))
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live descendant of `pid`, from /proc (a process that started its own session included)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found: set[int] = set()
+    frontier = [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class _Run:
+    """One run of a container: its process (a group leader) and what belongs to this run."""
+
+    process: subprocess.Popen[bytes]
+    started_at: str
+    started: float  # monotonic
+    probes: dict[str, Prober]
+    writer: logs.LogWriter
+    stop_deadline: float | None = None
+    strays: set[int] = field(default_factory=set)  # descendants outside the group, seen at SIGTERM
+
+    @property
+    def container_id(self) -> str:
+        return f"process://{self.process.pid}"
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, sig)
+        for pid in self.strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def begin_stop(self, grace: float, now: float) -> None:
+        if self.stop_deadline is not None:
+            return
+        for prober in self.probes.values():
+            prober.cancel()
+        self.strays = _descendants(self.process.pid) - {self.process.pid}
+        self.signal(signal.SIGTERM)
+        self.stop_deadline = now + grace
+
+    def gone(self, now: float) -> bool:
+        """Polls the run; SIGKILLs it once its grace period is over. True when nothing of it is left."""
+        exited = self.process.poll() is not None
+        if exited and not _group_alive(self.process.pid):
+            return True
+        if self.stop_deadline is not None and now >= self.stop_deadline:
+            self.signal(signal.SIGKILL)
+            # After SIGKILL only reaping is left; a group that still shows up holds zombies nobody waits on.
+            return exited and now >= self.stop_deadline + MINIMUM_GRACE
+        return False
+
+
+@dataclass
+class _Container:
+    spec: dict[str, Any]
+    init: bool
+    runs: int = 0
+    run: _Run | None = None
+    terminated: dict[str, Any] | None = None  # the last run's termination
+    waiting: tuple[str, str] | None = None  # a reason and message that keep it from starting
+    done: bool = False  # terminated for good
+    restart_at: float = 0.0
+    delay: float = 0.0  # the wait before the pending restart
+    backoff: float = 0.0  # the wait before the next restart after an exit
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    @property
+    def succeeded(self) -> bool:
+        return self.done and self.terminated is not None and self.terminated["exitCode"] == 0
+
+
+@dataclass
+class _Pod:
+    key: str
+    uid: str
+    name: str
+    namespace: str
+    ip: str
+    started_at: str
+    containers: list[_Container]
+    restart_policy: str
+    grace: float
+    sandbox_task: asyncio.Task[Sandbox] | None = None
+    sandbox: Sandbox | None = None
+    transitions: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    stopping: bool = False
+    teardown: asyncio.Task[None] | None = None
+
+    def live_runs(self) -> Iterable[_Run]:
+        return (c.run for c in self.containers if c.run is not None)
+
+
+class ProcessKubelet:
+    """The kubelet of a node that runs pods as local processes (see the module docstring)."""
+
+    name = "kubelet"
+
+    def __init__(
+        self,
+        store: Store,
+        options: NodeOptions,
+        process_options: ProcessOptions,
+        network: PodNetwork | None = None,
+    ) -> None:
+        self._store = store
+        self._options = options
+        self._process_options = process_options
+        self._network = network if network is not None else pod_network()
+        self._pods: dict[str, _Pod] = {}
+        self.prefixes: tuple[str, ...] = (
+            (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.isolated else (PODS_PREFIX,)
+        )
+
+    @property
+    def network(self) -> PodNetwork:
+        return self._network
+
+    def register(self, create: Callable[[dict[str, Any]], object]) -> None:
+        """Creates this kubelet's Node through the API's create path unless it exists."""
+        register_node(self._store, self._options, create, datetime.datetime.now(datetime.UTC))
+
+    def observe(self, event: Event) -> Iterable[str]:
+        if event.key.startswith(ENDPOINTS_PREFIX):
+            return [HOSTS_KEY]
+        ours = (event.object.get("spec") or {}).get("nodeName") == self._options.name
+        if (ours and event.type != "DELETED") or event.key in self._pods:
+            return [event.key]
+        return []
+
+    def reconcile(self, key: str) -> float | None:
+        if key == HOSTS_KEY:
+            self._refresh_hosts()
+            return None
+        pod = self._store.get(key)
+        ours = pod is not None and (pod.get("spec") or {}).get("nodeName") == self._options.name
+        state = self._pods.get(key)
+        terminating = pod is None or not ours or bool(pod["metadata"].get("deletionTimestamp"))
+        if state is not None and (terminating or state.uid != (pod or {})["metadata"].get("uid")):
+            grace = MINIMUM_GRACE if pod is None or state.uid != pod["metadata"].get("uid") else None
+            if not self._stop(state, grace, remove_logs=True):
+                return 0.05
+            del self._pods[key]
+            state = None
+        if pod is None or not ours:
+            return None
+        if terminating:
+            finish_deletion(self._store, key, pod)
+            return None
+        if state is None:
+            state = self._admit(key, pod)
+        recheck = self._step(state, pod)
+        status = self._status(state, pod)
+        if status != pod.get("status"):
+            self._store.update(key, {**pod, "status": status}, int(pod["metadata"]["resourceVersion"]))
+        return recheck
+
+    async def shutdown(self) -> None:
+        """Stops every process of every pod (grace periods capped by `shutdown_grace`), then removes every
+        network namespace and the bridge. Pod objects and logs stay, for the next start."""
+        for state in self._pods.values():
+            state.grace = min(state.grace, self._process_options.shutdown_grace)
+        while self._pods:
+            for key, state in list(self._pods.items()):
+                if self._stop(state, None, remove_logs=False):
+                    del self._pods[key]
+            await asyncio.sleep(0.05)
+        await self._network.close()
+
+    # Admission and the sandbox.
+
+    def _admit(self, key: str, pod: dict[str, Any]) -> _Pod:
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        previous_ip = (pod.get("status") or {}).get("podIP")
+        state = _Pod(
+            key=key,
+            uid=str(metadata.get("uid", "")),
+            name=metadata["name"],
+            namespace=metadata.get("namespace", ""),
+            ip=self._network.address(key, previous_ip),
+            started_at=_now(),
+            containers=[
+                *(_Container(c, init=True) for c in spec.get("initContainers") or []),
+                *(_Container(c, init=False) for c in spec.get("containers") or []),
+            ],
+            restart_policy=spec.get("restartPolicy") or "Always",
+            grace=float(spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE)),
+        )
+        self._pods[key] = state
+        return state
+
+    def _sandbox_ready(self, state: _Pod, pod: dict[str, Any]) -> bool:
+        """Starts or collects the creation of the pod's sandbox. A failure raises, and the runner retries the
+        pod with back-off."""
+        if state.sandbox is not None:
+            return True
+        task = state.sandbox_task
+        if task is None:
+            state.sandbox_task = asyncio.get_running_loop().create_task(
+                self._network.create(state.key, state.uid)
+            )
+            return False
+        if not task.done():
+            return False
+        state.sandbox_task = None
+        state.sandbox = task.result()
+        self._network.write_hosts(state.key, self._hosts(pod, state.ip))
+        return True
+
+    def _hosts(self, pod: dict[str, Any], ip: str) -> str:
+        return hosts_file(pod, ip, self._store.list(ENDPOINTS_PREFIX)[0])
+
+    def _refresh_hosts(self) -> None:
+        for key, state in self._pods.items():
+            pod = self._store.get(key)
+            if state.sandbox is not None and pod is not None:
+                self._network.write_hosts(key, self._hosts(pod, state.ip))
+
+    # Containers.
+
+    def _step(self, state: _Pod, pod: dict[str, Any]) -> float | None:
+        """Moves the pod's containers on; returns when to look again."""
+        if not self._sandbox_ready(state, pod):
+            return 0.05
+        now = time.monotonic()
+        for container in state.containers:
+            if container.init:
+                if container.succeeded:
+                    continue
+                self._step_container(state, pod, container, now)
+                if not container.succeeded:
+                    break  # the next init container waits for this one
+            else:
+                self._step_container(state, pod, container, now)
+        return self._recheck(state, now)
+
+    def _restarts(self, state: _Pod, container: _Container, exit_code: int) -> bool:
+        policy = state.restart_policy
+        if container.init and policy == "Always":
+            policy = "OnFailure"
+        return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+
+    def _step_container(self, state: _Pod, pod: dict[str, Any], container: _Container, now: float) -> None:
+        if self._failed(state):
+            return
+        run = container.run
+        if run is not None:
+            if run.process.poll() is None:
+                if run.stop_deadline is not None:
+                    run.gone(now)  # SIGKILL when the grace period is over
+                else:
+                    self._probe(state, container, run, now)
+                return
+            self._finish_run(state, container, run, now)
+        if container.done or now < container.restart_at:
+            return
+        self._start(state, pod, container, now)
+
+    def _finish_run(self, state: _Pod, container: _Container, run: _Run, now: float) -> None:
+        for prober in run.probes.values():
+            prober.cancel()
+        run.signal(signal.SIGKILL)  # what is left of the container once its main process is gone
+        assert run.process.returncode is not None
+        code = _exit_code(run.process.returncode)
+        container.terminated = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": run.started_at,
+            "finishedAt": _now(),
+            "containerID": run.container_id,
+        }
+        container.run = None
+        if not self._restarts(state, container, code):
+            container.done = True
+            return
+        if now - run.started > 2 * self._process_options.backoff_max:
+            container.backoff = 0.0  # the kubelet forgets the back-off of a container that ran long enough
+        self._back_off(container, now)
+
+    def _back_off(self, container: _Container, now: float) -> None:
+        """Schedules the restart: at once after the first exit, then after 10 s doubling up to the cap."""
+        options = self._process_options
+        container.delay = container.backoff
+        container.restart_at = now + container.delay
+        container.backoff = min(max(container.backoff * 2, options.backoff_initial), options.backoff_max)
+
+    def _start(self, state: _Pod, pod: dict[str, Any], container: _Container, now: float) -> None:
+        assert state.sandbox is not None
+        spec = container.spec
+        pod_now = {**pod, "status": {**(pod.get("status") or {}), **self._addresses(state)}}
+        try:
+            declared = container_environment(pod_now, spec, self._read, self._options.capacity)
+            env = {**self._base_environment(pod_now), **declared}
+            argv = command_line(spec, env)
+        except ContainerConfigError as err:
+            reason = (
+                "RunContainerError"
+                if "neither command nor args" in str(err)
+                else "CreateContainerConfigError"
+            )
+            container.waiting = (reason, str(err))
+            # A spec without a command never changes (containers are immutable); missing references may appear.
+            container.restart_at = math.inf if reason == "RunContainerError" else now + 1.0
+            return
+        container.waiting = None
+        executable = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else argv[0]
+        working_dir = spec.get("workingDir") or None
+        problem = ""
+        if executable is None:
+            problem = f'exec: "{argv[0]}": executable file not found in $PATH'
+        elif working_dir and not Path(working_dir).is_dir():
+            problem = f'chdir to cwd ("{working_dir}") set in config.json failed: no such file or directory'
+        restart = container.runs
+        container.runs += 1
+        if problem or executable is None:
+            self._start_error(state, container, problem, now)
+            return
+        path = logs.log_path(
+            self._process_options.data_dir, state.namespace, state.name, state.uid, container.name, restart
+        )
+        writer = logs.LogWriter(path)
+        try:
+            process = subprocess.Popen(
+                [*state.sandbox.exec_prefix, executable, *argv[1:]],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=working_dir,
+                start_new_session=True,
+            )
+        except OSError as err:
+            writer.close()
+            self._start_error(state, container, str(err), now)
+            return
+        assert process.stdout is not None and process.stderr is not None
+        writer.attach("stdout", process.stdout)
+        writer.attach("stderr", process.stderr)
+        ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
+        context = ProbeContext(state.ip, state.sandbox.exec_prefix, env, ports)
+        probes = {
+            kind: Prober(kind, spec[f"{kind}Probe"], context, now)
+            for kind in ("startup", "liveness", "readiness")
+            if spec.get(f"{kind}Probe") and not container.init
+        }
+        container.run = _Run(process, _now(), now, probes, writer)
+
+    def _start_error(self, state: _Pod, container: _Container, message: str, now: float) -> None:
+        """A container that could not be started counts as a run that ended at once (reason StartError)."""
+        stamp = _now()
+        container.terminated = {
+            "exitCode": 128,
+            "reason": "StartError",
+            "message": message,
+            "startedAt": "1970-01-01T00:00:00Z",
+            "finishedAt": stamp,
+            "containerID": "",
+        }
+        if not self._restarts(state, container, 128):
+            container.done = True
+            return
+        self._back_off(container, now)
+
+    def _probe(self, state: _Pod, container: _Container, run: _Run, now: float) -> None:
+        startup = run.probes.get("startup")
+        if startup is not None and startup.result is not True:
+            startup.tick(now)
+            if startup.result is False:
+                self._kill_for_probe(state, container, run, startup, now)
+            return
+        liveness = run.probes.get("liveness")
+        if liveness is not None:
+            liveness.tick(now)
+            if liveness.result is False:
+                self._kill_for_probe(state, container, run, liveness, now)
+                return
+        readiness = run.probes.get("readiness")
+        if readiness is not None:
+            readiness.tick(now)
+
+    def _kill_for_probe(
+        self, state: _Pod, container: _Container, run: _Run, prober: Prober, now: float
+    ) -> None:
+        log.info(
+            "pod %s: container %s failed %s probe (%s), will be restarted",
+            state.key,
+            container.name,
+            prober.kind,
+            prober.message.strip(),
+        )
+        grace = prober.spec.get("terminationGracePeriodSeconds")
+        run.begin_stop(float(grace) if grace is not None else state.grace, now)
+
+    def _stop(self, state: _Pod, grace: float | None, *, remove_logs: bool) -> bool:
+        """One step of stopping the whole pod; True once its processes and its sandbox are gone."""
+        now = time.monotonic()
+        if not state.stopping:
+            state.stopping = True
+            if state.sandbox_task is not None:
+                state.sandbox_task.cancel()
+            for run in state.live_runs():
+                run.begin_stop(state.grace if grace is None else grace, now)
+        gone = [run.gone(now) for run in state.live_runs()]  # every run polled (and killed when due)
+        if not all(gone):
+            return False
+        if state.teardown is None:
+            for run in state.live_runs():
+                run.writer.close()
+            state.teardown = asyncio.get_running_loop().create_task(self._network.destroy(state.key))
+            if remove_logs:
+                shutil.rmtree(
+                    logs.pod_log_dir(self._process_options.data_dir, state.namespace, state.name, state.uid),
+                    ignore_errors=True,
+                )
+        if not state.teardown.done():
+            return False
+        if not state.teardown.cancelled() and state.teardown.exception() is not None:
+            log.error("pod %s: removing its sandbox failed: %s", state.key, state.teardown.exception())
+        return True
+
+    def _recheck(self, state: _Pod, now: float) -> float | None:
+        if self._failed(state) and not any(state.live_runs()):
+            return None
+        waits: list[float] = []
+        for container in state.containers:
+            if container.run is not None:
+                waits.append(self._process_options.poll_interval)
+                if container.run.stop_deadline is not None:
+                    waits.append(container.run.stop_deadline - now)
+                waits.extend(p.next_at - now for p in container.run.probes.values())
+            elif not container.done and container.restart_at != math.inf:
+                waits.append(container.restart_at - now)
+        return max(min(waits), 0.01) if waits else None
+
+    # Status.
+
+    def _failed(self, state: _Pod) -> bool:
+        """An init container failed for good: the pod is Failed and nothing more starts."""
+        return any(c.init and c.done and not c.succeeded for c in state.containers)
+
+    def _addresses(self, state: _Pod) -> dict[str, Any]:
+        host = self._options.host_ip
+        return {"hostIP": host, "hostIPs": [{"ip": host}], "podIP": state.ip, "podIPs": [{"ip": state.ip}]}
+
+    def _phase(self, state: _Pod) -> str:
+        inits = [c for c in state.containers if c.init]
+        apps = [c for c in state.containers if not c.init]
+        if self._failed(state):
+            return "Failed"
+        if not all(c.succeeded for c in inits) or any(c.run is None and c.terminated is None for c in apps):
+            return "Pending"
+        if any(c.run is not None for c in apps) or not all(c.done for c in apps):
+            return "Running"
+        return "Succeeded" if all(c.succeeded for c in apps) else "Failed"
+
+    def _ready(self, container: _Container) -> bool:
+        run = container.run
+        if run is None or run.stop_deadline is not None or not self._started(container):
+            return False
+        readiness = run.probes.get("readiness")
+        return readiness is None or readiness.result is True
+
+    def _started(self, container: _Container) -> bool:
+        run = container.run
+        if run is None:
+            return False
+        startup = run.probes.get("startup")
+        return startup is None or startup.result is True
+
+    def _container_status(self, state: _Pod, container: _Container, initialized: bool) -> dict[str, Any]:
+        run = container.run
+        last: dict[str, Any] = {}
+        if run is not None:
+            current: dict[str, Any] = {"running": {"startedAt": run.started_at}}
+            if container.terminated is not None:
+                last = {"terminated": container.terminated}
+        elif container.waiting is not None:
+            reason, message = container.waiting
+            current = {"waiting": {"reason": reason, "message": message}}
+        elif container.terminated is not None and container.done:
+            current = {"terminated": container.terminated}
+        elif container.terminated is not None:
+            message = (
+                f"back-off {_go_duration(container.delay)} restarting failed container={container.name} "
+                f"pod={state.name}_{state.namespace}({state.uid})"
+            )
+            current = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+            last = {"terminated": container.terminated}
+        else:
+            creating = not container.init and initialized
+            current = {"waiting": {"reason": "ContainerCreating" if creating else "PodInitializing"}}
+        entry: dict[str, Any] = {
+            "name": container.name,
+            "image": container.spec.get("image", ""),
+            "imageID": "",
+            "ready": self._ready(container),
+            "restartCount": max(container.runs - 1, 0),
+            "started": self._started(container),
+            "state": current,
+            "lastState": last,
+        }
+        container_id = (
+            run.container_id if run is not None else (container.terminated or {}).get("containerID")
+        )
+        if container_id:
+            entry["containerID"] = container_id
+        return entry
+
+    def _condition(
+        self, state: _Pod, kind: str, ok: bool, reason: str = "", message: str = ""
+    ) -> dict[str, Any]:
+        previous = state.transitions.get(kind)
+        if previous is None or previous[0] != ok:
+            previous = (ok, _now())
+            state.transitions[kind] = previous
+        return pod_condition(kind, ok, previous[1], reason, message)
+
+    def _status(self, state: _Pod, pod: dict[str, Any]) -> dict[str, Any]:
+        inits = [c for c in state.containers if c.init]
+        apps = [c for c in state.containers if not c.init]
+        initialized = all(c.succeeded for c in inits)
+        phase = self._phase(state)
+        unready = [c.name for c in apps if not self._ready(c)]
+        ready_reason = "PodCompleted" if phase == "Succeeded" else "ContainersNotReady"
+        ready_message = "" if phase == "Succeeded" else unready_message(unready)
+        scheduled = scheduled_condition(pod) or pod_condition("PodScheduled", True, state.started_at)
+        conditions = [
+            self._condition(state, "PodReadyToStartContainers", state.sandbox is not None),
+            self._condition(
+                state,
+                "Initialized",
+                initialized,
+                "ContainersNotInitialized",
+                uninitialized_message(c.name for c in inits if not c.succeeded),
+            ),
+            self._condition(state, "Ready", not unready, ready_reason, ready_message),
+            self._condition(state, "ContainersReady", not unready, ready_reason, ready_message),
+            scheduled,
+        ]
+        status: dict[str, Any] = {
+            "phase": phase,
+            "conditions": conditions,
+            **self._addresses(state),
+            "startTime": state.started_at,
+            "qosClass": qos_class(pod),
+        }
+        if inits:
+            status["initContainerStatuses"] = [self._container_status(state, c, initialized) for c in inits]
+        status["containerStatuses"] = [self._container_status(state, c, initialized) for c in apps]
+        return status
+
+    # Inputs.
+
+    def _read(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._store.get(f"/registry/core/{plural}/{namespace}/{name}")
+
+    def _base_environment(self, pod: dict[str, Any]) -> dict[str, str]:
+        """What every container starts from: the host's environment with localkube's interpreter first on
+        PATH, and the pod's hostname."""
+        env = dict(os.environ)
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        env["HOSTNAME"] = spec.get("hostname") or metadata["name"]
+        return env
+
+
+def _go_duration(seconds: float) -> str:
+    """A duration as Go prints it ("10s", "2m40s", "5m0s", "500ms")."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"

@@ -1,0 +1,348 @@
+"""The process kubelet with real processes: probes, restarts, exit codes, environment, logs, deletion and,
+as root, a network namespace per pod with Service names resolvable inside it."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from localkube.controllers.api import ControllerApi
+from localkube.controllers.endpoints import EndpointsController
+from localkube.controllers.runner import Runner
+from localkube.controllers.scheduler import Scheduler
+from localkube.node.kubelet import NodeOptions
+from localkube.node.logs import read_log
+from localkube.node.network import HostNetwork, NamespaceNetwork, PodNetwork
+from localkube.node.process import ProcessKubelet, ProcessOptions
+from localkube.server.registry import Registry, ResourceType
+from localkube.server.rest import SYSTEM_NAMESPACES, Resources
+from localkube.storage import Store
+
+ROOT = os.geteuid() == 0 and shutil.which("ip") is not None
+as_root = pytest.mark.skipif(not ROOT, reason="pod network namespaces need root")
+NETNS_PREFIX = "lkt-"
+PYTHON = "python"  # resolved through the PATH the kubelet gives containers
+
+
+@dataclass
+class Cluster:
+    resources: Resources
+    kubelet: ProcessKubelet
+    data_dir: Path
+
+    @property
+    def store(self) -> Store:
+        return self.resources.store
+
+    def _type(self, plural: str) -> ResourceType:
+        resource_type = self.resources.registry.by_resource("", plural)
+        assert resource_type is not None
+        return resource_type
+
+    def create(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.resources.create(self._type(plural), "default", obj, {})
+
+    def delete_pod(self, name: str) -> None:
+        self.resources.delete(self._type("pods"), "default", name, {}, {})
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        return self.store.get(f"/registry/core/pods/default/{name}")
+
+    async def until(
+        self, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 15
+    ) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                pod = self.pod(name)
+                if pod is not None and check(pod):
+                    return pod
+                await asyncio.sleep(0.05)
+
+    def log(self, pod: dict[str, Any], container: str = "c", **options: Any) -> str:
+        meta = pod["metadata"]
+        return read_log(self.data_dir, "default", meta["name"], meta["uid"], container, **options).decode()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    store = Store(tmp_path / "db")
+    resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
+    api = ControllerApi(resources)
+    network: PodNetwork = (
+        NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
+        if ROOT
+        else HostNetwork()
+    )
+    options = ProcessOptions(tmp_path, backoff_initial=0.2, poll_interval=0.05, shutdown_grace=2)
+    kubelet = ProcessKubelet(store, NodeOptions(), options, network)
+    kubelet.register(lambda node: api.create("", "nodes", None, node))
+    runner = Runner(store, [Scheduler(store), kubelet, EndpointsController(store, api)])
+    await runner.start()
+    try:
+        yield Cluster(resources, kubelet, tmp_path)
+    finally:
+        await runner.stop()
+        await kubelet.shutdown()
+        store.close()
+
+
+def _pod(name: str, *containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"terminationGracePeriodSeconds": 2, **spec, "containers": list(containers)},
+    }
+
+
+def _python(code: str, **container: Any) -> dict[str, Any]:
+    return {"name": "c", "image": "python", "command": [PYTHON, "-u", "-c", code], **container}
+
+
+def _phase(phase: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda pod: pod.get("status", {}).get("phase") == phase
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", [])
+    )
+
+
+def _container(pod: dict[str, Any]) -> dict[str, Any]:
+    statuses: list[dict[str, Any]] = pod.get("status", {}).get("containerStatuses") or [{"state": {}}]
+    return statuses[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def _netns() -> list[str]:
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in listing.splitlines() if line.startswith(NETNS_PREFIX)]
+
+
+def _web(port: int) -> dict[str, Any]:
+    return {
+        "name": "c",
+        "image": "python",
+        "command": [PYTHON, "-u", "-m", "http.server", str(port)],
+        "ports": [{"name": "http", "containerPort": port}],
+        "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1},
+    }
+
+
+async def test_http_server_becomes_ready_through_its_probe_and_logs_its_output(cluster: Cluster) -> None:
+    port = 8000 if ROOT else _free_port()
+    cluster.create("pods", _pod("web", _web(port)))
+    pod = await cluster.until("web", _ready)
+    status = pod["status"]
+    assert status["phase"] == "Running"
+    assert (
+        status["containerStatuses"][0]["ready"] is True and status["containerStatuses"][0]["started"] is True
+    )
+    async with httpx.AsyncClient(trust_env=False) as client:
+        response = await client.get(f"http://{status['podIP']}:{port}/")
+    assert response.status_code == 200
+    log = cluster.log(pod)
+    assert "Serving HTTP on" in log and '"GET / HTTP/1.1" 200' in log
+    assert cluster.log(pod, tail_lines=1).count("\n") == 1
+    assert cluster.log(pod, timestamps=True).startswith(pod["status"]["startTime"][:4])
+
+
+async def test_a_failing_exec_liveness_probe_restarts_the_container(cluster: Cluster) -> None:
+    liveness = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1}
+    cluster.create("pods", _pod("sick", _python("import time; time.sleep(60)", livenessProbe=liveness)))
+    pod = await cluster.until("sick", lambda p: _container(p).get("restartCount", 0) >= 2)
+    last = pod["status"]["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"]) == (128 + 15, "Error")  # stopped by SIGTERM
+    assert pod["status"]["phase"] == "Running"
+
+
+async def test_an_exit_code_with_restart_policy_never_fails_the_pod(cluster: Cluster) -> None:
+    cluster.create(
+        "pods", _pod("three", _python("import sys; print('bye'); sys.exit(3)"), restartPolicy="Never")
+    )
+    pod = await cluster.until("three", _phase("Failed"))
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+    assert cluster.log(pod) == "bye\n"
+
+
+async def test_a_crashing_container_backs_off_and_previous_logs_are_kept(cluster: Cluster) -> None:
+    cluster.create("pods", _pod("crash", _python("print('run'); raise SystemExit(1)")))
+    pod = await cluster.until("crash", lambda p: _container(p).get("restartCount", 0) >= 2)
+    status = pod["status"]["containerStatuses"][0]
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    waiting = await cluster.until("crash", lambda p: "waiting" in _container(p)["state"])
+    assert waiting["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert cluster.log(pod, previous=True) == "run\n"
+
+
+async def test_environment_expansion_downward_api_and_config_maps_reach_the_process(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cluster.create("configmaps", {"metadata": {"name": "settings"}, "data": {"color": "blue"}})
+    code = (
+        "import os, shutil, sys\n"
+        "print(os.environ['GREETING'])\n"
+        "print(sys.argv[1], os.environ['MY_POD_IP'], os.environ['MY_NAMESPACE'], os.environ['MY_UID'])\n"
+        "print(os.environ['COLOR'], os.environ['CPU'], os.environ['MEMORY_MI'], os.getcwd())\n"
+        "print(shutil.which('python'))\n"
+    )
+    container = _python(
+        code,
+        args=["$(MY_NAME)"],
+        workingDir=str(tmp_path),
+        resources={"limits": {"cpu": "1500m", "memory": "64Mi"}},
+        env=[
+            {"name": "MY_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "MY_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "MY_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+            {"name": "MY_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "GREETING", "value": "hello $(MY_NAME) $$(MY_NAME) $(UNKNOWN)"},
+            {"name": "COLOR", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "color"}}},
+            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {
+                "name": "MEMORY_MI",
+                "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}},
+            },
+        ],
+    )
+    cluster.create("pods", _pod("env", container, restartPolicy="Never"))
+    pod = await cluster.until("env", _phase("Succeeded"))
+    meta, status = pod["metadata"], pod["status"]
+    assert cluster.log(pod).splitlines() == [
+        "hello env $(MY_NAME) $(UNKNOWN)",
+        f"env {status['podIP']} default {meta['uid']}",
+        f"blue 2 64 {tmp_path}",
+        str(Path(sys.executable).parent / "python"),
+    ]
+
+
+async def test_a_missing_config_map_and_a_missing_command_keep_the_container_waiting(
+    cluster: Cluster,
+) -> None:
+    missing = {"name": "X", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k"}}}
+    cluster.create("pods", _pod("noconfig", _python("pass", env=[missing])))
+    cluster.create("pods", _pod("nocommand", {"name": "c", "image": "busybox"}))
+    for name, reason, message in [
+        ("noconfig", "CreateContainerConfigError", 'configmap "absent" not found'),
+        ("nocommand", "RunContainerError", "neither command nor args"),
+    ]:
+        pod = await cluster.until(
+            name,
+            lambda p: (
+                _container(p)["state"].get("waiting", {}).get("reason", "ContainerCreating")
+                != "ContainerCreating"
+            ),
+        )
+        assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == reason
+        assert message in pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+        assert pod["status"]["phase"] == "Pending"
+
+
+async def test_init_containers_run_first_in_order(cluster: Cluster, tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    step = "open({!r}, 'a').write('{}\\n')"
+    pod = _pod("init", _python(step.format(str(trace), "app")), restartPolicy="OnFailure")
+    pod["spec"]["initContainers"] = [
+        _python(step.format(str(trace), "one"), name="one"),
+        _python(step.format(str(trace), "two"), name="two"),
+    ]
+    cluster.create("pods", pod)
+    done = await cluster.until("init", _phase("Succeeded"))
+    assert trace.read_text() == "one\ntwo\napp\n"
+    assert [s["state"]["terminated"]["reason"] for s in done["status"]["initContainerStatuses"]] == [
+        "Completed"
+    ] * 2
+
+
+async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None:
+    code = (
+        "import os, signal, subprocess, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"  # only SIGKILL at the end of the grace period stops it
+        "child = subprocess.Popen(['sleep', '300'])\n"
+        "escaped = subprocess.Popen(['sleep', '301'], start_new_session=True)\n"
+        "print(os.getpid(), child.pid, escaped.pid)\n"
+        "time.sleep(300)\n"
+    )
+    cluster.create("pods", _pod("doomed", _python(code)))
+    pod = await cluster.until("doomed", lambda p: bool(_container(p)["state"].get("running")))
+    pids: list[int] = []
+    async with asyncio.timeout(10):
+        while not pids:
+            pids = [int(p) for p in cluster.log(pod).split()]
+            await asyncio.sleep(0.05)
+    netns_before = _netns() if ROOT else []
+    assert all(_alive(pid) for pid in pids) and len(netns_before) == (1 if ROOT else 0)
+    cluster.delete_pod("doomed")
+    async with asyncio.timeout(15):
+        while cluster.pod("doomed") is not None:
+            await asyncio.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pids[0], 0)
+    assert not (cluster.data_dir / "pods" / f"default_doomed_{pod['metadata']['uid']}").exists()
+    if ROOT:
+        assert _netns() == [] and not Path("/etc/netns", netns_before[0]).exists()
+
+
+@as_root
+async def test_two_pods_bind_the_same_port_on_their_own_addresses(cluster: Cluster) -> None:
+    cluster.create("pods", _pod("a", _web(8000)))
+    cluster.create("pods", _pod("b", _web(8000)))
+    addresses = [(await cluster.until(name, _ready))["status"]["podIP"] for name in ("a", "b")]
+    assert len(set(addresses)) == 2
+    async with httpx.AsyncClient(trust_env=False) as client:
+        for address in addresses:
+            assert (await client.get(f"http://{address}:8000/")).status_code == 200
+
+
+@as_root
+async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
+    cluster.create("pods", _pod("head", _web(8000)))
+    service = {
+        "metadata": {"name": "head-svc"},
+        "spec": {"selector": {"app": "head"}, "ports": [{"port": 8000}]},
+    }
+    cluster.create("services", service)
+    head = await cluster.until("head", _ready)
+    code = (
+        "import socket, time, urllib.request\n"
+        "for _ in range(100):\n"
+        "    try:\n"
+        "        names = [socket.gethostbyname(n) for n in ('head-svc', 'head-svc.default', 'head-svc.default.svc.cluster.local')]\n"
+        "        break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.1)\n"
+        "print(*names)\n"
+        "print(urllib.request.urlopen('http://head-svc:8000/').status)\n"
+    )
+    cluster.create("pods", _pod("client", _python(code), restartPolicy="Never"))
+    client = await cluster.until("client", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
+    ip = head["status"]["podIP"]
+    assert cluster.log(client) == f"{ip} {ip} {ip}\n200\n"
