@@ -228,18 +228,37 @@ def _in_body(name: str) -> str:
     return f"{name} in body"
 
 
+_NAME_FIELDS = ("name", "generateName")
+
+
 def _validate_object_root(
     value: dict[str, Any], old: Any, schema: dict[str, Any], found: list[FieldError]
 ) -> None:
-    # The root's apiVersion/kind/metadata are the API server's; validate the rest as an object node.
+    # The root's apiVersion/kind/metadata are the API server's, except the constraints a schema may put on
+    # metadata.name and metadata.generateName; validate the rest as an object node.
     trimmed = {k: v for k, v in schema.items() if k not in ("properties", "required")}
-    trimmed["properties"] = {
-        k: v for k, v in (schema.get("properties") or {}).items() if k not in _ROOT_OWNED
-    }
+    props = schema.get("properties") or {}
+    trimmed["properties"] = {k: v for k, v in props.items() if k not in _ROOT_OWNED}
     trimmed["required"] = [r for r in schema.get("required") or [] if r not in _ROOT_OWNED]
-    body = {k: v for k, v in value.items() if k not in _ROOT_OWNED}
-    old_body = old if old is _ABSENT else {k: v for k, v in old.items() if k not in _ROOT_OWNED}
-    _validate(body, old_body, trimmed, "", found)
+    name_rules = {
+        k: v for k, v in ((props.get("metadata") or {}).get("properties") or {}).items() if k in _NAME_FIELDS
+    }
+    if name_rules:
+        trimmed["properties"]["metadata"] = {"type": "object", "properties": name_rules}
+    _validate(
+        _root_body(value, name_rules),
+        old if old is _ABSENT else _root_body(old, name_rules),
+        trimmed,
+        "",
+        found,
+    )
+
+
+def _root_body(obj: dict[str, Any], name_rules: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in obj.items() if k not in _ROOT_OWNED}
+    metadata = obj.get("metadata") or {}
+    names = {k: metadata[k] for k in name_rules if k in metadata}
+    return {**body, "metadata": names} if names else body
 
 
 def _join(name: str, key: str) -> str:

@@ -748,3 +748,17 @@ def test_root_rules_see_only_the_name_of_the_metadata() -> None:
     assert admit(schema, {"metadata": {"name": "n", "labels": {"a": "b"}}}, None)["metadata"]["labels"] == {
         "a": "b"
     }
+
+
+def test_schema_constraints_on_the_name_apply() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}
+        },
+    }
+    assert admit(schema, {"metadata": {"name": "short", "labels": {"a": "b"}}}, None)["metadata"][
+        "labels"
+    ] == {"a": "b"}
+    with pytest.raises(SchemaInvalid, match=r"^metadata.name: Too long: may not be more than 5 bytes$"):
+        admit(schema, {"metadata": {"name": "much-too-long"}}, None)
