@@ -56,7 +56,7 @@ async def test_the_watch_resumes_across_a_localkube_restart(localkube_factory):
 
 
 async def test_after_compaction_the_informer_relists_and_delivers_what_it_missed(localkube_factory, tmp_path):
-    server = localkube_factory("--compact-interval=0.1", "--compact-keep=0")
+    server = localkube_factory(extra_args=["--compact-interval=0.1", "--compact-keep=0"])
     client = client_for(server)
     namespace = await new_namespace(client)
     for name in "abc":
