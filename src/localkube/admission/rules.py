@@ -25,8 +25,12 @@ ABSENT: Any = object()
 
 @lru_cache(maxsize=4096)
 def compile_rule(expression: str) -> tuple[Any, bool]:
-    """The compiled program of an expression and whether it reads `oldSelf`; raises ValueError when invalid."""
-    program = cel.compile(expression)
+    """The compiled program of an expression and whether it reads `oldSelf`; raises ValueError when invalid,
+    with cel-go's text (`ERROR: <input>:1:8: Syntax error: ...`)."""
+    try:
+        program = cel.compile(expression)
+    except ValueError as error:
+        raise ValueError(str(error).removeprefix(f"Failed to parse expression '{expression}': ")) from None
     return program, "oldSelf" in program.variables()
 
 
