@@ -202,7 +202,7 @@ def _check_metadata(
         found.append(FieldError(f"{path}.type", errors.INVALID, meta.get("type", ""), "must be object"))
     if level != ROOT:
         return
-    allowed = {"type", "description", "properties", "x-kubernetes-preserve-unknown-fields"}
+    allowed = {"type", "properties", "default"}  # as the API server compares: nothing else may be set
     props = meta.get("properties") or {}
     if set(meta) - allowed or set(props) - {"name", "generateName"}:
         detail = (
