@@ -252,15 +252,9 @@ class Client:
             ) as response:
                 if response.status_code >= 400:
                     raise _status_error(response, await response.aread())
-                buffer = b""
-                async for chunk in response.aiter_bytes():
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if line.strip():
-                            yield _decode_event(line)
-                if buffer.strip():
-                    yield _decode_event(buffer)
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield _decode_event(line)
         except httpx2.HTTPError as e:
             raise errors.Unavailable(f"watch {resource}: {e}") from e
 
@@ -306,7 +300,7 @@ def _status_error(response: httpx2.Response, content: bytes) -> errors.KubeError
     return error
 
 
-def _decode_event(line: bytes) -> Object:
+def _decode_event(line: str) -> Object:
     event: Object = orjson.loads(line)
     if event.get("type") == "ERROR":
         status = event.get("object") or {}
