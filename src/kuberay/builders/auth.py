@@ -57,15 +57,9 @@ def set_container_env(
         )
 
 
-def configure_pod(
-    cluster_name: str, pod_spec: container.JSON, auth_options: Mapping[str, Any] | None
-) -> None:
-    """Token auth on a Ray pod: the Ray container, the projected token volume (K8s token auth) and the
-    `wait-gcs-ready` init container (user init containers are left alone)."""
-    set_container_env(cluster_name, pod_spec["containers"][constants.RAY_CONTAINER_INDEX], auth_options)
-    if is_k8s_token_auth(auth_options) and not container.volume_exists(
-        pod_spec, constants.RAY_TOKEN_VOLUME_NAME
-    ):
+def add_token_volume(pod_spec: container.JSON) -> None:
+    """The projected service-account token volume Ray verifies under K8s token auth (once per pod)."""
+    if not container.volume_exists(pod_spec, constants.RAY_TOKEN_VOLUME_NAME):
         container.append_volume(
             pod_spec,
             {
@@ -73,6 +67,16 @@ def configure_pod(
                 "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
             },
         )
+
+
+def configure_pod(
+    cluster_name: str, pod_spec: container.JSON, auth_options: Mapping[str, Any] | None
+) -> None:
+    """Token auth on a Ray pod: the Ray container, the projected token volume (K8s token auth) and the
+    `wait-gcs-ready` init container (user init containers are left alone)."""
+    set_container_env(cluster_name, pod_spec["containers"][constants.RAY_CONTAINER_INDEX], auth_options)
+    if is_k8s_token_auth(auth_options):
+        add_token_volume(pod_spec)
     for init in pod_spec.get("initContainers") or ():
         if init.get("name") == constants.WAIT_GCS_READY_INIT_CONTAINER_NAME:
             set_container_env(cluster_name, init, auth_options)

@@ -13,10 +13,12 @@ from typing import Any
 JSON = dict[str, Any]
 
 
-def shell_command(login_shell: bool) -> list[str]:
+def shell_command(login_shell: bool, *, exit_on_error: bool = False) -> list[str]:
     """`utils.GetContainerCommand`: the shell that runs a generated command line (``-cl`` when the
-    operator runs with ENABLE_LOGIN_SHELL=true)."""
-    return ["/bin/bash", "-cl" if login_shell else "-c", "--"]
+    operator runs with ENABLE_LOGIN_SHELL=true; ``-e`` too for the submitter, which stops at the first
+    failing command)."""
+    options = "-c" + ("e" if exit_on_error else "") + ("l" if login_shell else "")
+    return ["/bin/bash", options, "--"]
 
 
 def env_exists(container: Mapping[str, Any], name: str) -> bool:

@@ -178,16 +178,8 @@ def build_submitter_pod_template(
         gates,
         login_shell,
     )
-    if auth.is_k8s_token_auth(_auth_options(cluster)) and not container.volume_exists(
-        pod_spec, constants.RAY_TOKEN_VOLUME_NAME
-    ):
-        container.append_volume(
-            pod_spec,
-            {
-                "name": constants.RAY_TOKEN_VOLUME_NAME,
-                "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
-            },
-        )
+    if auth.is_k8s_token_auth(_auth_options(cluster)):
+        auth.add_token_volume(pod_spec)
     metadata = template.setdefault("metadata", {})
     metadata["labels"] = {**(metadata.get("labels") or {}), **_origin_labels(job)}
     return template
@@ -213,7 +205,7 @@ def _configure(
     tokens = build_submit_command(job, mode, gates)
     if not target.get("command") or mode == JobSubmissionMode.SIDECAR_MODE:
         # -e: stop at the first failing command, so a failed submission fails the container.
-        target["command"] = ["/bin/bash", "-cel" if login_shell else "-ce", "--"]
+        target["command"] = container.shell_command(login_shell, exit_on_error=True)
         target["args"] = [" ".join(tokens)]
     status = job.status
     # Users' own commands read these (e.g. `ray job submit --address=http://$RAY_DASHBOARD_ADDRESS`).
