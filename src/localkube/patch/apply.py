@@ -524,6 +524,8 @@ def server_side_apply(
     for other in others:
         other.fields -= changed | changes.removed
     me.fields = applied_fields
+    if mine is not None and json_equal(result, base):
+        me.time = mine.time  # an apply that changes nothing leaves its manager's time alone
     return _with_managers(result, [*others, me])
 
 

@@ -68,8 +68,12 @@ def test_create_records_the_appliers_fields() -> None:
 
 def test_reapplying_the_same_config_is_stable() -> None:
     created = server_side_apply(None, deployment(), "kubectl", False, DEPLOYMENT, now=NOW)
-    again = server_side_apply(created, deployment(), "kubectl", False, DEPLOYMENT, now=NOW)
+    again = server_side_apply(created, deployment(), "kubectl", False, DEPLOYMENT, now="2026-01-02T00:00:00Z")
     assert again == created
+    changed = server_side_apply(
+        created, deployment(replicas=3), "kubectl", False, DEPLOYMENT, now="2026-01-02T00:00:00Z"
+    )
+    assert changed["metadata"]["managedFields"][0]["time"] == "2026-01-02T00:00:00Z"
 
 
 def test_conflict_with_an_update_manager_and_force() -> None:
