@@ -323,6 +323,9 @@ class ProcessKubelet:
             return False
         state.sandbox_task = None
         state.sandbox = task.result()
+        if state.sandbox.netns is not None:
+            self._scratch(state).mkdir(parents=True, exist_ok=True)
+            self._scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
         return True
 
@@ -440,7 +443,7 @@ class ProcessKubelet:
         writer = logs.LogWriter(path)
         try:
             process = subprocess.Popen(
-                [*state.sandbox.exec_prefix, executable, *argv[1:]],
+                [*self._exec_prefix(state), executable, *argv[1:]],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -456,13 +459,32 @@ class ProcessKubelet:
         writer.attach("stdout", process.stdout)
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
-        context = ProbeContext(state.ip, state.sandbox.exec_prefix, env, ports)
+        context = ProbeContext(state.ip, self._exec_prefix(state), env, ports)
         probes = {
             kind: Prober(kind, spec[f"{kind}Probe"], context, now)
             for kind in ("startup", "liveness", "readiness")
             if spec.get(f"{kind}Probe") and not container.init
         }
         container.run = _Run(process, _now(), now, probes, writer)
+
+    def _scratch(self, state: _Pod) -> Path:
+        """The pod's own /tmp on the host (network namespace mode)."""
+        return self._process_options.data_dir / "kubelet" / "pods" / state.uid / "tmp"
+
+    def _exec_prefix(self, state: _Pod) -> tuple[str, ...]:
+        """What runs a command inside the pod. In a network namespace, `ip netns exec` also gives every
+        command a private mount namespace; binding the pod's scratch directory over /tmp there gives the pod
+        one /tmp of its own, shared by its containers and probes, as a real pod has."""
+        assert state.sandbox is not None
+        if state.sandbox.netns is None:
+            return state.sandbox.exec_prefix
+        return (
+            *state.sandbox.exec_prefix,
+            "/bin/sh",
+            "-c",
+            'mount --bind "$0" /tmp && exec "$@"',
+            str(self._scratch(state)),
+        )
 
     def _start_error(self, state: _Pod, container: _Container, message: str, now: float) -> None:
         """A container that could not be started counts as a run that ended at once (reason StartError)."""
@@ -527,10 +549,11 @@ class ProcessKubelet:
                 run.writer.close()
             state.teardown = asyncio.get_running_loop().create_task(self._network.destroy(state.key))
             if remove_logs:
+                data_dir = self._process_options.data_dir
                 shutil.rmtree(
-                    logs.pod_log_dir(self._process_options.data_dir, state.namespace, state.name, state.uid),
-                    ignore_errors=True,
+                    logs.pod_log_dir(data_dir, state.namespace, state.name, state.uid), ignore_errors=True
                 )
+                shutil.rmtree(self._scratch(state).parent, ignore_errors=True)
         if not state.teardown.done():
             return False
         if not state.teardown.cancelled() and state.teardown.exception() is not None:

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,6 @@ from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
 
 ROOT = os.geteuid() == 0 and shutil.which("ip") is not None
-as_root = pytest.mark.skipif(not ROOT, reason="pod network namespaces need root")
 NETNS_PREFIX = "lkt-"
 PYTHON = "python"  # resolved through the PATH the kubelet gives containers
 
@@ -41,6 +41,10 @@ class Cluster:
     resources: Resources
     kubelet: ProcessKubelet
     data_dir: Path
+
+    @property
+    def isolated(self) -> bool:
+        return self.kubelet.network.isolated
 
     @property
     def store(self) -> Store:
@@ -75,15 +79,15 @@ class Cluster:
         return read_log(self.data_dir, "default", meta["name"], meta["uid"], container, **options).decode()
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+@pytest.fixture(params=["netns", "host"] if ROOT else ["host"])
+async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
     store = Store(tmp_path / "db")
     resources = Resources(store, Registry())
     resources.seed(SYSTEM_NAMESPACES)
     api = ControllerApi(resources)
     network: PodNetwork = (
         NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
-        if ROOT
+        if request.param == "netns"
         else HostNetwork()
     )
     options = ProcessOptions(tmp_path, backoff_initial=0.2, poll_interval=0.05, shutdown_grace=2)
@@ -155,7 +159,7 @@ def _web(port: int) -> dict[str, Any]:
 
 
 async def test_http_server_becomes_ready_through_its_probe_and_logs_its_output(cluster: Cluster) -> None:
-    port = 8000 if ROOT else _free_port()
+    port = 8000 if cluster.isolated else _free_port()
     cluster.create("pods", _pod("web", _web(port)))
     pod = await cluster.until("web", _ready)
     status = pod["status"]
@@ -202,9 +206,7 @@ async def test_a_crashing_container_backs_off_and_previous_logs_are_kept(cluster
     assert cluster.log(pod, previous=True) == "run\n"
 
 
-async def test_environment_expansion_downward_api_and_config_maps_reach_the_process(
-    cluster: Cluster, tmp_path: Path
-) -> None:
+async def test_environment_expansion_downward_api_and_config_maps_reach_the_process(cluster: Cluster) -> None:
     cluster.create("configmaps", {"metadata": {"name": "settings"}, "data": {"color": "blue"}})
     code = (
         "import os, shutil, sys\n"
@@ -216,7 +218,7 @@ async def test_environment_expansion_downward_api_and_config_maps_reach_the_proc
     container = _python(
         code,
         args=["$(MY_NAME)"],
-        workingDir=str(tmp_path),
+        workingDir=str(Path(sys.executable).parent),
         resources={"limits": {"cpu": "1500m", "memory": "64Mi"}},
         env=[
             {"name": "MY_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -238,7 +240,7 @@ async def test_environment_expansion_downward_api_and_config_maps_reach_the_proc
     assert cluster.log(pod).splitlines() == [
         "hello env $(MY_NAME) $(UNKNOWN)",
         f"env {status['podIP']} default {meta['uid']}",
-        f"blue 2 64 {tmp_path}",
+        f"blue 2 64 {Path(sys.executable).parent}",
         str(Path(sys.executable).parent / "python"),
     ]
 
@@ -265,17 +267,23 @@ async def test_a_missing_config_map_and_a_missing_command_keep_the_container_wai
         assert pod["status"]["phase"] == "Pending"
 
 
-async def test_init_containers_run_first_in_order(cluster: Cluster, tmp_path: Path) -> None:
-    trace = tmp_path / "trace"
-    step = "open({!r}, 'a').write('{}\\n')"
-    pod = _pod("init", _python(step.format(str(trace), "app")), restartPolicy="OnFailure")
+async def test_init_containers_run_first_in_order_and_share_the_pods_tmp(cluster: Cluster) -> None:
+    trace = f"/tmp/localkube-test-{uuid.uuid4().hex}"  # the pod's own /tmp in a network namespace
+    step = f"open({trace!r}, 'a').write('{{}}\\n')"
+    pod = _pod("init", _python(f"print(open({trace!r}).read(), end='')"), restartPolicy="OnFailure")
     pod["spec"]["initContainers"] = [
-        _python(step.format(str(trace), "one"), name="one"),
-        _python(step.format(str(trace), "two"), name="two"),
+        _python(step.format("one"), name="one"),
+        _python(step.format("two"), name="two"),
     ]
     cluster.create("pods", pod)
-    done = await cluster.until("init", _phase("Succeeded"))
-    assert trace.read_text() == "one\ntwo\napp\n"
+    try:
+        done = await cluster.until("init", _phase("Succeeded"))
+    finally:
+        host_file = Path(trace)
+        on_host = host_file.exists()
+        host_file.unlink(missing_ok=True)
+    assert cluster.log(done) == "one\ntwo\n"
+    assert on_host is not cluster.isolated
     assert [s["state"]["terminated"]["reason"] for s in done["status"]["initContainerStatuses"]] == [
         "Completed"
     ] * 2
@@ -297,8 +305,8 @@ async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None
         while not pids:
             pids = [int(p) for p in cluster.log(pod).split()]
             await asyncio.sleep(0.05)
-    netns_before = _netns() if ROOT else []
-    assert all(_alive(pid) for pid in pids) and len(netns_before) == (1 if ROOT else 0)
+    netns_before = _netns() if cluster.isolated else []
+    assert all(_alive(pid) for pid in pids) and len(netns_before) == (1 if cluster.isolated else 0)
     cluster.delete_pod("doomed")
     async with asyncio.timeout(15):
         while cluster.pod("doomed") is not None:
@@ -307,12 +315,13 @@ async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None
     with pytest.raises(ProcessLookupError):
         os.killpg(pids[0], 0)
     assert not (cluster.data_dir / "pods" / f"default_doomed_{pod['metadata']['uid']}").exists()
-    if ROOT:
+    if cluster.isolated:
         assert _netns() == [] and not Path("/etc/netns", netns_before[0]).exists()
 
 
-@as_root
 async def test_two_pods_bind_the_same_port_on_their_own_addresses(cluster: Cluster) -> None:
+    if not cluster.isolated:
+        pytest.skip("pods share the host's ports without network namespaces (root)")
     cluster.create("pods", _pod("a", _web(8000)))
     cluster.create("pods", _pod("b", _web(8000)))
     addresses = [(await cluster.until(name, _ready))["status"]["podIP"] for name in ("a", "b")]
@@ -322,8 +331,9 @@ async def test_two_pods_bind_the_same_port_on_their_own_addresses(cluster: Clust
             assert (await client.get(f"http://{address}:8000/")).status_code == 200
 
 
-@as_root
 async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
+    if not cluster.isolated:
+        pytest.skip("Service names resolve only inside pod network namespaces (root)")
     cluster.create("pods", _pod("head", _web(8000)))
     service = {
         "metadata": {"name": "head-svc"},
