@@ -108,6 +108,7 @@ class Manager:
             asyncio.create_task(i.run(), name=f"informer {i.resource}") for i in self._informers.values()
         ]
         leader_tasks: list[asyncio.Task[Any]] = []
+        workers: list[asyncio.Task[None]] = []
         stopping = asyncio.create_task(stop.wait())
         try:
             await self._until(stopping, asyncio.gather(*(i.wait_synced() for i in self._informers.values())))
@@ -120,20 +121,27 @@ class Manager:
                 if stop.is_set():
                     return
                 leader_tasks.append(asyncio.create_task(self.elector.hold(), name="lease renewal"))
+            recording = None
             if self.recorder is not None:
-                leader_tasks.append(asyncio.create_task(self.recorder.run(), name="event recorder"))
-            workers = [asyncio.create_task(c.run(), name=f"controller {c.name}") for c in self.controllers]
+                recording = asyncio.create_task(self.recorder.run(), name="event recorder")
+                leader_tasks.append(recording)
+            workers += [asyncio.create_task(c.run(), name=f"controller {c.name}") for c in self.controllers]
             log.info("starting %d controllers", len(workers))
             watched = [stopping, *leader_tasks, *informers]
             await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
             await self._drain(workers)
+            if self.recorder is not None and recording is not None and not recording.done():
+                # Events of the last reconciles are worth a moment; a dead API server is not worth more.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.recorder.flush(), 5)
             for task in [*leader_tasks, *informers]:
                 if task.done() and not task.cancelled() and (error := task.exception()) is not None:
                     raise error
         finally:
-            for task in [stopping, *leader_tasks, *informers]:
+            tasks = [stopping, *workers, *leader_tasks, *informers]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(stopping, *leader_tasks, *informers, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             if self.elector is not None:
                 await self.elector.release()
 
