@@ -29,7 +29,7 @@ from typing import Any
 from localkube.admission import cellib, errors, rules
 from localkube.admission.errors import FieldError, SchemaInvalid, render_number
 from localkube.admission.jsonvalue import json_equal, json_type
-from localkube.admission.structural import check_structural
+from localkube.admission.structural import structural_errors
 
 __all__ = ["SchemaInvalid", "admit", "check_structural", "unknown_fields"]
 
@@ -54,6 +54,44 @@ _OBJECT_META_FIELDS = frozenset(
     }
 )
 _ABSENT = rules.ABSENT
+
+
+def check_structural(
+    schema: dict[str, Any], path: str = "spec.versions[0].schema.openAPIV3Schema"
+) -> list[FieldError]:
+    """Every way a CRD version's schema is refused: the structural rules, then (for a structural schema)
+    defaults that break the schema or carry unknown fields. Errors are named under `path`."""
+    return structural_errors(schema, path) or _default_errors(schema, path, root=True)
+
+
+def _default_errors(node: Any, path: str, *, root: bool = False) -> list[FieldError]:
+    if not isinstance(node, dict):
+        return []
+    found: list[FieldError] = []
+    if "default" in node and not root:
+        default_path = f"{path}.default"
+        if prune(copy.deepcopy(node["default"]), node):
+            found.append(
+                FieldError(default_path, errors.INVALID, node["default"], "must not have unknown fields")
+            )
+        problems: list[FieldError] = []
+        _validate(node["default"], _ABSENT, node, "", problems)
+        found += [
+            # kube-openapi names the default's own root "", which the API server's text keeps.
+            FieldError(
+                f"{default_path}.{e.path}" if e.path and e.path != "<nil>" else default_path,
+                e.type,
+                e.value,
+                e.detail,
+                e.reason,
+            )
+            for e in problems
+        ]
+    for key, child in (node.get("properties") or {}).items():
+        found += _default_errors(child, f"{path}.properties[{key}]")
+    for key in ("items", "additionalProperties"):
+        found += _default_errors(node.get(key), f"{path}.{key}")
+    return found
 
 
 def admit(schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:

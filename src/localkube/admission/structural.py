@@ -44,7 +44,7 @@ _RULE_REASONS: Final = (
 ROOT, ITEM, FIELD = "root", "item", "field"
 
 
-def check_structural(
+def structural_errors(
     schema: dict[str, Any], path: str = "spec.versions[0].schema.openAPIV3Schema"
 ) -> list[FieldError]:
     """Every way `schema` breaks the structural-schema rules, as field errors under `path`; empty if none."""

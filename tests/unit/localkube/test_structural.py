@@ -200,3 +200,17 @@ def test_broken_schemas_are_refused(schema: dict[str, Any], expected: list[str])
 )
 def test_legal_schemas_pass(schema: dict[str, Any]) -> None:
     assert check_structural(schema) == []
+
+
+def test_defaults_must_fit_their_schema() -> None:
+    schema = spec_with(
+        n={"type": "integer", "default": "x"},
+        o={"type": "object", "properties": {"a": {"type": "string"}}, "default": {"a": "1", "b": 2}},
+        e={"type": "string", "enum": ["a"], "default": "b"},
+        ok={"type": "object", "properties": {"a": {"type": "integer", "default": 1}}, "default": {}},
+    )
+    assert [str(error) for error in check_structural(schema)] == [
+        f'{SPEC}.properties[n].default: Invalid value: "string":  in body must be of type integer: "string"',
+        f'{SPEC}.properties[o].default: Invalid value: {{"a":"1","b":2}}: must not have unknown fields',
+        f'{SPEC}.properties[e].default: Unsupported value: "b": supported values: "a"',
+    ]
