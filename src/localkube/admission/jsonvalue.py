@@ -1,4 +1,4 @@
-"""Decoded JSON values as JSON sees them: their schema type names and strict equality.
+"""Decoded JSON values as JSON sees them: their schema type names, strict equality, and absence.
 
 Python's own comparison is not JSON's: `True == 1` and `1 == 1.0` hold in Python, while for the API
 server a boolean is never a number. Integers and integral floats are the same JSON number.
@@ -7,6 +7,9 @@ server a boolean is never a number. Integers and integral floats are the same JS
 from __future__ import annotations
 
 from typing import Any
+
+ABSENT: Any = object()
+"""A value that is not there: the old value on create, or a field the old object lacked."""
 
 
 def json_type(value: Any) -> str:

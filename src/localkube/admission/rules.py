@@ -3,8 +3,10 @@
 `self` is the value at the node that declares the rules; `oldSelf` is the correlated old value, present only
 on update and only where the old object can be correlated (object properties, map values, items of
 `x-kubernetes-list-type: map` lists). A rule that reads `oldSelf` (a transition rule) is skipped when there is
-no old value, unless it sets `optionalOldSelf`, which makes `oldSelf` a CEL optional. A rule that does not read `oldSelf` is ratcheted: its failure is ignored when the value is
-unchanged from the old one, as with the CRDValidationRatcheting feature (on by default since Kubernetes 1.30).
+no old value, unless it sets `optionalOldSelf`, which makes `oldSelf` a CEL optional. A rule that does not
+read `oldSelf` is ratcheted: its failure is ignored when the value is unchanged from the old one, as with the
+CRDValidationRatcheting feature (on by default since Kubernetes 1.30). Rules at the root see only the name and
+generateName of the metadata; failures there are reported at the path `<nil>`, as the API server does.
 Compiled programs are cached by expression text; evaluation has no side effects.
 """
 
@@ -15,12 +17,9 @@ from typing import Any
 
 import cel
 
-from localkube.admission import cellib, errors
+from localkube.admission import cellib, errors, validation
 from localkube.admission.errors import FieldError
-from localkube.admission.jsonvalue import json_equal
-
-ABSENT: Any = object()
-"""The correlated old value when there is none (create, or a field the old object lacked)."""
+from localkube.admission.jsonvalue import ABSENT, json_equal
 
 
 @lru_cache(maxsize=4096)
@@ -145,3 +144,47 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
         if result is not True:
             found.append(_error_for(rule_path, node, rule, _message(rule, variables)))
     return found
+
+
+def check_rules(obj: dict[str, Any], old: Any, schema: dict[str, Any]) -> list[FieldError]:
+    """The failures of every rule of a schema on an object (old: its previous version, or ABSENT)."""
+    found: list[FieldError] = []
+    _check_rules(obj, old, schema, "<nil>", found, root=True)
+    return found
+
+
+def _root_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as a root rule sees it: of its metadata, only name and generateName."""
+    metadata = obj.get("metadata") or {}
+    visible = {k: metadata[k] for k in ("name", "generateName") if k in metadata}
+    return {**obj, "metadata": visible} if "metadata" in obj else obj
+
+
+def _check_rules(
+    value: Any, old: Any, node: dict[str, Any], path: str, found: list[FieldError], *, root: bool = False
+) -> None:
+    if value is None:
+        return
+    if node.get("x-kubernetes-validations"):
+        if root:
+            value_seen, old_seen = _root_view(value), old if old is ABSENT else _root_view(old)
+            found.extend(evaluate_rules(value_seen, old_seen, node, path))
+        else:
+            found.extend(evaluate_rules(value, old, node, path))
+    base = "" if path == "<nil>" else path
+    if isinstance(value, dict):
+        props: dict[str, Any] = node.get("properties") or {}
+        extra = validation.additional(node)
+        old_map = old if isinstance(old, dict) else {}
+        for key, child in value.items():
+            if root and key in validation.ROOT_OWNED:
+                continue
+            old_child = old_map.get(key, ABSENT)
+            if key in props:
+                _check_rules(child, old_child, props[key], validation.field_child(base, key), found)
+            elif extra is not None:
+                _check_rules(child, old_child, extra, f"{base}[{key}]", found)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        olds = validation.correlate_items(value, old, node)
+        for index, item in enumerate(value):
+            _check_rules(item, olds[index], node["items"], f"{base}[{index}]", found)
