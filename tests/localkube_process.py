@@ -157,7 +157,7 @@ class LocalKubeProcess:
     def apply_files(self, paths: Iterable[Path]) -> None:
         for path in paths:
             with path.open() as f:
-                self.apply(doc for doc in yaml.safe_load_all(f) if doc)
+                self.apply(doc for doc in yaml.load_all(f, Loader=yaml.CSafeLoader) if doc)
 
 
 def _collection_path(client: httpx.Client, obj: dict[str, Any]) -> str:

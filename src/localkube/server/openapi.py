@@ -236,54 +236,47 @@ def _operations(
 
 
 class OpenApi:
+    """The documents, cached: built-in group-versions forever, custom ones until their resources change."""
+
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
-        self._generation = -1
-        self._documents: dict[str, bytes] = {}
-        self._index_paths: list[str] = []
-        self._index: bytes = b""
+        self._documents: dict[str, tuple[tuple[int, ...], bytes, str]] = {}
 
-    def _refresh(self) -> None:
-        if self._generation == self._registry.generation:
-            return
-        self._documents.clear()
-        self._index_paths = [
+    def _keys(self) -> list[str]:
+        return [
             f"apis/{group}/{version}" if group else f"api/{version}"
             for group, versions in self._registry.groups()
             for version in versions
         ]
-        self._index = b""
-        self._generation = self._registry.generation
 
     def index(self) -> bytes:
-        self._refresh()
-        if not self._index:
-            paths = {}
-            for key in self._index_paths:
-                digest = hashlib.sha512(self._build(key)).hexdigest()[:64].upper()
-                paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
-            self._index = orjson.dumps({"paths": paths})
-        return self._index
+        paths = {key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={self._entry(key)[1]}"} for key in self._keys()}
+        return orjson.dumps({"paths": paths})
 
     def document(self, key: str) -> bytes | None:
-        self._refresh()
-        if key not in self._index_paths:
+        if key not in self._keys():
             return None
-        return self._build(key)
+        return self._entry(key)[0]
 
-    def _build(self, key: str) -> bytes:
-        if key not in self._documents:
-            parts = key.split("/")
-            group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
-            self._documents[key] = orjson.dumps(self._group_version(group, version))
-        return self._documents[key]
+    def _entry(self, key: str) -> tuple[bytes, str]:
+        parts = key.split("/")
+        group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+        types = self._registry.resources(group, version)
+        # The types' identities change exactly when a CRD of this group-version is rewritten.
+        signature = tuple(id(t) for t in types)
+        cached = self._documents.get(key)
+        if cached is None or cached[0] != signature:
+            document = orjson.dumps(self._group_version(group, version, types))
+            digest = hashlib.sha512(document).hexdigest()[:64].upper()
+            cached = self._documents[key] = (signature, document, digest)
+        return cached[1], cached[2]
 
-    def _group_version(self, group: str, version: str) -> dict[str, Any]:
+    def _group_version(self, group: str, version: str, types: list[ResourceType]) -> dict[str, Any]:
         prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
         paths: dict[str, Any] = {}
         schemas: dict[str, Any] = {}
         wanted = {_OBJECT_META, _LIST_META, _STATUS, _PATCH}
-        for resource_type in self._registry.resources(group, version):
+        for resource_type in types:
             if resource_type.virtual:
                 continue
             item = _component_name(resource_type)
