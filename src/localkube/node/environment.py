@@ -31,6 +31,10 @@ class ContainerConfigError(ValueError):
     """A container's configuration cannot be turned into a process (kubelet: CreateContainerConfigError)."""
 
 
+class MissingCommand(ContainerConfigError):
+    """A container has neither command nor args; it can never start (kubelet: RunContainerError)."""
+
+
 def expand(text: str, variables: Mapping[str, str]) -> str:
     """Kubernetes' `$(VAR)` expansion (see the module docstring)."""
     out: list[str] = []
@@ -100,7 +104,7 @@ def command_line(container: Mapping[str, Any], env: Mapping[str, str]) -> list[s
     is run), so a container without a command runs its args, and one with neither cannot start."""
     argv = [*(container.get("command") or []), *(container.get("args") or [])]
     if not argv:
-        raise ContainerConfigError(
+        raise MissingCommand(
             f'container "{container.get("name", "")}" has neither command nor args: localkube runs containers '
             "as local processes and cannot use an image's entrypoint"
         )

@@ -22,6 +22,11 @@ startup failure, pod deletion, shutdown) sends SIGTERM to the group and to every
 then SIGKILL when the grace period ends, so `ray start --block` and the daemons it forks stop together
 (never `ray stop`, which kills every Ray process on the host by name). A deleted pod's namespace and logs
 are removed after its processes are gone; then the pod object is removed, as the simulated kubelet does.
+
+In a network namespace every pod also has a /tmp of its own (`<data-dir>/kubelet/pods/<uid>/tmp`), shared
+by its containers and probes, so programs that keep state under /tmp (Ray's session directory) do not
+meet another pod's. A pod that had already finished when localkube (re)started is never run again;
+a running one is started afresh (restart counts begin at 0 again).
 """
 
 from __future__ import annotations
@@ -43,7 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from localkube.node import logs
-from localkube.node.environment import ContainerConfigError, command_line, container_environment
+from localkube.node.environment import (
+    ContainerConfigError,
+    MissingCommand,
+    command_line,
+    container_environment,
+)
 from localkube.node.kubelet import (
     PODS_PREFIX,
     NodeOptions,
@@ -132,6 +142,7 @@ class _Run:
     started: float  # monotonic
     probes: dict[str, Prober]
     writer: logs.LogWriter
+    context: ProbeContext
     stop_deadline: float | None = None
     strays: set[int] = field(default_factory=set)  # descendants outside the group, seen at SIGTERM
 
@@ -256,7 +267,10 @@ class ProcessKubelet:
         state = self._pods.get(key)
         terminating = pod is None or not ours or bool(pod["metadata"].get("deletionTimestamp"))
         if state is not None and (terminating or state.uid != (pod or {})["metadata"].get("uid")):
-            grace = MINIMUM_GRACE if pod is None or state.uid != pod["metadata"].get("uid") else None
+            if pod is None or state.uid != pod["metadata"].get("uid"):
+                grace: float | None = MINIMUM_GRACE  # the pod is already gone from the API
+            else:
+                grace = pod["metadata"].get("deletionGracePeriodSeconds")
             if not self._stop(state, grace, remove_logs=True):
                 return 0.05
             del self._pods[key]
@@ -267,12 +281,29 @@ class ProcessKubelet:
             finish_deletion(self._store, key, pod)
             return None
         if state is None:
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                return None  # finished before localkube restarted: never run again
             state = self._admit(key, pod)
         recheck = self._step(state, pod)
         status = self._status(state, pod)
         if status != pod.get("status"):
             self._store.update(key, {**pod, "status": status}, int(pod["metadata"]["resourceVersion"]))
         return recheck
+
+    def command_in_pod(
+        self, namespace: str, name: str, container: str, argv: list[str]
+    ) -> tuple[list[str], dict[str, str]] | None:
+        """The argv and environment that run `argv` inside a running container's pod (its network namespace
+        and /tmp, the container's environment and working directory are the caller's to use), as
+        `kubectl exec` would; None when the container is not running here."""
+        state = self._pods.get(f"{PODS_PREFIX}{namespace}/{name}")
+        if state is None or state.stopping:
+            return None
+        for candidate in state.containers:
+            if candidate.name == container and candidate.run is not None:
+                context = candidate.run.context
+                return [*context.exec_prefix, *argv], dict(context.env)
+        return None
 
     async def shutdown(self) -> None:
         """Stops every process of every pod (grace periods capped by `shutdown_grace`), then removes every
@@ -297,7 +328,7 @@ class ProcessKubelet:
             name=metadata["name"],
             namespace=metadata.get("namespace", ""),
             ip=self._network.address(key, previous_ip),
-            started_at=_now(),
+            started_at=(pod.get("status") or {}).get("startTime") or _now(),
             containers=[
                 *(_Container(c, init=True) for c in spec.get("initContainers") or []),
                 *(_Container(c, init=False) for c in spec.get("containers") or []),
@@ -414,15 +445,13 @@ class ProcessKubelet:
             declared = container_environment(pod_now, spec, self._read, self._options.capacity)
             env = {**self._base_environment(pod_now), **declared}
             argv = command_line(spec, env)
+        except MissingCommand as err:
+            container.waiting = ("RunContainerError", str(err))
+            container.restart_at = math.inf  # containers are immutable: it will never have a command
+            return
         except ContainerConfigError as err:
-            reason = (
-                "RunContainerError"
-                if "neither command nor args" in str(err)
-                else "CreateContainerConfigError"
-            )
-            container.waiting = (reason, str(err))
-            # A spec without a command never changes (containers are immutable); missing references may appear.
-            container.restart_at = math.inf if reason == "RunContainerError" else now + 1.0
+            container.waiting = ("CreateContainerConfigError", str(err))
+            container.restart_at = now + 1.0  # the ConfigMap or Secret may yet appear
             return
         container.waiting = None
         executable = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else argv[0]
@@ -465,7 +494,7 @@ class ProcessKubelet:
             for kind in ("startup", "liveness", "readiness")
             if spec.get(f"{kind}Probe") and not container.init
         }
-        container.run = _Run(process, _now(), now, probes, writer)
+        container.run = _Run(process, _now(), now, probes, writer, context)
 
     def _scratch(self, state: _Pod) -> Path:
         """The pod's own /tmp on the host (network namespace mode)."""
@@ -540,7 +569,7 @@ class ProcessKubelet:
             if state.sandbox_task is not None:
                 state.sandbox_task.cancel()
             for run in state.live_runs():
-                run.begin_stop(state.grace if grace is None else grace, now)
+                run.begin_stop(state.grace if grace is None else float(grace), now)
         gone = [run.gone(now) for run in state.live_runs()]  # every run polled (and killed when due)
         if not all(gone):
             return False
