@@ -130,33 +130,38 @@ def _atomic_map(node: Schema) -> bool:
 
 def field_set(obj: Any, node: Schema) -> set[Path]:
     """The paths an object sets, as structured-merge-diff's ToFieldSet computes them."""
-    found: set[Path] = set()
+    return set(field_values(obj, node))
+
+
+def field_values(obj: Any, node: Schema) -> dict[Path, Any]:
+    """The paths an object sets, each with the value found there."""
+    found: dict[Path, Any] = {}
     _collect(obj, node, (), True, found)
     return found
 
 
-def _collect(value: Any, node: Schema, path: Path, root: bool, found: set[Path]) -> None:
+def _collect(value: Any, node: Schema, path: Path, root: bool, found: dict[Path, Any]) -> None:
     if isinstance(value, dict):
         if _atomic_map(node) and not root:
-            found.add(path)
+            found[path] = value
             return
         for key, child in value.items():
             child_path = (*path, f"f:{key}")
             _collect(child, _child(node, key, root), child_path, False, found)
             if child is None or child == {} or not _declares(node, key, root):
-                found.add(child_path)
+                found[child_path] = child
     elif isinstance(value, list):
         shape = _list_kind(node)
         if shape.kind == "atomic":
-            found.add(path)
+            found[path] = value
             return
         items = builtin.items_schema(node)
         for index, item in enumerate(value):
             item_path = (*path, shape.element(item, index))
             _collect(item, items, item_path, False, found)
-            found.add(item_path)
+            found[item_path] = item
     elif path:
-        found.add(path)
+        found[path] = value
 
 
 def _parents(paths: set[Path]) -> set[Path]:
@@ -216,14 +221,15 @@ class Changes:
 
 
 def compare(old: Any, new: Any, node: Schema) -> Changes:
-    old_set, new_set = field_set(old, node), field_set(new, node)
+    old_values, new_values = field_values(old, node), field_values(new, node)
+    old_set, new_set = old_values.keys(), new_values.keys()
     inner = _parents(old_set | new_set)
     modified = {
         path
         for path in old_set & new_set
-        if path not in inner and not json_equal(_value_at(old, path), _value_at(new, path))
+        if path not in inner and not json_equal(old_values[path], new_values[path])
     }
-    return Changes(new_set - old_set, modified, old_set - new_set)
+    return Changes(set(new_set - old_set), modified, set(old_set - new_set))
 
 
 # --- FieldsV1 ----------------------------------------------------------------------------------------------
@@ -342,10 +348,11 @@ def _encode_managers(managers: list[_Manager]) -> list[dict[str, Any]]:
     return [m.entry() for m in kept]
 
 
-def _without_managed_fields(obj: dict[str, Any] | None) -> dict[str, Any]:
-    result = copy.deepcopy(obj) if obj else {}
+def _without_managed_fields(obj: dict[str, Any] | None, *, deep: bool) -> dict[str, Any]:
+    """A copy of the object without managedFields: deep when the caller will edit nested values."""
+    result = (copy.deepcopy(obj) if deep else dict(obj)) if obj else {}
     if isinstance(result.get("metadata"), dict):
-        result["metadata"].pop("managedFields", None)
+        result["metadata"] = {k: v for k, v in result["metadata"].items() if k != "managedFields"}
     return result
 
 
@@ -487,7 +494,7 @@ def server_side_apply(
             detail = f"Incorrect version specified in apply patch. Specified patch version: {applied.get('apiVersion', '')}, expected: {expected}"
             raise PatchError(detail, code=400)
     node = _schema(applied, gvk, schema)
-    base = _without_managed_fields(live)
+    base = _without_managed_fields(live, deep=True)
     managers = _decode_managers(live)
     api_version = _api_version(applied, gvk)
     if live is not None and not managers:
@@ -543,9 +550,10 @@ def record_update(
 
     As on the API server, a write that sets managedFields to a non-empty list (outside subresources) replaces
     the recorded ownership before this write is accounted for; `[{}]` therefore clears it, while an empty or
-    missing list keeps the old one, so clients unaware of the field cannot erase it."""
+    missing list keeps the old one, so clients unaware of the field cannot erase it. The result shares nested
+    values with `new` (it is not a deep copy)."""
     node = _schema(new, gvk, schema)
-    before, after = _without_managed_fields(old), _without_managed_fields(new)
+    before, after = _without_managed_fields(old, deep=False), _without_managed_fields(new, deep=False)
     changes = compare(before, after, node)
     touched = _strip(changes.added | changes.modified)
     removed = _strip(changes.removed)

@@ -265,3 +265,13 @@ def test_a_missing_list_map_key_takes_its_default() -> None:
         'k:{"name":"web"}'
     ]["f:ports"]
     assert list(ports) == ['k:{"containerPort":80,"protocol":"TCP"}']
+
+
+def test_inputs_are_not_mutated() -> None:
+    created = server_side_apply(None, config_map(a="1"), "one", False, CONFIGMAP, now=NOW)
+    edited = copy.deepcopy(created)
+    edited["data"]["b"] = "2"
+    snapshot = (copy.deepcopy(created), copy.deepcopy(edited))
+    record_update(created, edited, "two", CONFIGMAP, now=NOW)
+    server_side_apply(edited, config_map(), "one", False, CONFIGMAP, now=NOW)
+    assert (created, edited) == snapshot
