@@ -33,6 +33,10 @@ def compile_rule(expression: str) -> tuple[Any, bool]:
     return program, "oldSelf" in program.variables()
 
 
+# What the cel package raises when an expression fails at run time (no such overload, overflow, bad index...).
+_EVALUATION_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError, RuntimeError)
+
+
 def _context(variables: dict[str, Any]) -> Any:
     return cel.Context(variables=variables, functions=cellib.functions())
 
@@ -92,7 +96,7 @@ def _message(rule: dict[str, Any], variables: dict[str, Any]) -> str:
         try:
             program, _ = compile_rule(expression)
             text = program.execute(_context(variables))
-        except (ValueError, TypeError, KeyError, RuntimeError):
+        except _EVALUATION_ERRORS:
             text = None
         if isinstance(text, str) and text.strip():
             return text
@@ -137,7 +141,7 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
             )
             found.append(FieldError(path, errors.INVALID, node.get("type", ""), detail))
             continue
-        except (ValueError, TypeError, RuntimeError) as error:
+        except _EVALUATION_ERRORS as error:
             detail = f"{error} evaluating rule: {_rule_text(rule)}"
             found.append(FieldError(path, errors.INVALID, node.get("type", ""), detail))
             continue
