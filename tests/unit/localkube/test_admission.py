@@ -476,6 +476,10 @@ def schema_with_rule(rule: dict[str, Any]) -> dict[str, Any]:
             {"rule": "self.missing > 1"},
             'spec: Invalid value: "object": no such key: missing evaluating rule: self.missing > 1',
         ),
+        (
+            {"rule": "self.min / 0 == 1"},
+            'spec: Invalid value: "object": division by zero in CEL expression evaluating rule: self.min / 0 == 1',
+        ),
     ],
 )
 def test_cel_rule_messages(rule: dict[str, Any], expected: str) -> None:
