@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,35 @@ def _descendants(pid: int) -> set[int]:
                 found.add(child)
                 frontier.append(child)
     return found
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot: with its pid, it names one process for good."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+def _record_process(pod_dir: Path, pid: int) -> None:
+    """Notes a container's process group so that a later start can stop it if this one died unclean."""
+    pod_dir.mkdir(parents=True, exist_ok=True)
+    with (pod_dir / "processes").open("a") as f:
+        f.write(f"{pid} {_start_time(pid)}\n")
+
+
+def _kill_leftovers(data_dir: Path) -> None:
+    """Kills the process groups that an earlier kubelet on this data directory started and did not stop
+    (it was killed itself): containers of pods that this kubelet will start afresh."""
+    for record in (data_dir / "kubelet" / "pods").glob("*/processes"):
+        for line in record.read_text().splitlines():
+            pid, _, started = line.partition(" ")
+            if pid.isdigit() and _start_time(int(pid)) == started:
+                log.warning("stopping process group %s left by an earlier run", pid)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(pid), signal.SIGKILL)
+        record.unlink()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -234,9 +263,11 @@ class ProcessKubelet:
         network: PodNetwork | None = None,
     ) -> None:
         self._store = store
-        self._options = options
-        self._process_options = process_options
         self._network = network if network is not None else pod_network()
+        # The node's address as its pods reach it: the bridge's, when pods have network namespaces.
+        self._options = replace(options, host_ip=self._network.host_address or options.host_ip)
+        self._process_options = process_options
+        _kill_leftovers(process_options.data_dir)
         self._pods: dict[str, _Pod] = {}
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.isolated else (PODS_PREFIX,)
@@ -485,6 +516,7 @@ class ProcessKubelet:
             self._start_error(state, container, str(err), now)
             return
         assert process.stdout is not None and process.stderr is not None
+        _record_process(self._scratch(state).parent, process.pid)
         writer.attach("stdout", process.stdout)
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
@@ -497,7 +529,7 @@ class ProcessKubelet:
         container.run = _Run(process, _now(), now, probes, writer, context)
 
     def _scratch(self, state: _Pod) -> Path:
-        """The pod's own /tmp on the host (network namespace mode)."""
+        """The pod's own /tmp on the host (network namespace mode), in the pod's kubelet directory."""
         return self._process_options.data_dir / "kubelet" / "pods" / state.uid / "tmp"
 
     def _exec_prefix(self, state: _Pod) -> tuple[str, ...]:

@@ -191,6 +191,19 @@ async def test_a_failing_exec_liveness_probe_restarts_the_container(cluster: Clu
     assert pod["status"]["phase"] == "Running"
 
 
+async def test_a_failing_startup_probe_restarts_the_container_before_other_probes_run(
+    cluster: Cluster,
+) -> None:
+    never = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1}
+    container = _python(
+        "import time; time.sleep(60)", startupProbe=never, readinessProbe={"exec": {"command": ["true"]}}
+    )
+    cluster.create("pods", _pod("slow", container))
+    pod = await cluster.until("slow", lambda p: _container(p).get("restartCount", 0) >= 1)
+    status = _container(pod)
+    assert status["started"] is False and status["ready"] is False
+
+
 async def test_an_exit_code_with_restart_policy_never_fails_the_pod(cluster: Cluster) -> None:
     cluster.create(
         "pods", _pod("three", _python("import sys; print('bye'); sys.exit(3)"), restartPolicy="Never")
@@ -329,7 +342,9 @@ async def test_two_pods_bind_the_same_port_on_their_own_addresses(cluster: Clust
     if not cluster.isolated:
         pytest.skip("pods share the host's ports without network namespaces (root)")
     cluster.create("pods", _pod("a", _web(8000)))
-    cluster.create("pods", _pod("b", _web(8000)))
+    cluster.create(
+        "pods", _pod("b", {**_web(8000), "readinessProbe": {"tcpSocket": {"port": 8000}, "periodSeconds": 1}})
+    )
     addresses = [(await cluster.until(name, _ready))["status"]["podIP"] for name in ("a", "b")]
     assert len(set(addresses)) == 2
     async with httpx.AsyncClient(trust_env=False) as client:
@@ -362,3 +377,14 @@ async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
     client = await cluster.until("client", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
     ip = head["status"]["podIP"]
     assert cluster.log(client) == f"{ip} {ip} {ip}\n200\n"
+
+
+async def test_a_new_kubelet_stops_the_processes_an_unclean_predecessor_left(cluster: Cluster) -> None:
+    cluster.create("pods", _pod("orphan", _python("import time; time.sleep(60)")))
+    pod = await cluster.until("orphan", lambda p: bool(_container(p)["state"].get("running")))
+    pid = int(_container(pod)["containerID"].removeprefix("process://"))
+    assert _alive(pid)
+    ProcessKubelet(cluster.store, NodeOptions(), ProcessOptions(cluster.data_dir), HostNetwork())
+    async with asyncio.timeout(5):
+        while _alive(pid):
+            await asyncio.sleep(0.05)
