@@ -24,11 +24,19 @@ def free_port() -> int:
 
 
 class Operator:
-    def __init__(self, tmp_path: Path, localkube, namespace: str, name: str, *extra: str):
+    def __init__(
+        self,
+        tmp_path: Path,
+        localkube,
+        namespace: str,
+        name: str,
+        *extra: str,
+        program: list[str] | None = None,
+    ):
         self.metrics_port, self.probe_port = free_port(), free_port()
         self.log = tmp_path / f"{name}.log"
         argv = [
-            sys.executable, str(TOY),
+            *(program or [sys.executable, str(TOY)]),
             f"--kubeconfig={localkube.kubeconfig}",
             f"--metrics-addr=127.0.0.1:{self.metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
@@ -144,6 +152,24 @@ async def test_metrics_and_probes_answer(localkube, tmp_path):
         assert operator.stop() == 0
         await client.close()
     assert '"reconcileID"' in operator.output()  # JSON lines carry the reconcile id
+
+
+async def test_the_operator_runs_leads_and_stops_cleanly_with_no_controllers(localkube, tmp_path):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    program = [sys.executable, "-m", "kuberay.operator.main"]
+    operator = Operator(
+        tmp_path, localkube, namespace, "bare", "--log-stdout-encoder=console", program=program
+    )
+    try:
+        await eventually(lambda: leads(operator))
+        assert operator.get(operator.probe_port, "/readyz") == (200, "ok")
+        status, metrics = operator.get(operator.metrics_port, "/metrics")
+        assert status == 200 and "# TYPE controller_runtime_reconcile_total counter" in metrics
+    finally:
+        assert operator.stop() == 0
+        await client.close()
+    assert "\tINFO\t" in operator.output()  # the console encoder
 
 
 @pytest.mark.parametrize(
