@@ -142,7 +142,9 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
             found.append(FieldError(path, errors.INVALID, node.get("type", ""), detail))
             continue
         except _EVALUATION_ERRORS as error:
-            detail = f"{error} evaluating rule: {_rule_text(rule)}"
+            # cel-go says "division by zero"; the cel package adds where it happened.
+            reason = str(error).removesuffix(" in CEL expression")
+            detail = f"{reason} evaluating rule: {_rule_text(rule)}"
             found.append(FieldError(path, errors.INVALID, node.get("type", ""), detail))
             continue
         if result is not True:

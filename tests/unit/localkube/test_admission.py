@@ -478,7 +478,7 @@ def schema_with_rule(rule: dict[str, Any]) -> dict[str, Any]:
         ),
         (
             {"rule": "self.min / 0 == 1"},
-            'spec: Invalid value: "object": division by zero in CEL expression evaluating rule: self.min / 0 == 1',
+            'spec: Invalid value: "object": division by zero evaluating rule: self.min / 0 == 1',
         ),
     ],
 )
