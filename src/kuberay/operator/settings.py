@@ -83,29 +83,63 @@ def _parser() -> _Parser:
     def flag(name: str, **kwargs: Any) -> None:
         parser.add_argument(f"--{name}", f"-{name}", dest=name.replace("-", "_"), **kwargs)
 
-    def bool_flag(name: str, default: bool) -> None:
-        flag(name, type=_go_bool, nargs="?", const=True, default=default, metavar="BOOL")
+    def bool_flag(name: str, default: bool, help: str) -> None:
+        flag(name, type=_go_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help)
 
-    flag("metrics-addr", default=DEFAULT_METRICS_ADDR)
-    flag("health-probe-bind-address", default=DEFAULT_PROBE_ADDR)
-    bool_flag("enable-leader-election", True)
-    flag("leader-election-namespace", default="")
-    flag("reconcile-concurrency", type=int, default=DEFAULT_RECONCILE_CONCURRENCY)
-    flag("watch-namespace", default="")
-    bool_flag("forced-cluster-upgrade", False)
-    flag("log-file-path", default="")
-    flag("log-file-encoder", default="json", choices=("json", "console"))
-    flag("log-stdout-encoder", default="json", choices=("json", "console"))
-    bool_flag("enable-batch-scheduler", False)
-    flag("batch-scheduler", default="")
-    flag("config", default="")
-    bool_flag("use-kubernetes-proxy", False)
-    flag("feature-gates", default="")
-    bool_flag("enable-metrics", False)
-    flag("qps", type=float, default=DEFAULT_QPS)
-    flag("burst", type=int, default=DEFAULT_BURST)
-    flag("kubeconfig", default="")
-    flag("zap-log-level", default="info", choices=LOG_LEVELS)
+    flag("metrics-addr", default=DEFAULT_METRICS_ADDR, help="The address the metric endpoint binds to.")
+    flag(
+        "health-probe-bind-address",
+        default=DEFAULT_PROBE_ADDR,
+        help="The address the probe endpoint binds to.",
+    )
+    bool_flag("enable-leader-election", True, "Enable leader election for controller manager.")
+    flag("leader-election-namespace", default="", help="Namespace where the leader election resource lives.")
+    flag(
+        "reconcile-concurrency",
+        type=int,
+        default=DEFAULT_RECONCILE_CONCURRENCY,
+        help="max concurrency for reconciling",
+    )
+    flag("watch-namespace", default="", help="Comma-separated namespaces to watch; empty watches all.")
+    bool_flag("forced-cluster-upgrade", False, "(Deprecated) Forced cluster upgrade flag")
+    flag("log-file-path", default="", help="Synchronize logs to local file")
+    flag("log-file-encoder", default="json", choices=("json", "console"), help="Encoder to use for log file.")
+    flag(
+        "log-stdout-encoder",
+        default="json",
+        choices=("json", "console"),
+        help="Encoder to use for logging stdout.",
+    )
+    bool_flag("enable-batch-scheduler", False, "(Deprecated) Enable batch scheduler; use --batch-scheduler.")
+    flag(
+        "batch-scheduler",
+        default="",
+        help="Batch scheduler name: volcano, yunikorn, kai-scheduler, scheduler-plugins.",
+    )
+    flag(
+        "config", default="", help="Path to structured config file. Flags are ignored if config file is set."
+    )
+    bool_flag(
+        "use-kubernetes-proxy",
+        False,
+        "Use Kubernetes proxy subresource when connecting to the Ray Head node.",
+    )
+    flag("feature-gates", default="", help="Feature gates, e.g. FeatureOne=true,FeatureTwo=false.")
+    bool_flag("enable-metrics", False, "Enable the emission of control plane metrics.")
+    flag(
+        "qps",
+        type=float,
+        default=DEFAULT_QPS,
+        help="The QPS value for the client communicating with the Kubernetes API server.",
+    )
+    flag(
+        "burst",
+        type=int,
+        default=DEFAULT_BURST,
+        help="The maximum burst for throttling requests to the Kubernetes API server.",
+    )
+    flag("kubeconfig", default="", help="Path to a kubeconfig (else KUBECONFIG, in-cluster, ~/.kube/config).")
+    flag("zap-log-level", default="info", choices=LOG_LEVELS, help="Minimum level logged.")
     flag("leader-election-lease-duration", type=_positive_seconds, default=15.0)
     flag("leader-election-renew-deadline", type=_positive_seconds, default=10.0)
     flag("leader-election-retry-period", type=_positive_seconds, default=2.0)
