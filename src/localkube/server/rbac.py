@@ -6,8 +6,9 @@ allowed. ServiceAccount subjects match the user `system:serviceaccount:<namespac
 subject without a namespace takes the binding's. Aggregated ClusterRoles (`aggregationRule`) hold their own
 rules plus those of every ClusterRole their label selectors match, so no controller has to copy them.
 Nothing is cached: every decision reads the objects through `list_objects`, so it sees the latest writes.
-`forbidden_message` words a denial as the API server does; `bootstrap_policy` is the small default policy
-(cluster-admin, discovery, self-reviews) a fresh server starts with.
+`decide` also gives RBAC's reason for a denial (bindings to roles that do not exist), and `forbidden_message`
+words a denial as the API server does; `bootstrap_policy` is the small default policy (cluster-admin,
+discovery, self-reviews) a fresh server starts with.
 """
 
 from __future__ import annotations
@@ -60,23 +61,45 @@ class Authorizer:
         self._list = list_objects
 
     def authorize(self, user: UserInfo, attrs: RequestAttributes) -> bool:
+        return self.decide(user, attrs)[0]
+
+    def decide(self, user: UserInfo, attrs: RequestAttributes) -> tuple[bool, str]:
+        """The decision and, for a denial, RBAC's reason: the roles the user's bindings name but that do not
+        exist (`RBAC: clusterrole.rbac.authorization.k8s.io "view" not found`), or "" when there are none."""
         if MASTERS in user.groups:
-            return True
-        return any(rule_allows(rule, attrs) for rule in self.rules_for(user, attrs.namespace))
+            return True, ""
+        rules, missing = self._applicable(user, attrs.namespace)
+        if any(rule_allows(rule, attrs) for rule in rules):
+            return True, ""
+        if not missing:
+            return False, ""
+        return False, "RBAC: " + (missing[0] if len(missing) == 1 else "[" + ", ".join(missing) + "]")
 
     def rules_for(self, user: UserInfo, namespace: str) -> list[dict[str, Any]]:
         """Every rule that applies to the user in the namespace (cluster-wide ones included)."""
+        return self._applicable(user, namespace)[0]
+
+    def _applicable(self, user: UserInfo, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
         cluster_roles = {_name(role): role for role in self._list("clusterroles")}
         found: list[dict[str, Any]] = []
-        for binding in self._list("clusterrolebindings"):
-            if _binds(binding, user, ""):
-                found.extend(_role_rules(binding, cluster_roles, {}))
+        missing: list[str] = []
+        bindings = [(b, "") for b in self._list("clusterrolebindings")]
+        roles: dict[str, dict[str, Any]] = {}
         if namespace:
             roles = {_name(role): role for role in self._list("roles") if _namespace(role) == namespace}
-            for binding in self._list("rolebindings"):
-                if _namespace(binding) == namespace and _binds(binding, user, namespace):
-                    found.extend(_role_rules(binding, cluster_roles, roles))
-        return found
+            bindings += [(b, namespace) for b in self._list("rolebindings") if _namespace(b) == namespace]
+        for binding, binding_namespace in bindings:
+            if not _binds(binding, user, binding_namespace):
+                continue
+            ref = binding.get("roleRef") or {}
+            name = str(ref.get("name", ""))
+            if ref.get("kind") == "ClusterRole" and name in cluster_roles:
+                found.extend(_cluster_role_rules(cluster_roles[name], cluster_roles))
+            elif ref.get("kind") == "Role" and name in roles:
+                found.extend(roles[name].get("rules") or [])
+            else:
+                missing.append(f"{str(ref.get('kind', '')).lower()}.{RBAC_GROUP} {_go_quote(name)} not found")
+        return found, missing
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -99,19 +122,6 @@ def _binds(binding: dict[str, Any], user: UserInfo, binding_namespace: str) -> b
             if namespace and user.name == f"system:serviceaccount:{namespace}:{name}":
                 return True
     return False
-
-
-def _role_rules(
-    binding: dict[str, Any], cluster_roles: dict[str, dict[str, Any]], roles: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
-    ref = binding.get("roleRef") or {}
-    if ref.get("kind") == "ClusterRole":
-        role = cluster_roles.get(str(ref.get("name")))
-        return _cluster_role_rules(role, cluster_roles) if role else []
-    if ref.get("kind") == "Role":
-        role = roles.get(str(ref.get("name")))
-        return list(role.get("rules") or []) if role else []
-    return []
 
 
 def _cluster_role_rules(
@@ -187,20 +197,23 @@ def _url_matches(allowed: str, path: str) -> bool:
     return allowed.endswith("*") and path.startswith(allowed[:-1])
 
 
-def forbidden_message(user: UserInfo, attrs: RequestAttributes) -> str:
-    """The `message` of the API server's 403 Status for a denied request."""
+def forbidden_message(user: UserInfo, attrs: RequestAttributes, reason: str = "") -> str:
+    """The `message` of the API server's 403 Status for a denied request (`reason`: from `decide`)."""
+    suffix = f": {reason}" if reason else ""
     if not attrs.is_resource_request:
-        return f"forbidden: User {_go_quote(user.name)} cannot {attrs.verb} path {_go_quote(attrs.path)}"
+        return (
+            f"forbidden: User {_go_quote(user.name)} cannot {attrs.verb} path {_go_quote(attrs.path)}{suffix}"
+        )
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     where = f"in the namespace {_go_quote(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
-    reason = (
+    denial = (
         f"User {_go_quote(user.name)} cannot {attrs.verb} resource {_go_quote(resource)} "
         f"in API group {_go_quote(attrs.api_group)} {where}"
     )
     # The API server names the resource without its subresource here.
     qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
     subject = f"{qualified} {_go_quote(attrs.name)}" if attrs.name else qualified
-    return f"{subject} is forbidden: {reason}"
+    return f"{subject} is forbidden: {denial}{suffix}"
 
 
 def _go_quote(text: str) -> str:

@@ -261,3 +261,24 @@ def test_aggregation_is_transitive_and_survives_cycles() -> None:
     assert Authorizer(lambda resource: policy[resource]).authorize(
         UserInfo("u"), res("get", "", "secrets", "ns", "s")
     )
+
+
+def test_a_binding_to_a_missing_role_explains_the_denial() -> None:
+    policy: dict[str, list[dict[str, Any]]] = {
+        "clusterroles": [],
+        "clusterrolebindings": [
+            binding("ClusterRoleBinding", "b", "ClusterRole", "view", [{"kind": "User", "name": "u"}])
+        ],
+        "roles": [],
+        "rolebindings": [binding("RoleBinding", "r", "Role", "gone", [{"kind": "User", "name": "u"}], "ns")],
+    }
+    attrs = res("list", "", "pods", "ns")
+    allowed, reason = Authorizer(lambda resource: policy[resource]).decide(UserInfo("u"), attrs)
+    assert (allowed, reason) == (
+        False,
+        'RBAC: [clusterrole.rbac.authorization.k8s.io "view" not found, role.rbac.authorization.k8s.io "gone" not found]',
+    )
+    assert forbidden_message(UserInfo("u"), attrs, reason) == (
+        'pods is forbidden: User "u" cannot list resource "pods" in API group "" in the namespace "ns": '
+        + reason
+    )
