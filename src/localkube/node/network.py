@@ -5,7 +5,9 @@
 Two networks for process mode, chosen by `pod_network()`:
 - `NamespaceNetwork` (root): every pod gets its own network namespace, with loopback up and an `eth0`
   that is one end of a veth pair whose other end is a port of localkube's bridge (`lk0`, 10.246.0.0/16 by
-  default; the bridge itself holds the first address, the node's address as the pods see it). Pods reach
+  default; a second localkube on the machine takes `lk1` and 10.245.0.0/16, and so on: a lock file under
+  /run/localkube says whose a bridge is; the bridge itself holds the first address, the node's address
+  as the pods see it). Pods reach
   each other and this host over the bridge and nothing else: the bridge has no uplink, no address of
   it is routed or NATed off the machine, and bridged traffic bypasses the host's iptables
   (`nf_call_iptables 0`) so a host firewall that drops forwarded packets does not split the pods. Inside a
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import logging
@@ -39,18 +42,24 @@ import signal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 log = logging.getLogger(__name__)
 
 LOOPBACK_PODS = ipaddress.IPv4Network("127.244.0.0/16")
 BRIDGE_PODS = ipaddress.IPv4Network("10.246.0.0/16")
 NETNS_DIR = Path("/etc/netns")
+LOCK_DIR = Path("/run/localkube")
+BRIDGES = 8
 CLUSTER_DOMAIN = "cluster.local"
 
 
 class NetworkError(RuntimeError):
     """A pod's network could not be set up or torn down; the message carries the failing command's output."""
+
+
+class BridgeInUse(NetworkError):
+    """Another localkube on this machine holds the bridge."""
 
 
 class AddressPool:
@@ -150,7 +159,7 @@ class NamespaceNetwork:
     isolated = True
 
     def __init__(
-        self, bridge: str = "lk0", network: ipaddress.IPv4Network = BRIDGE_PODS, prefix: str = "lk-"
+        self, bridge: str = "lk0", network: ipaddress.IPv4Network = BRIDGE_PODS, prefix: str = "lk0-"
     ) -> None:
         if len(prefix) + 10 > 15:
             raise ValueError(f"network namespace prefix {prefix!r} is too long for an interface name")
@@ -166,6 +175,15 @@ class NamespaceNetwork:
         self._netns: dict[str, str] = {}
         self._bridge_ready = False
         self._lock = asyncio.Lock()
+        # Held for this network's life: a second localkube must not take the bridge over (and would, on
+        # setup, remove this one's namespaces as leftovers).
+        LOCK_DIR.mkdir(parents=True, exist_ok=True)
+        self._claim: IO[str] | None = (LOCK_DIR / f"{bridge}.lock").open("w")
+        try:
+            fcntl.flock(self._claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._claim.close()
+            raise BridgeInUse(f"bridge {bridge} is used by another localkube on this machine") from None
 
     @property
     def host_address(self) -> str:
@@ -225,6 +243,9 @@ class NamespaceNetwork:
         if self._bridge_ready:
             await self._run(["link", "del", self._bridge], check=False)
             self._bridge_ready = False
+        if self._claim is not None:
+            self._claim.close()
+            self._claim = None
 
     async def _setup_bridge(self) -> None:
         listing = await self._output(["netns", "list"])
@@ -272,10 +293,19 @@ class NamespaceNetwork:
 
 
 def pod_network(isolated: bool | None = None) -> PodNetwork:
-    """The namespace network when running as root (or when asked), else the host network."""
+    """The namespace network when running as root (or when asked), else the host network. Each localkube
+    on the machine takes the first free bridge: lk0 with 10.246.0.0/16, lk1 with 10.245.0.0/16, and so on."""
     if isolated is None:
         isolated = os.geteuid() == 0 and shutil.which("ip") is not None
-    return NamespaceNetwork() if isolated else HostNetwork()
+    if not isolated:
+        return HostNetwork()
+    for index in range(BRIDGES):
+        network = ipaddress.IPv4Network((int(BRIDGE_PODS.network_address) - (index << 16), 16))
+        try:
+            return NamespaceNetwork(f"lk{index}", network, f"lk{index}-")
+        except BridgeInUse:
+            continue
+    raise NetworkError(f"all {BRIDGES} localkube bridges (lk0 to lk{BRIDGES - 1}) are in use on this machine")
 
 
 def hosts_file(

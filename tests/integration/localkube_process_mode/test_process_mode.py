@@ -25,7 +25,7 @@ from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
 from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
-from localkube.node.network import HostNetwork, NamespaceNetwork, PodNetwork
+from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork
 from localkube.node.process import ProcessKubelet, ProcessOptions
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
@@ -388,3 +388,10 @@ async def test_a_new_kubelet_stops_the_processes_an_unclean_predecessor_left(clu
     async with asyncio.timeout(5):
         while _alive(pid):
             await asyncio.sleep(0.05)
+
+
+async def test_a_bridge_belongs_to_one_localkube_at_a_time(cluster: Cluster) -> None:
+    if not cluster.isolated:
+        pytest.skip("bridges exist only with network namespaces (root)")
+    with pytest.raises(BridgeInUse, match="bridge lkt0 is used by another localkube"):
+        NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
