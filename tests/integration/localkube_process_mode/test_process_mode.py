@@ -14,12 +14,13 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
 from localkube.controllers.api import ControllerApi
+from localkube.controllers.cluster import ClusterRunner, cluster_controllers
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
@@ -395,3 +396,24 @@ async def test_a_bridge_belongs_to_one_localkube_at_a_time(cluster: Cluster) -> 
         pytest.skip("bridges exist only with network namespaces (root)")
     with pytest.raises(BridgeInUse, match="bridge lkt0 is used by another localkube"):
         NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
+
+
+async def test_cluster_controllers_in_process_mode_stop_their_processes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
+    runner = cluster_controllers(resources, NodeOptions(), node_mode="process", data_dir=tmp_path)
+    await runner.start()
+    try:
+        cluster = Cluster(
+            resources, cast(ClusterRunner, runner).kubelet or pytest.fail("no process kubelet"), tmp_path
+        )
+        cluster.create("pods", _pod("p", _python("import time; time.sleep(60)")))
+        pod = await cluster.until("p", lambda p: bool(_container(p)["state"].get("running")))
+        pid = int(_container(pod)["containerID"].removeprefix("process://"))
+    finally:
+        await runner.stop()
+        store.close()
+    assert not _alive(pid)
+    with pytest.raises(ValueError, match="node_mode 'process' needs a data directory"):
+        cluster_controllers(resources, NodeOptions(), node_mode="process")
