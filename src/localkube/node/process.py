@@ -240,6 +240,7 @@ class _Pod:
     containers: list[_Container]
     restart_policy: str
     grace: float
+    host_network: bool
     sandbox_task: asyncio.Task[Sandbox] | None = None
     sandbox: Sandbox | None = None
     transitions: dict[str, tuple[bool, str]] = field(default_factory=dict)
@@ -358,7 +359,8 @@ class ProcessKubelet:
             uid=str(metadata.get("uid", "")),
             name=metadata["name"],
             namespace=metadata.get("namespace", ""),
-            ip=self._network.address(key, previous_ip),
+            ip=self._options.host_ip if spec.get("hostNetwork") else self._network.address(key, previous_ip),
+            host_network=bool(spec.get("hostNetwork")),
             started_at=(pod.get("status") or {}).get("startTime") or _now(),
             containers=[
                 *(_Container(c, init=True) for c in spec.get("initContainers") or []),
@@ -374,6 +376,9 @@ class ProcessKubelet:
         """Starts or collects the creation of the pod's sandbox. A failure raises, and the runner retries the
         pod with back-off."""
         if state.sandbox is not None:
+            return True
+        if state.host_network:
+            state.sandbox = Sandbox(state.ip)  # the node's own network, as `hostNetwork: true` asks
             return True
         task = state.sandbox_task
         if task is None:

@@ -417,3 +417,13 @@ async def test_cluster_controllers_in_process_mode_stop_their_processes(tmp_path
     assert not _alive(pid)
     with pytest.raises(ValueError, match="node_mode 'process' needs a data directory"):
         cluster_controllers(resources, NodeOptions(), node_mode="process")
+
+
+async def test_a_host_network_pod_runs_on_the_nodes_network(cluster: Cluster) -> None:
+    netns_before = _netns() if cluster.isolated else []
+    code = "import socket; print(socket.gethostbyname('localhost'))"
+    cluster.create("pods", _pod("onhost", _python(code), restartPolicy="Never", hostNetwork=True))
+    pod = await cluster.until("onhost", _phase("Succeeded"))
+    assert pod["status"]["podIP"] == pod["status"]["hostIP"]
+    assert cluster.log(pod) == "127.0.0.1\n"
+    assert (_netns() if cluster.isolated else []) == netns_before
