@@ -1,0 +1,134 @@
+"""RayJobs run on a real Ray head: localkube in simulate mode pins the simulated head pod to 127.0.0.1
+(`localkube.io/pod-ip`), where the test's Ray head listens, and the operator reaches its dashboard through the
+API server's service proxy (`--use-kubernetes-proxy`), as it would reach a cluster it cannot route to.
+
+The upstream sample is used as published except for what a pod-less head cannot have: its ConfigMap-mounted
+script is written to a local file (run by this interpreter, which has Ray), and the runtime env keeps its env_vars but not its pip packages (no
+network here), so the script's last line (which checks the pip-installed requests version) is left out.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from integration.rayjob.harness import Operator, operator
+from kuberay.controllers.rayjob.reconciler import RAYJOB
+from kuberay.rayclient.dashboard import DashboardClient, JobSubmitRequest
+from ray_process import RayHead
+
+REPO = Path(__file__).resolve().parents[3]
+SAMPLE = REPO.parent / "shared" / "upstream-samples" / "ray-job.sample.yaml"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    rayjob, configmap = (doc for doc in yaml.safe_load_all(SAMPLE.read_text()) if doc)
+    script = configmap["data"]["sample_code.py"]
+    code = tmp_path_factory.mktemp("sample") / "sample_code.py"
+    code.write_text("\n".join(line for line in script.splitlines() if "requests.__version__" not in line))
+    runtime_env = yaml.safe_load(rayjob["spec"]["runtimeEnvYAML"])
+    rayjob["spec"]["runtimeEnvYAML"] = yaml.safe_dump({"env_vars": runtime_env["env_vars"]})
+    # `python` on the Ray head's PATH need not be the one Ray is installed in; the test's interpreter is.
+    rayjob["spec"]["entrypoint"] = f"{sys.executable} {code}"
+    return rayjob
+
+
+def on_ray_head(
+    sample: dict[str, Any], ray_head: RayHead, namespace: str, name: str, **spec: Any
+) -> dict[str, Any]:
+    """The sample as a RayJob whose (simulated) head pod is the test's Ray head."""
+    job = copy.deepcopy(sample)
+    job["metadata"] = {"name": name, "namespace": namespace}
+    cluster = job["spec"]["rayClusterSpec"]
+    head = cluster["headGroupSpec"]["template"]
+    head["metadata"] = {"annotations": {"localkube.io/pod-ip": "127.0.0.1"}}
+    ray = head["spec"]["containers"][0]
+    ray["ports"] = [{"name": "dashboard", "containerPort": ray_head.dashboard_port}]
+    ray.pop("volumeMounts")
+    head["spec"].pop("volumes")
+    for group in cluster["workerGroupSpecs"]:
+        group["replicas"] = group["minReplicas"] = 0  # the head does the work; no worker pods to simulate
+    job["spec"].update(spec)
+    return job
+
+
+async def test_the_sample_succeeds_in_http_mode_and_shutdown_deletes_the_cluster_after_the_ttl(
+    localkube, ray_head, sample
+):
+    async with operator(localkube, use_kubernetes_proxy=True) as op:
+        job = on_ray_head(sample, ray_head, op.namespace, "rayjob-sample", submissionMode="HTTPMode",
+                          shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=2)  # fmt: skip
+        await op.create(job)
+        done = await op.wait_status("rayjob-sample", jobDeploymentStatus="Complete", timeout=120)
+        status = done["status"]
+        assert status["jobStatus"] == "SUCCEEDED" and status["succeeded"] == 1
+        assert status["message"] == "Job finished successfully."
+        assert status["rayJobInfo"]["startTime"] and status["rayJobInfo"]["endTime"]
+        logs = await _logs(ray_head, status["jobId"])
+        assert "test_counter got 5" in logs
+        await op.wait(lambda: _no_cluster(op, status["rayClusterName"]), timeout=30)
+
+
+async def test_a_failing_entrypoint_ends_failed_with_rays_message_after_its_retries(
+    localkube, ray_head, sample
+):
+    async with operator(localkube, use_kubernetes_proxy=True) as op:
+        job = on_ray_head(sample, ray_head, op.namespace, "fails", submissionMode="HTTPMode", backoffLimit=1,
+                          entrypoint="python -c \"import sys; print('boom'); sys.exit(3)\"")  # fmt: skip
+        await op.create(job)
+        failed = await op.wait_status("fails", jobDeploymentStatus="Failed", failed=2, timeout=120)
+        status = failed["status"]
+        assert (status["jobStatus"], status["reason"]) == ("FAILED", "AppFailed")
+        assert status["message"].startswith("Job entrypoint command failed with exit code 3")
+        assert (
+            len({e["message"] for e in await op.events("CreatedRayCluster")}) == 2
+        )  # one cluster per attempt
+
+
+async def test_on_success_delete_self_removes_the_rayjob(localkube, ray_head, sample):
+    async with operator(localkube, use_kubernetes_proxy=True) as op:
+        # The legacy policies win over shutdownAfterJobFinishes and wait ttlSecondsAfterFinished.
+        strategy = {"onSuccess": {"policy": "DeleteSelf"}, "onFailure": {"policy": "DeleteCluster"}}
+        job = on_ray_head(sample, ray_head, op.namespace, "selfish", submissionMode="HTTPMode",
+                          deletionStrategy=strategy, shutdownAfterJobFinishes=True,
+                          ttlSecondsAfterFinished=3)  # fmt: skip
+        await op.create(job)
+        await op.wait_status("selfish", jobDeploymentStatus="Complete", timeout=120)
+        await op.wait(lambda: _no_rayjob(op, "selfish"), timeout=30)
+
+
+async def test_interactive_mode_waits_for_the_users_job_id(localkube, ray_head, sample):
+    async with operator(localkube, use_kubernetes_proxy=True) as op:
+        await op.create(on_ray_head(sample, ray_head, op.namespace, "chat", submissionMode="InteractiveMode"))
+        await op.wait_status("chat", jobDeploymentStatus="Waiting", timeout=60)
+        job_id = f"interactive-{uuid.uuid4().hex[:8]}"
+        async with httpx.AsyncClient(timeout=10) as http:
+            await DashboardClient(http, ray_head.dashboard_url).submit_job(
+                JobSubmitRequest(entrypoint="python -c 'print(42)'", submission_id=job_id)
+            )
+        await op.client.patch(RAYJOB, "chat", {"spec": {"jobId": job_id}}, op.namespace)
+        done = await op.wait_status("chat", jobDeploymentStatus="Complete", timeout=120)
+        assert (done["status"]["jobId"], done["status"]["jobStatus"]) == (job_id, "SUCCEEDED")
+
+
+async def _logs(ray_head: RayHead, job_id: str) -> str:
+    async with httpx.AsyncClient(timeout=10) as http:
+        return await DashboardClient(http, ray_head.dashboard_url).get_job_logs(job_id)
+
+
+async def _no_cluster(op: Operator, name: str) -> bool:
+    return await op.cluster(name) is None
+
+
+async def _no_rayjob(op: Operator, name: str) -> bool:
+    return await op.rayjob(name) is None
