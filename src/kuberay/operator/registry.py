@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kuberay.api.features import Feature
 from kuberay.controllers import networkpolicy
 from kuberay.controllers.raycluster import setup as raycluster_setup
+from kuberay.controllers.rayjob import setup as rayjob_setup
 from kuberay.operator.settings import OperatorSettings
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, Resource
@@ -34,6 +35,10 @@ def _install_raycluster(manager: Manager, settings: OperatorSettings) -> None:
     raycluster_setup.install(manager, settings.config, settings.feature_gates)
 
 
+def _install_rayjob(manager: Manager, settings: OperatorSettings) -> None:
+    rayjob_setup.install(manager, settings.config, settings.feature_gates, kubeconfig=settings.kubeconfig)
+
+
 def _install_networkpolicy(manager: Manager, settings: OperatorSettings) -> None:
     networkpolicy.install(manager, settings.config.reconcile_concurrency)
 
@@ -45,6 +50,7 @@ def _network_policy_gate(settings: OperatorSettings) -> bool:
 # The RayCluster, RayJob, RayService and RayCronJob controllers plug in here.
 BUILTIN: tuple[ControllerSetup, ...] = (
     ControllerSetup("raycluster", _install_raycluster),
+    ControllerSetup("rayjob", _install_rayjob),
     ControllerSetup("networkpolicy", _install_networkpolicy, _network_policy_gate),
 )
 
