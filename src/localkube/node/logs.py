@@ -52,6 +52,11 @@ class LogWriter:
         self._file: BinaryIO = path.open("ab")
         self._streams: dict[int, tuple[bytes, IO[bytes], bytearray]] = {}
 
+    @property
+    def copying(self) -> bool:
+        """True while a pipe is still open."""
+        return bool(self._streams)
+
     def attach(self, stream: str, pipe: IO[bytes]) -> None:
         """Starts copying `pipe` (the read end, owned by this writer from now on) as `stream`."""
         fd = pipe.fileno()
@@ -60,23 +65,28 @@ class LogWriter:
         asyncio.get_running_loop().add_reader(fd, self._readable, fd)
 
     def _readable(self, fd: int) -> None:
+        self._copy(fd)
+
+    def _copy(self, fd: int) -> bool:
+        """Copies what the pipe holds now; at its end, detaches it. True while more may come."""
         stream, pipe, buffer = self._streams[fd]
         try:
             chunk = os.read(fd, 65536)
         except BlockingIOError:
-            return
+            return False
         except OSError:
             chunk = b""
         if chunk:
             buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                self._entry(stream, b"F", bytes(buffer[:end]))
-                del buffer[: end + 1]
-            while len(buffer) >= MAX_LINE:
-                self._entry(stream, b"P", bytes(buffer[:MAX_LINE]))
-                del buffer[:MAX_LINE]
+            while (end := buffer.find(b"\n")) >= 0 or len(buffer) >= MAX_LINE:
+                if 0 <= end <= MAX_LINE:
+                    self._entry(stream, b"F", bytes(buffer[:end]))
+                    del buffer[: end + 1]
+                else:
+                    self._entry(stream, b"P", bytes(buffer[:MAX_LINE]))
+                    del buffer[:MAX_LINE]
             self._file.flush()
-            return
+            return True
         if buffer:
             self._entry(stream, b"F", bytes(buffer))
         self._detach(fd)
@@ -84,6 +94,7 @@ class LogWriter:
             self._file.flush()
         else:
             self._file.close()
+        return False
 
     def _detach(self, fd: int) -> None:
         _, pipe, _ = self._streams.pop(fd)
@@ -94,9 +105,15 @@ class LogWriter:
         self._file.write(b" ".join((_timestamp(), stream, tag, content)) + b"\n")
 
     def close(self) -> None:
-        """Stops copying at once (the pipes may still be held by stray processes)."""
+        """Copies what the pipes hold already, then stops (stray processes may still hold them open)."""
         for fd in list(self._streams):
-            self._detach(fd)
+            while self._copy(fd):
+                pass
+            if fd in self._streams:
+                _, _, buffer = self._streams[fd]
+                if buffer:
+                    self._entry(self._streams[fd][0], b"F", bytes(buffer))
+                self._detach(fd)
         self._file.close()
 
 

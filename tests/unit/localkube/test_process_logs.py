@@ -1,9 +1,10 @@
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
 
-from localkube.node.logs import LogNotFound, follow_log, log_path, read_log
+from localkube.node.logs import MAX_LINE, LogNotFound, LogWriter, follow_log, log_path, read_log
 
 T1, T2, T3 = (
     "2026-01-01T00:00:01.000000001Z",
@@ -60,3 +61,19 @@ async def test_following_yields_new_lines_and_ends_when_the_container_restarts(t
     _write(tmp_path, 1, f"{T3} stdout F next run")
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(anext(stream), 2)
+
+
+async def test_the_writer_copies_both_streams_and_splits_long_lines(tmp_path: Path) -> None:
+    writer = LogWriter(log_path(tmp_path, "ns", "p", "uid", "c", 0))
+    long_line = b"x" * (MAX_LINE + 10)
+    for stream, data in (("stdout", b"out\n" + long_line + b"\n"), ("stderr", b"no newline at end")):
+        read_end, write_end = os.pipe()
+        os.write(write_end, data)
+        os.close(write_end)
+        writer.attach(stream, os.fdopen(read_end, "rb"))
+    async with asyncio.timeout(5):
+        while writer.copying:
+            await asyncio.sleep(0.01)
+    assert sorted(_read(tmp_path).splitlines()) == sorted([b"out", long_line, b"no newline at end"])
+    entries = log_path(tmp_path, "ns", "p", "uid", "c", 0).read_bytes().splitlines()
+    assert [e.split(b" ")[1:3] for e in entries].count([b"stdout", b"P"]) == 1
