@@ -23,9 +23,10 @@ then SIGKILL when the grace period ends, so `ray start --block` and the daemons 
 (never `ray stop`, which kills every Ray process on the host by name). A deleted pod's namespace and logs
 are removed after its processes are gone; then the pod object is removed, as the simulated kubelet does.
 
-In a network namespace every pod also has a /tmp of its own (`<data-dir>/kubelet/pods/<uid>/tmp`), shared
-by its containers and probes, so programs that keep state under /tmp (Ray's session directory) do not
-meet another pod's. A pod that had already finished when localkube (re)started is never run again;
+Every container has a home directory of its own (under `<data-dir>/kubelet/pods/<uid>/`, unless its env
+sets HOME) whose .profile keeps PATH for login shells. In a network namespace every pod also has a
+/tmp of its own (`<data-dir>/kubelet/pods/<uid>/tmp`), shared by its containers and probes, so programs
+that keep state under /tmp (Ray's session directory) do not meet another pod's. A pod that had already finished when localkube (re)started is never run again;
 a running one is started afresh (restart counts begin at 0 again).
 """
 
@@ -37,6 +38,7 @@ import datetime
 import logging
 import math
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -481,6 +483,8 @@ class ProcessKubelet:
             declared = container_environment(pod_now, spec, self._read, self._options.capacity)
             env = {**self._base_environment(pod_now), **declared}
             argv = command_line(spec, env)
+            if "HOME" not in declared:
+                env["HOME"] = self._home(state, container, env["PATH"])
         except MissingCommand as err:
             container.waiting = ("RunContainerError", str(err))
             container.restart_at = math.inf  # containers are immutable: it will never have a command
@@ -521,7 +525,7 @@ class ProcessKubelet:
             self._start_error(state, container, str(err), now)
             return
         assert process.stdout is not None and process.stderr is not None
-        _record_process(self._scratch(state).parent, process.pid)
+        _record_process(self._pod_dir(state), process.pid)
         writer.attach("stdout", process.stdout)
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
@@ -533,9 +537,28 @@ class ProcessKubelet:
         }
         container.run = _Run(process, _now(), now, probes, writer, context)
 
+    def _pod_dir(self, state: _Pod) -> Path:
+        """The pod's kubelet directory: its /tmp, its containers' homes, its process records."""
+        return self._process_options.data_dir / "kubelet" / "pods" / state.uid
+
     def _scratch(self, state: _Pod) -> Path:
-        """The pod's own /tmp on the host (network namespace mode), in the pod's kubelet directory."""
-        return self._process_options.data_dir / "kubelet" / "pods" / state.uid / "tmp"
+        """The pod's own /tmp on the host (network namespace mode)."""
+        return self._pod_dir(state) / "tmp"
+
+    def _home(self, state: _Pod, container: _Container, path: str) -> str:
+        """The container's own home directory, as its processes see it. Its .profile puts the container's
+        PATH back for login shells (`bash -lc`, as KubeRay's commands use), which /etc/profile on many hosts
+        resets to the system's, losing localkube's interpreter. With a private /tmp the home lives in it:
+        the data directory may itself be under the host's /tmp, which the pod does not see."""
+        private_tmp = state.sandbox is not None and state.sandbox.netns is not None
+        base = self._scratch(state) if private_tmp else self._pod_dir(state)
+        home = base / ".home" / container.name
+        home.mkdir(parents=True, exist_ok=True)
+        (home / ".profile").write_text(
+            "# Written by localkube: a login shell's /etc/profile may have reset PATH.\n"
+            f"export PATH={shlex.quote(path)}\n"
+        )
+        return f"/tmp/.home/{container.name}" if private_tmp else str(home)
 
     def _exec_prefix(self, state: _Pod) -> tuple[str, ...]:
         """What runs a command inside the pod. In a network namespace, `ip netns exec` also gives every
@@ -619,7 +642,7 @@ class ProcessKubelet:
                 shutil.rmtree(
                     logs.pod_log_dir(data_dir, state.namespace, state.name, state.uid), ignore_errors=True
                 )
-                shutil.rmtree(self._scratch(state).parent, ignore_errors=True)
+                shutil.rmtree(self._pod_dir(state), ignore_errors=True)
         if not state.teardown.done():
             return False
         if not state.teardown.cancelled() and state.teardown.exception() is not None:

@@ -427,3 +427,16 @@ async def test_a_host_network_pod_runs_on_the_nodes_network(cluster: Cluster) ->
     assert pod["status"]["podIP"] == pod["status"]["hostIP"]
     assert cluster.log(pod) == "127.0.0.1\n"
     assert (_netns() if cluster.isolated else []) == netns_before
+
+
+async def test_login_shells_keep_localkubes_interpreter_first_on_path(cluster: Cluster) -> None:
+    shell = {
+        "name": "c",
+        "image": "x",
+        "command": ["/bin/bash", "-lc", "--", "command -v python; echo $HOME"],
+    }
+    cluster.create("pods", _pod("login", shell, restartPolicy="Never"))
+    pod = await cluster.until("login", _phase("Succeeded"))
+    python, home = cluster.log(pod).splitlines()
+    assert python == str(Path(sys.executable).parent / "python")
+    assert home == "/tmp/.home/c" if cluster.isolated else Path(home).is_relative_to(cluster.data_dir)
