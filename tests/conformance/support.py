@@ -19,5 +19,7 @@ def run_kubectl(server: LocalKubeProcess, *args: str, input: str | None = None, 
         input=input, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     if check and done.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        raise AssertionError(
+            f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
     return done

@@ -54,10 +54,25 @@ def _compacting(factory: Callable[..., LocalKubeProcess]) -> tuple[LocalKubeProc
     with server.client() as api:
         created = api.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "old"}}).json()
         for value in range(3):
-            api.put("/api/v1/namespaces/default/configmaps/old", json={**created, "data": {"v": str(value)}, "metadata": {**created["metadata"], "resourceVersion": None}})
+            api.put(
+                "/api/v1/namespaces/default/configmaps/old",
+                json={
+                    **created,
+                    "data": {"v": str(value)},
+                    "metadata": {**created["metadata"], "resourceVersion": None},
+                },
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with api.stream("GET", "/api/v1/namespaces/default/configmaps", params={"watch": "true", "resourceVersion": created["metadata"]["resourceVersion"], "timeoutSeconds": "1"}) as events:
+            with api.stream(
+                "GET",
+                "/api/v1/namespaces/default/configmaps",
+                params={
+                    "watch": "true",
+                    "resourceVersion": created["metadata"]["resourceVersion"],
+                    "timeoutSeconds": "1",
+                },
+            ) as events:
                 if '"code":410' in next(events.iter_lines(), ""):
                     return server, created["metadata"]["resourceVersion"]
             time.sleep(0.1)
@@ -86,13 +101,20 @@ def test_official_client_crud_and_stale_update(official: kubernetes.client.ApiCl
 
     custom = kubernetes.client.CustomObjectsApi(official)
     custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", _raycluster("rc"))
-    custom.patch_namespaced_custom_object_status("ray.io", "v1", namespace, "rayclusters", "rc", {"status": {"state": "ready"}})
-    assert custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", "rc")["status"]["state"] == "ready"
+    custom.patch_namespaced_custom_object_status(
+        "ray.io", "v1", namespace, "rayclusters", "rc", {"status": {"state": "ready"}}
+    )
+    assert (
+        custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", "rc")["status"]["state"]
+        == "ready"
+    )
     listed = custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")
     assert [item["metadata"]["name"] for item in listed["items"]] == ["rc"]
 
 
-def test_official_client_watch_resumes_from_a_resource_version(official: kubernetes.client.ApiClient, namespace: str) -> None:
+def test_official_client_watch_resumes_from_a_resource_version(
+    official: kubernetes.client.ApiClient, namespace: str
+) -> None:
     core = kubernetes.client.CoreV1Api(official)
     start = core.list_namespaced_config_map(namespace).metadata.resource_version
     for name in ("w1", "w2"):
@@ -100,19 +122,25 @@ def test_official_client_watch_resumes_from_a_resource_version(official: kuberne
     core.delete_namespaced_config_map("w1", namespace)
     watch = kubernetes.watch.Watch()
     seen = []
-    for event in watch.stream(core.list_namespaced_config_map, namespace, resource_version=start, timeout_seconds=2):
+    for event in watch.stream(
+        core.list_namespaced_config_map, namespace, resource_version=start, timeout_seconds=2
+    ):
         seen.append((event["type"], event["object"].metadata.name))
         if len(seen) == 3:
             watch.stop()
     assert seen == [("ADDED", "w1"), ("ADDED", "w2"), ("DELETED", "w1")]
 
 
-def test_official_client_gets_410_from_a_compacted_revision(localkube_factory: Callable[..., LocalKubeProcess]) -> None:
+def test_official_client_gets_410_from_a_compacted_revision(
+    localkube_factory: Callable[..., LocalKubeProcess],
+) -> None:
     server, compacted = _compacting(localkube_factory)
     with _official(server) as client:
         core = kubernetes.client.CoreV1Api(client)
         with pytest.raises(ApiException) as gone:
-            for _ in kubernetes.watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=compacted, timeout_seconds=2):
+            for _ in kubernetes.watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=compacted, timeout_seconds=2
+            ):
                 pass
     assert gone.value.status == 410
 
@@ -128,7 +156,13 @@ def test_lightkube_crud_apply_and_stale_update(light: Client, namespace: str) ->
     assert stale.value.status.code == 409
     cluster = RayCluster.from_dict(_raycluster("rc"))
     light.apply(cluster, namespace=namespace, field_manager="lightkube")
-    light.patch(RayCluster, "rc", [{"op": "add", "path": "/spec/suspend", "value": True}], namespace=namespace, patch_type=PatchType.JSON)
+    light.patch(
+        RayCluster,
+        "rc",
+        [{"op": "add", "path": "/spec/suspend", "value": True}],
+        namespace=namespace,
+        patch_type=PatchType.JSON,
+    )
     assert light.get(RayCluster, "rc", namespace=namespace)["spec"]["suspend"] is True
     assert [c.metadata.name for c in light.list(ConfigMap, namespace=namespace)] == ["c"]
     light.delete(RayCluster, "rc", namespace=namespace)
@@ -151,7 +185,9 @@ def test_lightkube_watch_resumes_from_a_resource_version(light: Client, namespac
     assert seen == [("ADDED", "w1"), ("ADDED", "w2")]
 
 
-def test_lightkube_gets_410_from_a_compacted_revision(localkube_factory: Callable[..., LocalKubeProcess]) -> None:
+def test_lightkube_gets_410_from_a_compacted_revision(
+    localkube_factory: Callable[..., LocalKubeProcess],
+) -> None:
     server, compacted = _compacting(localkube_factory)
     client = Client(KubeConfig.from_file(server.kubeconfig))
     try:

@@ -26,7 +26,10 @@ def test_acknowledged_writes_survive_kill_9(localkube_factory: Callable[..., Loc
                     return
                 name = f"w{writer}-{n}"
                 try:
-                    created = api.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": name}, "data": {"n": "0"}})
+                    created = api.post(
+                        "/api/v1/namespaces/default/configmaps",
+                        json={"metadata": {"name": name}, "data": {"n": "0"}},
+                    )
                     if created.status_code != 201:
                         return
                     body = created.json()
@@ -52,10 +55,14 @@ def test_acknowledged_writes_survive_kill_9(localkube_factory: Callable[..., Loc
     server.start()
     with server.client() as api:
         listing = api.get("/api/v1/namespaces/default/configmaps").json()
-        stored = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"]) for item in listing["items"]}
+        stored = {
+            item["metadata"]["name"]: int(item["metadata"]["resourceVersion"]) for item in listing["items"]
+        }
         lost = {name for name, revision in acknowledged.items() if stored.get(name, -1) < revision}
         assert not lost, f"acknowledged writes lost after kill -9: {sorted(lost)[:10]}"
         newest = max(stored.values())
-        after = api.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "after-restart"}}).json()
+        after = api.post(
+            "/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "after-restart"}}
+        ).json()
         assert int(after["metadata"]["resourceVersion"]) > newest
         assert int(listing["metadata"]["resourceVersion"]) >= newest

@@ -25,7 +25,10 @@ def _raycluster(name: str, **spec: object) -> dict[str, object]:
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": name},
-        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}}, **spec},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}},
+            **spec,
+        },
     }
 
 
@@ -54,7 +57,9 @@ def test_every_upstream_sample_applies_client_side_then_server_side(kubectl: Kub
         for d in yaml.safe_load_all(path.read_text())
         if d and d["apiVersion"] == "ray.io/v1"
     }
-    listed = json.loads(kubectl("get", "rayclusters,rayjobs,rayservices,raycronjobs", "-n", namespace, "-o", "json").stdout)
+    listed = json.loads(
+        kubectl("get", "rayclusters,rayjobs,rayservices,raycronjobs", "-n", namespace, "-o", "json").stdout
+    )
     stored = {(item["kind"], item["metadata"]["name"]) for item in listed["items"]}
     assert names <= stored
     generated = [item for item in listed["items"] if item["metadata"].get("generateName")]
@@ -63,8 +68,13 @@ def test_every_upstream_sample_applies_client_side_then_server_side(kubectl: Kub
 
 def test_crds_from_deploy_apply_server_side_and_are_established(kubectl: Kubectl) -> None:
     kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    names = {yaml.load(path.read_text(), Loader=yaml.CSafeLoader)["metadata"]["name"] for path in CRDS.glob("*.yaml")}
-    template = '{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}'
+    names = {
+        yaml.load(path.read_text(), Loader=yaml.CSafeLoader)["metadata"]["name"]
+        for path in CRDS.glob("*.yaml")
+    }
+    template = (
+        '{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}'
+    )
     established = kubectl("get", "crds", "-o", f"jsonpath={template}").stdout.split("\n")
     assert names <= {line.split()[0] for line in established if line.endswith(" True")}
 
@@ -74,9 +84,22 @@ def test_get_prints_the_crd_printer_columns(kubectl: Kubectl, namespace: str) ->
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
     kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(_raycluster("columns")))
     status = {"state": "ready", "desiredWorkerReplicas": 3, "desiredCPU": "2"}
-    kubectl("patch", "-n", namespace, "raycluster", "columns", "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
+    kubectl(
+        "patch",
+        "-n",
+        namespace,
+        "raycluster",
+        "columns",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
     header, row = kubectl("get", "rayclusters", "-n", namespace).stdout.splitlines()
-    assert header.split() == " ".join(["NAME"] + [c["name"].upper() for c in columns if not c.get("priority")]).split()
+    assert (
+        header.split()
+        == " ".join(["NAME"] + [c["name"].upper() for c in columns if not c.get("priority")]).split()
+    )
     assert row.split()[:2] == ["columns", "3"] and "ready" in row.split() and "2" in row.split()
     wide_header = kubectl("get", "rayclusters", "-n", namespace, "-o", "wide").stdout.splitlines()[0]
     assert "HEAD POD IP" in wide_header and "TPUS" in wide_header
@@ -84,7 +107,17 @@ def test_get_prints_the_crd_printer_columns(kubectl: Kubectl, namespace: str) ->
 
 def test_get_watch_streams_changes(localkube: LocalKubeProcess, kubectl: Kubectl, namespace: str) -> None:
     kubectl("create", "-n", namespace, "configmap", "watched", "--from-literal=a=1")
-    command = ["kubectl", "--kubeconfig", str(localkube.kubeconfig), "get", "configmaps", "-n", namespace, "-w", "--output-watch-events"]
+    command = [
+        "kubectl",
+        "--kubeconfig",
+        str(localkube.kubeconfig),
+        "get",
+        "configmaps",
+        "-n",
+        namespace,
+        "-w",
+        "--output-watch-events",
+    ]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as watcher:
         assert watcher.stdout is not None
         try:
@@ -100,12 +133,48 @@ def test_get_watch_streams_changes(localkube: LocalKubeProcess, kubectl: Kubectl
 
 def test_patch_of_every_type(kubectl: Kubectl, namespace: str, api: httpx.Client) -> None:
     kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(_raycluster("patched")))
-    kubectl("patch", "-n", namespace, "raycluster", "patched", "--type=merge", "-p", '{"spec":{"suspend":true}}')
-    kubectl("patch", "-n", namespace, "raycluster", "patched", "--type=json", "-p", '[{"op":"add","path":"/spec/rayVersion","value":"2.52.0"}]')
-    refused = kubectl("patch", "-n", namespace, "raycluster", "patched", "--type=strategic", "-p", '{"spec":{"suspend":false}}', check=False)
+    kubectl(
+        "patch", "-n", namespace, "raycluster", "patched", "--type=merge", "-p", '{"spec":{"suspend":true}}'
+    )
+    kubectl(
+        "patch",
+        "-n",
+        namespace,
+        "raycluster",
+        "patched",
+        "--type=json",
+        "-p",
+        '[{"op":"add","path":"/spec/rayVersion","value":"2.52.0"}]',
+    )
+    refused = kubectl(
+        "patch",
+        "-n",
+        namespace,
+        "raycluster",
+        "patched",
+        "--type=strategic",
+        "-p",
+        '{"spec":{"suspend":false}}',
+        check=False,
+    )
     assert refused.returncode != 0 and "strategic-merge-patch+json is not supported" in refused.stderr
-    applied = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "patched"}, "spec": {"suspend": False}}
-    kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=tester", "-n", namespace, "-f", "-", input=json.dumps(applied))
+    applied = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "patched"},
+        "spec": {"suspend": False},
+    }
+    kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=tester",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        input=json.dumps(applied),
+    )
     cluster = api.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters/patched").json()
     assert cluster["spec"]["suspend"] is False and cluster["spec"]["rayVersion"] == "2.52.0"
     assert cluster["metadata"]["generation"] == 4
@@ -116,36 +185,104 @@ def test_patch_of_every_type(kubectl: Kubectl, namespace: str, api: httpx.Client
         "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}},
     }  # fmt: skip
     kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(deployment))
-    kubectl("patch", "-n", namespace, "deployment", "web", "-p", '{"spec":{"template":{"spec":{"containers":[{"name":"b","image":"b:2"}]}}}}')
-    containers = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["spec"]["template"]["spec"]["containers"]
+    kubectl(
+        "patch",
+        "-n",
+        namespace,
+        "deployment",
+        "web",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"b","image":"b:2"}]}}}}',
+    )
+    containers = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["spec"]["template"][
+        "spec"
+    ]["containers"]
     assert [(c["name"], c["image"]) for c in containers] == [("a", "a:1"), ("b", "b:2")]
     kubectl("scale", "-n", namespace, "deployment", "web", "--replicas=3")
-    assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web/scale").json()["spec"]["replicas"] == 3
+    assert (
+        api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web/scale").json()["spec"]["replicas"] == 3
+    )
 
 
-def test_delete_waits_for_finalizers_and_returns(localkube: LocalKubeProcess, kubectl: Kubectl, namespace: str) -> None:
+def test_delete_waits_for_finalizers_and_returns(
+    localkube: LocalKubeProcess, kubectl: Kubectl, namespace: str
+) -> None:
     held = _raycluster("held")
     held["metadata"] = {"name": "held", "finalizers": ["example.com/hold"]}
     kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(held))
-    command = ["kubectl", "--kubeconfig", str(localkube.kubeconfig), "delete", "-n", namespace, "raycluster", "held", "--timeout=30s"]
+    command = [
+        "kubectl",
+        "--kubeconfig",
+        str(localkube.kubeconfig),
+        "delete",
+        "-n",
+        namespace,
+        "raycluster",
+        "held",
+        "--timeout=30s",
+    ]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as deleting:
         try:
-            kubectl("wait", "-n", namespace, "--for=jsonpath={.metadata.deletionTimestamp}", "raycluster/held", "--timeout=10s")
+            kubectl(
+                "wait",
+                "-n",
+                namespace,
+                "--for=jsonpath={.metadata.deletionTimestamp}",
+                "raycluster/held",
+                "--timeout=10s",
+            )
             assert deleting.poll() is None, "kubectl delete returned while a finalizer still held the object"
-            kubectl("patch", "-n", namespace, "raycluster", "held", "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
+            kubectl(
+                "patch",
+                "-n",
+                namespace,
+                "raycluster",
+                "held",
+                "--type=json",
+                "-p",
+                '[{"op":"remove","path":"/metadata/finalizers"}]',
+            )
             assert deleting.wait(timeout=30) == 0
         finally:
             deleting.kill()
     assert kubectl("get", "-n", namespace, "raycluster", "held", check=False).returncode != 0
 
 
-def test_wait_for_condition_and_for_delete(localkube: LocalKubeProcess, kubectl: Kubectl, namespace: str) -> None:
+def test_wait_for_condition_and_for_delete(
+    localkube: LocalKubeProcess, kubectl: Kubectl, namespace: str
+) -> None:
     kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(_raycluster("waited")))
-    command = ["kubectl", "--kubeconfig", str(localkube.kubeconfig), "wait", "-n", namespace, "--for=condition=Ready", "raycluster/waited", "--timeout=30s"]
+    command = [
+        "kubectl",
+        "--kubeconfig",
+        str(localkube.kubeconfig),
+        "wait",
+        "-n",
+        namespace,
+        "--for=condition=Ready",
+        "raycluster/waited",
+        "--timeout=30s",
+    ]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as waiting:
         time.sleep(0.5)
-        condition = {"type": "Ready", "status": "True", "reason": "Up", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-        kubectl("patch", "-n", namespace, "raycluster", "waited", "--subresource=status", "--type=merge", "-p", json.dumps({"status": {"conditions": [condition]}}))
+        condition = {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Up",
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        kubectl(
+            "patch",
+            "-n",
+            namespace,
+            "raycluster",
+            "waited",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": {"conditions": [condition]}}),
+        )
         assert waiting.wait(timeout=30) == 0
     kubectl("delete", "-n", namespace, "raycluster", "waited", "--wait=false")
     kubectl("wait", "-n", namespace, "--for=delete", "raycluster/waited", "--timeout=10s")
@@ -164,13 +301,30 @@ def test_auth_can_i_for_the_admin_and_a_restricted_service_account(kubectl: Kube
     kubectl("create", "serviceaccount", "-n", namespace, "restricted")
     token = kubectl("create", "token", "-n", namespace, "restricted").stdout.strip()
     as_account = ("--token", token)
-    assert kubectl(*as_account, "auth", "can-i", "list", "pods", "-n", namespace, check=False).stdout.strip() == "no"
+    assert (
+        kubectl(*as_account, "auth", "can-i", "list", "pods", "-n", namespace, check=False).stdout.strip()
+        == "no"
+    )
     denied = kubectl(*as_account, "get", "pods", "-n", namespace, check=False)
     assert denied.returncode != 0
     assert f'User "system:serviceaccount:{namespace}:restricted" cannot list resource "pods"' in denied.stderr
     kubectl("create", "role", "-n", namespace, "pod-reader", "--verb=get,list", "--resource=pods")
-    kubectl("create", "rolebinding", "-n", namespace, "read-pods", "--role=pod-reader", f"--serviceaccount={namespace}:restricted")
+    kubectl(
+        "create",
+        "rolebinding",
+        "-n",
+        namespace,
+        "read-pods",
+        "--role=pod-reader",
+        f"--serviceaccount={namespace}:restricted",
+    )
     assert kubectl(*as_account, "auth", "can-i", "list", "pods", "-n", namespace).stdout.strip() == "yes"
-    assert kubectl(*as_account, "auth", "can-i", "delete", "pods", "-n", namespace, check=False).stdout.strip() == "no"
-    assert kubectl(*as_account, "auth", "can-i", "list", "pods", "-n", "default", check=False).stdout.strip() == "no"
+    assert (
+        kubectl(*as_account, "auth", "can-i", "delete", "pods", "-n", namespace, check=False).stdout.strip()
+        == "no"
+    )
+    assert (
+        kubectl(*as_account, "auth", "can-i", "list", "pods", "-n", "default", check=False).stdout.strip()
+        == "no"
+    )
     kubectl(*as_account, "get", "pods", "-n", namespace)

@@ -1,0 +1,207 @@
+"""Object semantics over HTTP: identity, generation, concurrency, finalizers, selectors, paging, watch."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from localkube_process import LocalKubeProcess
+
+
+def _configmaps(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/configmaps"
+
+
+def _rayclusters(namespace: str) -> str:
+    return f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters"
+
+
+def _raycluster(name: str) -> dict[str, object]:
+    container = {"name": "ray-head", "image": "rayproject/ray:2.52.0"}
+    return {
+        "metadata": {"name": name},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}}},
+    }
+
+
+def test_create_sets_identity_and_generate_name(api: httpx.Client, namespace: str) -> None:
+    made = api.post(_configmaps(namespace), json={"metadata": {"generateName": "gen-"}}).json()
+    assert made["metadata"]["name"].startswith("gen-") and len(made["metadata"]["name"]) == 9
+    assert made["metadata"]["uid"] and made["metadata"]["creationTimestamp"].endswith("Z")
+    again = api.post(_configmaps(namespace), json={"metadata": {"name": made["metadata"]["name"]}})
+    assert again.status_code == 409 and again.json()["reason"] == "AlreadyExists"
+    missing = api.post("/api/v1/namespaces/no-such-namespace/configmaps", json={"metadata": {"name": "x"}})
+    assert (
+        missing.status_code == 404 and missing.json()["message"] == 'namespaces "no-such-namespace" not found'
+    )
+
+
+def test_generation_grows_with_spec_changes_only_and_status_is_separate(
+    api: httpx.Client, namespace: str
+) -> None:
+    created = api.post(_rayclusters(namespace), json=_raycluster("gen")).json()
+    assert created["metadata"]["generation"] == 1
+    url = f"{_rayclusters(namespace)}/gen"
+    labelled = api.patch(
+        url,
+        json={"metadata": {"labels": {"a": "b"}}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).json()
+    assert labelled["metadata"]["generation"] == 1
+    spec_changed = api.patch(
+        url, json={"spec": {"suspend": True}}, headers={"Content-Type": "application/merge-patch+json"}
+    ).json()
+    assert spec_changed["metadata"]["generation"] == 2
+    ignored = api.patch(
+        url, json={"status": {"state": "ready"}}, headers={"Content-Type": "application/merge-patch+json"}
+    ).json()
+    assert "status" not in ignored, "the main resource must not write status"
+    status = api.patch(
+        f"{url}/status",
+        json={"status": {"state": "ready"}, "spec": {"suspend": False}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).json()
+    assert (
+        status["status"]["state"] == "ready"
+        and status["spec"]["suspend"] is True
+        and status["metadata"]["generation"] == 2
+    )
+    unchanged = api.put(url, json=status).json()
+    assert unchanged["metadata"]["resourceVersion"] == status["metadata"]["resourceVersion"], (
+        "a no-op update writes nothing"
+    )
+
+
+def test_stale_update_is_a_409_conflict(api: httpx.Client, namespace: str) -> None:
+    created = api.post(_configmaps(namespace), json={"metadata": {"name": "c"}}).json()
+    api.put(f"{_configmaps(namespace)}/c", json={**created, "data": {"a": "1"}}).raise_for_status()
+    stale = api.put(f"{_configmaps(namespace)}/c", json={**created, "data": {"a": "2"}})
+    assert stale.status_code == 409
+    assert (
+        stale.json()["message"]
+        == 'Operation cannot be fulfilled on configmaps "c": the object has been modified; please apply your changes to the latest version and try again'
+    )
+
+
+def test_finalizers_hold_deletion_until_removed(api: httpx.Client, namespace: str) -> None:
+    api.post(
+        _configmaps(namespace), json={"metadata": {"name": "held", "finalizers": ["example.com/x"]}}
+    ).raise_for_status()
+    deleting = api.delete(f"{_configmaps(namespace)}/held")
+    assert deleting.status_code == 202 and deleting.json()["metadata"]["deletionTimestamp"]
+    current = api.get(f"{_configmaps(namespace)}/held").json()
+    added = api.put(
+        f"{_configmaps(namespace)}/held",
+        json={
+            **current,
+            "metadata": {**current["metadata"], "finalizers": ["example.com/x", "example.com/y"]},
+        },
+    )
+    assert added.status_code == 422 and "no new finalizers can be added" in added.text
+    api.put(
+        f"{_configmaps(namespace)}/held",
+        json={**current, "metadata": {**current["metadata"], "finalizers": []}},
+    ).raise_for_status()
+    assert api.get(f"{_configmaps(namespace)}/held").status_code == 404
+
+
+def test_selectors_and_paging(api: httpx.Client, namespace: str) -> None:
+    for index in range(5):
+        labels = {"tier": "web" if index % 2 else "db", "index": str(index)}
+        api.post(
+            _configmaps(namespace), json={"metadata": {"name": f"p{index}", "labels": labels}}
+        ).raise_for_status()
+
+    def names(**params: str) -> list[str]:
+        return [
+            item["metadata"]["name"]
+            for item in api.get(_configmaps(namespace), params=params).json()["items"]
+        ]
+
+    assert names(labelSelector="tier=web") == ["p1", "p3"]
+    assert names(labelSelector="tier!=web,index") == ["p0", "p2", "p4"]
+    assert names(labelSelector="index in (0,4)") == ["p0", "p4"]
+    assert names(labelSelector="index notin (0,4),tier=db") == ["p2"]
+    assert names(labelSelector="!tier") == []
+    assert names(fieldSelector="metadata.name=p3") == ["p3"]
+    assert names(fieldSelector="metadata.name!=p3", labelSelector="tier=web") == ["p1"]
+    page = api.get(_configmaps(namespace), params={"limit": "2"}).json()
+    seen = [item["metadata"]["name"] for item in page["items"]]
+    while page["metadata"].get("continue"):
+        page = api.get(
+            _configmaps(namespace), params={"limit": "2", "continue": page["metadata"]["continue"]}
+        ).json()
+        seen += [item["metadata"]["name"] for item in page["items"]]
+    assert seen == [f"p{index}" for index in range(5)]
+    assert api.get(_configmaps(namespace), params={"labelSelector": "a in (b"}).status_code == 400
+
+
+def test_dry_run_stores_nothing(api: httpx.Client, namespace: str) -> None:
+    dry = api.post(_configmaps(namespace), params={"dryRun": "All"}, json={"metadata": {"name": "dry"}})
+    assert dry.status_code == 201 and dry.json()["metadata"]["uid"]
+    assert api.get(f"{_configmaps(namespace)}/dry").status_code == 404
+
+
+def test_scale_subresource_reads_and_writes_replicas(api: httpx.Client, namespace: str) -> None:
+    deployment = {"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}  # fmt: skip
+    url = f"/apis/apps/v1/namespaces/{namespace}/deployments/d"
+    api.post(f"/apis/apps/v1/namespaces/{namespace}/deployments", json=deployment).raise_for_status()
+    scale = api.get(f"{url}/scale").json()
+    assert (
+        scale["kind"] == "Scale" and scale["spec"]["replicas"] == 1 and scale["status"]["selector"] == "app=d"
+    )
+    api.patch(
+        f"{url}/scale",
+        json={"spec": {"replicas": 4}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).raise_for_status()
+    scaled = api.get(url).json()
+    assert scaled["spec"]["replicas"] == 4 and scaled["metadata"]["generation"] == 2
+
+
+def test_watch_sends_bookmarks_and_ends_at_timeout(api: httpx.Client, namespace: str) -> None:
+    revision = api.get(_configmaps(namespace)).json()["metadata"]["resourceVersion"]
+    api.post(_configmaps(namespace), json={"metadata": {"name": "w"}}).raise_for_status()
+    params = {
+        "watch": "true",
+        "resourceVersion": revision,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "6",
+    }
+    with api.stream("GET", _configmaps(namespace), params=params) as stream:
+        events = [json.loads(line) for line in stream.iter_lines() if line]
+    assert [e["type"] for e in events][:1] == ["ADDED"] and events[0]["object"]["metadata"]["name"] == "w"
+    bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
+    assert bookmarks and int(bookmarks[-1]["object"]["metadata"]["resourceVersion"]) >= int(
+        events[0]["object"]["metadata"]["resourceVersion"]
+    )
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+    ],
+)
+def test_content_negotiation(api: httpx.Client, accept: str) -> None:
+    if "Table" in accept:
+        table = api.get("/api/v1/namespaces", headers={"Accept": accept}).json()
+        assert table["kind"] == "Table" and table["columnDefinitions"][0]["name"] == "Name"
+        assert {row["cells"][0] for row in table["rows"]} >= {"default", "kube-system"}
+    else:
+        discovery = api.get("/apis", headers={"Accept": accept})
+        assert (
+            discovery.headers["content-type"]
+            == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )
+        groups = {item["metadata"]["name"] for item in discovery.json()["items"]}
+        assert {"apps", "ray.io", "rbac.authorization.k8s.io"} <= groups
+
+
+def test_unauthenticated_requests_get_401(localkube: LocalKubeProcess) -> None:
+    with httpx.Client(base_url=localkube.url, verify=localkube.ssl_context()) as anonymous:
+        assert anonymous.get("/api/v1/pods").status_code == 401
+        assert anonymous.get("/version").json()["major"] == "1"
