@@ -9,7 +9,10 @@ network here), so the script's last line (which checks the pip-installed request
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -19,9 +22,11 @@ import httpx
 import pytest
 import yaml
 
-from integration.rayjob.harness import Operator, operator
+from integration.rayjob.harness import IMAGE, Operator, operator
 from kuberay.controllers.rayjob.reconciler import RAYJOB
 from kuberay.rayclient.dashboard import DashboardClient, JobSubmitRequest
+from kuberay.runtime import errors
+from kuberay.runtime.resources import JOB
 from ray_process import RayHead
 
 REPO = Path(__file__).resolve().parents[3]
@@ -79,6 +84,41 @@ async def test_the_sample_succeeds_in_http_mode_and_shutdown_deletes_the_cluster
         await op.wait(lambda: _no_cluster(op, status["rayClusterName"]), timeout=30)
 
 
+async def test_the_sample_succeeds_in_k8s_job_mode_with_its_generated_submitter_script(
+    localkube, ray_head, sample
+):
+    # Until localkube runs pods as processes, the test runs the submitter pod's script itself (the address
+    # rewritten from the cluster DNS name to the Ray head's), while the simulated pod is held back long
+    # enough that the Job finishes after the script has submitted.
+    held = {
+        "metadata": {"annotations": {"localkube.io/simulate": "Delay:20"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "ray-job-submitter", "image": IMAGE}]},
+    }
+    async with operator(localkube, use_kubernetes_proxy=True) as op:
+        await op.create(on_ray_head(sample, ray_head, op.namespace, "k8s", submitterPodTemplate=held))
+        submitter = await op.wait(lambda: _submitter_job(op, "k8s"))
+        container = submitter["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value", "") for e in container["env"]}
+        assert container["command"] == ["/bin/bash", "-ce", "--"]
+        script = container["args"][0].replace(
+            f"http://{env['RAY_DASHBOARD_ADDRESS']}", ray_head.dashboard_url
+        )
+        assert f"--submission-id {env['RAY_JOB_SUBMISSION_ID']}" in script
+        path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+        process = await asyncio.create_subprocess_exec(
+            *container["command"], script, env={**os.environ, "PATH": path},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        output, _ = await asyncio.wait_for(process.communicate(), 120)
+        assert process.returncode == 0, output.decode()
+        assert "test_counter got 5" in output.decode()  # `ray job logs --follow` ran to the end
+        done = await op.wait_status("k8s", jobDeploymentStatus="Complete", timeout=90)
+        assert (done["status"]["jobStatus"], done["status"]["jobId"]) == (
+            "SUCCEEDED",
+            env["RAY_JOB_SUBMISSION_ID"],
+        )
+
+
 async def test_a_failing_entrypoint_ends_failed_with_rays_message_after_its_retries(
     localkube, ray_head, sample
 ):
@@ -119,6 +159,12 @@ async def test_interactive_mode_waits_for_the_users_job_id(localkube, ray_head, 
         await op.client.patch(RAYJOB, "chat", {"spec": {"jobId": job_id}}, op.namespace)
         done = await op.wait_status("chat", jobDeploymentStatus="Complete", timeout=120)
         assert (done["status"]["jobId"], done["status"]["jobStatus"]) == (job_id, "SUCCEEDED")
+
+
+async def _submitter_job(op: Operator, name: str) -> dict[str, Any] | None:
+    with contextlib.suppress(errors.NotFound):
+        return await op.client.get(JOB, name, op.namespace)
+    return None
 
 
 async def _logs(ray_head: RayHead, job_id: str) -> str:

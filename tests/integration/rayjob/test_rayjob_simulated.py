@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from integration.rayjob.harness import cluster_spec, operator, rayjob
 from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
 from kuberay.runtime.resources import JOB, SERVICE
 
 NEVER_READY = {"localkube.io/simulate": "NeverReady"}
-IMAGE_PULL = {"localkube.io/simulate": "ImagePullBackOff"}
 
 
 async def test_a_rayjob_makes_its_cluster_submitter_job_and_head_service(localkube):
@@ -82,16 +83,19 @@ async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_af
         assert ("kuberay_job_deployment_status", "Failed") in samples
 
 
-async def test_a_head_stuck_in_image_pull_back_off_fails_after_the_start_timeout_and_is_retried(localkube):
+@pytest.mark.parametrize(("fault", "attempts"), [("ImagePullBackOff", 2), ("CrashLoopBackOff", 1)])
+async def test_a_head_that_cannot_start_fails_the_attempt_after_the_start_timeout(localkube, fault, attempts):
     async with operator(localkube, environ={"RAYJOB_CLUSTER_START_TIMEOUT_SECONDS": "2"}) as op:
-        spec = cluster_spec(head_annotations=IMAGE_PULL)
-        await op.create(rayjob(op.namespace, cluster=spec, backoffLimit=1, submissionMode="HTTPMode"))
-        job = await op.wait_status(jobDeploymentStatus="Failed", failed=2, timeout=90)
+        spec = cluster_spec(head_annotations={"localkube.io/simulate": fault})
+        await op.create(
+            rayjob(op.namespace, cluster=spec, backoffLimit=attempts - 1, submissionMode="HTTPMode")
+        )
+        job = await op.wait_status(jobDeploymentStatus="Failed", failed=attempts, timeout=90)
         status = job["status"]
         assert status["reason"] == "ClusterStartFailed"
-        assert "did not start within 2s" in status["message"] and "ImagePullBackOff" in status["message"]
+        assert "did not start within 2s" in status["message"] and fault in status["message"]
         created = {e["message"] for e in await op.events("CreatedRayCluster")}
-        assert len(created) == 2  # every attempt gets its own cluster
+        assert len(created) == attempts  # every attempt gets its own cluster
 
 
 async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_rayjob(localkube):
