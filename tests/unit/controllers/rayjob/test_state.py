@@ -96,6 +96,24 @@ CASES: dict[str, Case] = {
             "with shutdownAfterJobFinishes set to false is not allowed to be suspended"
         ],
     ),
+    "invalid status: Waiting outside InteractiveMode": Case(
+        rayjob({"jobDeploymentStatus": "Waiting"}),
+        expect={"jobDeploymentStatus": "ValidationFailed"},
+        requeue=None,
+        events=[
+            "Warning InvalidRayJobStatus Validate ns/job: The RayJob status is invalid: JobDeploymentStatus "
+            "cannot be `Waiting` when SubmissionMode is not InteractiveMode"
+        ],
+    ),
+    "invalid metadata: name too long": Case(
+        rayjob(metadata={"name": "x" * 48}),
+        expect={"jobDeploymentStatus": "ValidationFailed"},
+        requeue=None,
+        events=[
+            f"Warning InvalidRayJobMetadata Validate ns/{'x' * 48}: The RayJob metadata is invalid: RayJob name "
+            "should be no more than 47 characters"
+        ],
+    ),
     "ValidationFailed and valid again: start over": Case(
         rayjob({"jobDeploymentStatus": "ValidationFailed", "reason": "ValidationFailed", "message": "m"}),
         expect={"jobDeploymentStatus": "", "reason": None, "message": None},
