@@ -18,8 +18,10 @@ Two networks for process mode, chosen by `pod_network()`:
   (same inode, so running processes see the change) whenever Endpoints change.
 - `HostNetwork` (no root): processes share the host's network. Each pod still gets a distinct loopback
   address (127.244.0.0/16) as its `status.podIP`, which a process can bind explicitly; anything that binds
-  all interfaces (Ray's GCS does) collides with the same port of any other pod. Service names are not
-  resolvable.
+  all interfaces (Ray's GCS does) collides with the same port of any other pod. Where unprivileged user
+  namespaces work (most Linux hosts), each command of a pod runs in a user and mount namespace of its
+  own (`unshare --user --map-root-user --mount`: its processes see themselves as root) with the pod's
+  hosts file bound over /etc/hosts, so Service names resolve as with namespaces; elsewhere they do not.
 
 Invariants: an address is never given to two live pods; `destroy` kills every process left in the pod's
 namespace before deleting it, so a deleted pod leaves neither a namespace, nor a veth, nor a process;
@@ -39,6 +41,8 @@ import os
 import shlex
 import shutil
 import signal
+import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +56,8 @@ NETNS_DIR = Path("/etc/netns")
 LOCK_DIR = Path("/run/localkube")
 BRIDGES = 8
 CLUSTER_DOMAIN = "cluster.local"
+# A user namespace in which this user is root, with a mount namespace: lets an unprivileged user bind files.
+_USER_MOUNT_NAMESPACE = ("--user", "--map-root-user", "--mount")
 
 
 class NetworkError(RuntimeError):
@@ -99,17 +105,24 @@ class AddressPool:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """A pod's place on the network: its address, and the argv prefix that runs a command inside it."""
+    """A pod's place on the network: its address, and the argv prefix that runs a command inside it.
+    `private_mounts`: the prefix gives every command a mount namespace of its own (where the kubelet may
+    bind the pod's own /tmp)."""
 
     ip: str
     exec_prefix: tuple[str, ...] = ()
-    netns: str | None = None
+    private_mounts: bool = False
 
 
 class PodNetwork(Protocol):
     @property
     def isolated(self) -> bool:
-        """True when every pod has its own network namespace (and Service names resolve)."""
+        """True when every pod has its own network namespace."""
+        ...
+
+    @property
+    def resolves_services(self) -> bool:
+        """True when pods resolve Service names (through a hosts file of their own)."""
         ...
 
     @property
@@ -129,25 +142,74 @@ class PodNetwork(Protocol):
 
 
 class HostNetwork:
-    """Every pod on the host's network with its own loopback address (see the module docstring)."""
+    """Every pod on the host's network with its own loopback address (see the module docstring). With
+    `files` (a directory for the pods' hosts files) and working user namespaces, each command runs in a
+    user and mount namespace of its own where the pod's hosts file is bound over /etc/hosts."""
 
     isolated = False
     host_address = None
 
-    def __init__(self, network: ipaddress.IPv4Network = LOOPBACK_PODS) -> None:
+    def __init__(self, network: ipaddress.IPv4Network = LOOPBACK_PODS, files: Path | None = None) -> None:
         self._pool = AddressPool(network)
+        self._unshare = shutil.which("unshare")
+        self._files = files if files is not None and self._user_namespaces_work() else None
+        self._hosts: dict[str, Path] = {}
+
+    @property
+    def resolves_services(self) -> bool:
+        return self._files is not None
+
+    def _user_namespaces_work(self) -> bool:
+        """Whether this user may make a user namespace and bind-mount in it (kernels and security modules
+        can forbid either, and macOS has no namespaces)."""
+        if self._unshare is None:
+            return False
+        with tempfile.NamedTemporaryFile() as probe:
+            try:
+                result = subprocess.run(
+                    [
+                        self._unshare,
+                        *_USER_MOUNT_NAMESPACE,
+                        "/bin/sh",
+                        "-c",
+                        'mount --bind "$0" "$0"',
+                        probe.name,
+                    ],
+                    capture_output=True,
+                    timeout=10,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return False
+        if result.returncode != 0:
+            log.warning(
+                "user namespaces are not available (%s): pods will not resolve Service names",
+                result.stderr.decode(errors="replace").strip(),
+            )
+        return result.returncode == 0
 
     def address(self, key: str, previous: str | None = None) -> str:
         return self._pool.assign(key, previous)
 
     async def create(self, key: str, uid: str) -> Sandbox:
-        return Sandbox(self._pool.assign(key))
+        address = self._pool.assign(key)
+        if self._files is None or self._unshare is None:
+            return Sandbox(address)
+        hosts = self._files / _sandbox_name("", key, uid) / "hosts"
+        hosts.parent.mkdir(parents=True, exist_ok=True)
+        hosts.touch()
+        self._hosts[key] = hosts
+        bind_hosts = ("/bin/sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts))
+        return Sandbox(address, (self._unshare, *_USER_MOUNT_NAMESPACE, *bind_hosts), private_mounts=True)
 
     def write_hosts(self, key: str, content: str) -> None:
-        pass  # the host's /etc/hosts is not ours to change
+        if key in self._hosts:
+            _rewrite_in_place(self._hosts[key], content)
 
     async def destroy(self, key: str) -> None:
         self._pool.release(key)
+        hosts = self._hosts.pop(key, None)
+        if hosts is not None:
+            shutil.rmtree(hosts.parent, ignore_errors=True)
 
     async def close(self) -> None:
         pass
@@ -192,9 +254,13 @@ class NamespaceNetwork:
     def address(self, key: str, previous: str | None = None) -> str:
         return self._pool.assign(key, previous)
 
+    @property
+    def resolves_services(self) -> bool:
+        return True
+
     async def create(self, key: str, uid: str) -> Sandbox:
         address = self._pool.assign(key)
-        netns = self._prefix + hashlib.sha256(f"{key}/{uid}".encode()).hexdigest()[:10]
+        netns = _sandbox_name(self._prefix, key, uid)
         async with self._lock:
             if not self._bridge_ready:
                 await self._setup_bridge()
@@ -216,19 +282,12 @@ class NamespaceNetwork:
                 ["-n", netns, "link", "set", "lo", "up"],
                 ["-n", netns, "route", "add", "default", "dev", "eth0"],
             )
-        return Sandbox(address, (self._ip, "netns", "exec", netns), netns)
+        return Sandbox(address, (self._ip, "netns", "exec", netns), private_mounts=True)
 
     def write_hosts(self, key: str, content: str) -> None:
         netns = self._netns.get(key)
-        if netns is None:
-            return
-        path = NETNS_DIR / netns / "hosts"
-        # Rewritten in place: `ip netns exec` bind-mounted this very inode over the pod's /etc/hosts.
-        with contextlib.suppress(FileNotFoundError), path.open("r+b") as f:
-            if f.read() != content.encode():
-                f.seek(0)
-                f.truncate()
-                f.write(content.encode())
+        if netns is not None:
+            _rewrite_in_place(NETNS_DIR / netns / "hosts", content)
 
     async def destroy(self, key: str) -> None:
         netns = self._netns.pop(key, None)
@@ -292,13 +351,28 @@ class NamespaceNetwork:
         return True
 
 
-def pod_network(isolated: bool | None = None) -> PodNetwork:
-    """The namespace network when running as root (or when asked), else the host network. Each localkube
+def _sandbox_name(prefix: str, key: str, uid: str) -> str:
+    """A pod's network namespace (and host-side veth) name: short enough for an interface name."""
+    return prefix + hashlib.sha256(f"{key}/{uid}".encode()).hexdigest()[:10]
+
+
+def _rewrite_in_place(path: Path, content: str) -> None:
+    """Rewrites a hosts file keeping its inode: that very inode is bind-mounted over the pods' /etc/hosts."""
+    with contextlib.suppress(FileNotFoundError), path.open("r+b") as f:
+        if f.read() != content.encode():
+            f.seek(0)
+            f.truncate()
+            f.write(content.encode())
+
+
+def pod_network(files: Path | None = None, isolated: bool | None = None) -> PodNetwork:
+    """The namespace network when running as root (or when asked), else the host network (with `files`,
+    the directory for its pods' hosts files). Each localkube
     on the machine takes the first free bridge: lk0 with 10.246.0.0/16, lk1 with 10.245.0.0/16, and so on."""
     if isolated is None:
         isolated = os.geteuid() == 0 and shutil.which("ip") is not None
     if not isolated:
-        return HostNetwork()
+        return HostNetwork(files=files)
     for index in range(BRIDGES):
         network = ipaddress.IPv4Network((int(BRIDGE_PODS.network_address) - (index << 16), 16))
         try:

@@ -24,10 +24,11 @@ then SIGKILL when the grace period ends, so `ray start --block` and the daemons 
 are removed after its processes are gone; then the pod object is removed, as the simulated kubelet does.
 
 Every container has a home directory of its own (under `<data-dir>/kubelet/pods/<uid>/`, unless its env
-sets HOME) whose .profile keeps PATH for login shells. In a network namespace every pod also has a
-/tmp of its own (`<data-dir>/kubelet/pods/<uid>/tmp`), shared by its containers and probes, so programs
-that keep state under /tmp (Ray's session directory) do not meet another pod's. A pod that had already finished when localkube (re)started is never run again;
-a running one is started afresh (restart counts begin at 0 again).
+sets HOME) whose .profile keeps PATH for login shells. Where the sandbox gives commands a mount namespace
+(a network namespace; the host network with user namespaces) every pod also has a /tmp of its own
+(`<data-dir>/kubelet/pods/<uid>/tmp`), shared by its containers and probes, so programs that keep state
+under /tmp (Ray's session directory) do not meet another pod's. A pod that had already finished when
+localkube (re)started is never run again; a running one is started afresh (restart counts begin at 0).
 """
 
 from __future__ import annotations
@@ -266,14 +267,16 @@ class ProcessKubelet:
         network: PodNetwork | None = None,
     ) -> None:
         self._store = store
-        self._network = network if network is not None else pod_network()
+        self._network = (
+            network if network is not None else pod_network(process_options.data_dir / "kubelet" / "network")
+        )
         # The node's address as its pods reach it: the bridge's, when pods have network namespaces.
         self._options = replace(options, host_ip=self._network.host_address or options.host_ip)
         self._process_options = process_options
         _kill_leftovers(process_options.data_dir)
         self._pods: dict[str, _Pod] = {}
         self.prefixes: tuple[str, ...] = (
-            (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.isolated else (PODS_PREFIX,)
+            (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
 
     @property
@@ -392,7 +395,7 @@ class ProcessKubelet:
             return False
         state.sandbox_task = None
         state.sandbox = task.result()
-        if state.sandbox.netns is not None:
+        if state.sandbox.private_mounts:
             self._scratch(state).mkdir(parents=True, exist_ok=True)
             self._scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
@@ -550,7 +553,7 @@ class ProcessKubelet:
         PATH back for login shells (`bash -lc`, as KubeRay's commands use), which /etc/profile on many hosts
         resets to the system's, losing localkube's interpreter. With a private /tmp the home lives in it:
         the data directory may itself be under the host's /tmp, which the pod does not see."""
-        private_tmp = state.sandbox is not None and state.sandbox.netns is not None
+        private_tmp = state.sandbox is not None and state.sandbox.private_mounts
         base = self._scratch(state) if private_tmp else self._pod_dir(state)
         home = base / ".home" / container.name
         home.mkdir(parents=True, exist_ok=True)
@@ -561,11 +564,12 @@ class ProcessKubelet:
         return f"/tmp/.home/{container.name}" if private_tmp else str(home)
 
     def _exec_prefix(self, state: _Pod) -> tuple[str, ...]:
-        """What runs a command inside the pod. In a network namespace, `ip netns exec` also gives every
-        command a private mount namespace; binding the pod's scratch directory over /tmp there gives the pod
-        one /tmp of its own, shared by its containers and probes, as a real pod has."""
+        """What runs a command inside the pod. When the sandbox gives every command a mount namespace of its
+        own (`ip netns exec` does, and so does the user namespace of the host network), binding the pod's
+        scratch directory over /tmp there gives the pod one /tmp of its own, shared by its containers and
+        probes, as a real pod has."""
         assert state.sandbox is not None
-        if state.sandbox.netns is None:
+        if not state.sandbox.private_mounts:
             return state.sandbox.exec_prefix
         return (
             *state.sandbox.exec_prefix,

@@ -48,6 +48,11 @@ class Cluster:
         return self.kubelet.network.isolated
 
     @property
+    def private_files(self) -> bool:
+        """Pods have their own /etc/hosts and /tmp (network or user namespaces)."""
+        return self.kubelet.network.resolves_services
+
+    @property
     def store(self) -> Store:
         return self.resources.store
 
@@ -89,7 +94,7 @@ async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
     network: PodNetwork = (
         NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
         if request.param == "netns"
-        else HostNetwork()
+        else HostNetwork(files=tmp_path / "hosts")
     )
     options = ProcessOptions(tmp_path, backoff_initial=0.2, poll_interval=0.05, shutdown_grace=2)
     kubelet = ProcessKubelet(store, NodeOptions(), options, network)
@@ -303,7 +308,7 @@ async def test_init_containers_run_first_in_order_and_share_the_pods_tmp(cluster
         on_host = host_file.exists()
         host_file.unlink(missing_ok=True)
     assert cluster.log(done) == "one\ntwo\n"
-    assert on_host is not cluster.isolated
+    assert on_host is not cluster.private_files
     assert [s["state"]["terminated"]["reason"] for s in done["status"]["initContainerStatuses"]] == [
         "Completed"
     ] * 2
@@ -354,8 +359,8 @@ async def test_two_pods_bind_the_same_port_on_their_own_addresses(cluster: Clust
 
 
 async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
-    if not cluster.isolated:
-        pytest.skip("Service names resolve only inside pod network namespaces (root)")
+    if not cluster.private_files:
+        pytest.skip("Service names resolve only with network or user namespaces")
     cluster.create("pods", _pod("head", _web(8000)))
     service = {
         "metadata": {"name": "head-svc"},
@@ -439,4 +444,4 @@ async def test_login_shells_keep_localkubes_interpreter_first_on_path(cluster: C
     pod = await cluster.until("login", _phase("Succeeded"))
     python, home = cluster.log(pod).splitlines()
     assert python == str(Path(sys.executable).parent / "python")
-    assert home == "/tmp/.home/c" if cluster.isolated else Path(home).is_relative_to(cluster.data_dir)
+    assert home == "/tmp/.home/c" if cluster.private_files else Path(home).is_relative_to(cluster.data_dir)
