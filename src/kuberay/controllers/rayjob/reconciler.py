@@ -140,7 +140,7 @@ class _Pass:
     """One reconcile of one RayJob: its facts, its decision, and the performing of it."""
 
     def __init__(self, owner: RayJobReconciler, key: ObjectKey, obj: dict[str, Any], job: RayJob) -> None:
-        self.r = owner
+        self.reconciler = owner
         self.key = key
         self.obj = obj
         self.job = job
@@ -156,24 +156,24 @@ class _Pass:
         self.target_error: DashboardError | None = None
 
     async def run(self) -> Result:
-        now = self.r.clock.now()
+        now = self.reconciler.clock.now()
         facts = Facts(
             now,
             cluster=self._cluster_facts(),
             submitter=self._submitter_facts(),
             observation=await self._observation(),
         )
-        decision = step(self.job, facts, self.r.options.settings, self.r.rng)
+        decision = step(self.job, facts, self.reconciler.options.settings, self.reconciler.rng)
         for note in decision.events:
-            self.r.event(self.obj, note.type, note.reason, note.message, note.action)
+            self.reconciler.event(self.obj, note.type, note.reason, note.message, note.action)
         for action in decision.actions:
             await self._perform(action, decision)
         if decision.error is not None:
             raise TemporaryError(decision.error)
         if decision.write:
             await self._write_status(decision.status)
-            if self.r.metrics is not None:
-                self.r.metrics.observe_transition(
+            if self.reconciler.metrics is not None:
+                self.reconciler.metrics.observe_transition(
                     self.obj, self.obj.get("status") or {}, decision.status, now
                 )
         if decision.requeue_after is None:
@@ -187,13 +187,13 @@ class _Pass:
         if cluster is None:
             return ClusterFacts(exists=False)
         status = cluster.get("status") or {}
-        caches = self.r.caches
+        caches = self.reconciler.caches
         address = None
         if status.get("state") == "ready":
             svc = caches.services.get(
                 ObjectKey(self.key.namespace, rayjob_cluster.head_service_name(cluster))
             )
-            address = rayjob_cluster.dashboard_address(svc, self.r.options.cluster_domain)
+            address = rayjob_cluster.dashboard_address(svc, self.reconciler.options.cluster_domain)
         pods = caches.pods.list(self.key.namespace, {constants.RAY_CLUSTER_LABEL: self.cluster_name})
         return ClusterFacts(
             exists=True,
@@ -207,9 +207,9 @@ class _Pass:
     def _submitter_facts(self) -> SubmitterFacts:
         mode = self.job.spec.submission_mode
         if mode == JobSubmissionMode.K8S_JOB_MODE:
-            return submitter_facts.from_job(self.r.caches.jobs.get(self.key))
+            return submitter_facts.from_job(self.reconciler.caches.jobs.get(self.key))
         if mode == JobSubmissionMode.SIDECAR_MODE and self.cluster is not None:
-            heads = self.r.caches.pods.list(
+            heads = self.reconciler.caches.pods.list(
                 self.key.namespace,
                 {
                     constants.RAY_CLUSTER_LABEL: self.cluster_name,
@@ -219,7 +219,9 @@ class _Pass:
             try:
                 return submitter_facts.from_head_pods(
                     heads,
-                    restart_gate=self.r.options.settings.gates.enabled(Feature.SIDECAR_SUBMITTER_RESTART),
+                    restart_gate=self.reconciler.options.settings.gates.enabled(
+                        Feature.SIDECAR_SUBMITTER_RESTART
+                    ),
                 )
             except submitter_facts.SubmitterInspectionError as e:
                 raise TemporaryError(str(e)) from e
@@ -236,11 +238,13 @@ class _Pass:
         except DashboardError as e:
             self.target_error = e
             return Observation(error=e)
-        return self.r.poller.latest(self.key, self.target)
+        return self.reconciler.poller.latest(self.key, self.target)
 
     async def _poll_target(self, status: Mapping[str, Any]) -> PollTarget:
         job = self.job
-        base_url = self.r.dashboard.base_url(self.key.namespace, status["dashboardURL"], self.cluster)
+        base_url = self.reconciler.dashboard.base_url(
+            self.key.namespace, status["dashboardURL"], self.cluster
+        )
         submit = None
         if job.spec.submission_mode == JobSubmissionMode.HTTP_MODE:
             submit = submission_request(job, status["jobId"])
@@ -255,7 +259,7 @@ class _Pass:
             return None
         name = auth.secret_name(self.cluster_name, options)
         try:
-            secret = await self.r.client.get(SECRET, name, self.key.namespace)
+            secret = await self.reconciler.client.get(SECRET, name, self.key.namespace)
         except errors.KubeError as e:
             raise DashboardError(
                 f"failed to get the auth token Secret {self.key.namespace}/{name}: {e}"
@@ -289,7 +293,7 @@ class _Pass:
     async def _add_finalizer(self, decision: Decision) -> None:
         metadata = self.obj["metadata"]
         metadata["finalizers"] = [*(metadata.get("finalizers") or []), constants.RAY_JOB_STOP_JOB_FINALIZER]
-        updated = await self.r.client.update(RAYJOB, self.obj)
+        updated = await self.reconciler.client.update(RAYJOB, self.obj)
         metadata["resourceVersion"] = updated["metadata"]["resourceVersion"]
 
     async def _remove_finalizer(self, decision: Decision) -> None:
@@ -301,15 +305,17 @@ class _Pass:
             return
         metadata["finalizers"] = finalizers
         with contextlib.suppress(errors.NotFound):
-            await self.r.client.update(RAYJOB, self.obj)
+            await self.reconciler.client.update(RAYJOB, self.obj)
 
     async def _stop_job(self, decision: Decision) -> None:
         status = self.obj.get("status") or {}
         if not status.get("dashboardURL") or not status.get("jobId"):
             return  # nothing was ever submitted to a dashboard
         try:
-            base_url = self.r.dashboard.base_url(self.key.namespace, status["dashboardURL"], self.cluster)
-            client = DashboardClient(self.r.dashboard.http, base_url, token=await self._auth_token())
+            base_url = self.reconciler.dashboard.base_url(
+                self.key.namespace, status["dashboardURL"], self.cluster
+            )
+            client = DashboardClient(self.reconciler.dashboard.http, base_url, token=await self._auth_token())
             await client.stop_job(status["jobId"])
         except DashboardError as e:
             log.warning("failed to stop Ray job %s of RayJob %s: %s", status.get("jobId"), self.key, e)
@@ -319,13 +325,16 @@ class _Pass:
         ns = self.key.namespace
         try:
             body = rayjob_cluster.build_cluster(
-                self.job, name, self.r.options.settings.gates, login_shell=self.r.options.login_shell
+                self.job,
+                name,
+                self.reconciler.options.settings.gates,
+                login_shell=self.reconciler.options.login_shell,
             )
-            await self.r.client.create(RAYCLUSTER, body)
+            await self.reconciler.client.create(RAYCLUSTER, body)
         except errors.AlreadyExists:
             return
         except (errors.KubeError, submitter_builder.SubmitterError, ValueError) as e:
-            self.r.event(
+            self.reconciler.event(
                 self.obj,
                 WARNING,
                 "FailedToCreateRayCluster",
@@ -333,7 +342,9 @@ class _Pass:
                 "Create",
             )
             raise TemporaryError(f"failed to create RayCluster {ns}/{name}: {e}") from e
-        self.r.event(self.obj, NORMAL, "CreatedRayCluster", f"Created RayCluster {ns}/{name}", "Create")
+        self.reconciler.event(
+            self.obj, NORMAL, "CreatedRayCluster", f"Created RayCluster {ns}/{name}", "Create"
+        )
 
     def _cluster_model(self) -> RayCluster:
         if self.cluster is None:
@@ -349,14 +360,14 @@ class _Pass:
             body = submitter_builder.build_submitter_job(
                 job,
                 self._cluster_model(),
-                self.r.options.settings.gates,
-                login_shell=self.r.options.login_shell,
+                self.reconciler.options.settings.gates,
+                login_shell=self.reconciler.options.login_shell,
             )
-            await self.r.client.create(JOB, body)
+            await self.reconciler.client.create(JOB, body)
         except errors.AlreadyExists:
             return
         except (errors.KubeError, submitter_builder.SubmitterError) as e:
-            self.r.event(
+            self.reconciler.event(
                 self.obj,
                 WARNING,
                 "FailedToCreateRayJobSubmitter",
@@ -364,23 +375,25 @@ class _Pass:
                 "Create",
             )
             raise TemporaryError(f"failed to create the submitter Job {ns}/{name}: {e}") from e
-        self.r.event(
+        self.reconciler.event(
             self.obj, NORMAL, "CreatedRayJobSubmitter", f"Created Kubernetes Job {ns}/{name}", "Create"
         )
 
     async def _reconcile_head_service(self, decision: Decision) -> None:
         desired = service.build_head_service_for_owner(
-            self.job, self._cluster_model(), cluster_ip_service=self.r.options.cluster_ip_head_service
+            self.job,
+            self._cluster_model(),
+            cluster_ip_service=self.reconciler.options.cluster_ip_head_service,
         )
         ns, name = self.key.namespace, desired["metadata"]["name"]
-        existing = self.r.caches.services.get(ObjectKey(ns, name))
+        existing = self.reconciler.caches.services.get(ObjectKey(ns, name))
         if existing is None:
             try:
-                await self.r.client.create(SERVICE, desired)
+                await self.reconciler.client.create(SERVICE, desired)
             except errors.AlreadyExists:
                 return
             except errors.KubeError as e:
-                self.r.event(
+                self.reconciler.event(
                     self.obj,
                     WARNING,
                     "FailedToCreateService",
@@ -388,7 +401,9 @@ class _Pass:
                     "Create",
                 )
                 raise
-            self.r.event(self.obj, NORMAL, "CreatedService", f"Created the service {ns}/{name}", "Create")
+            self.reconciler.event(
+                self.obj, NORMAL, "CreatedService", f"Created the service {ns}/{name}", "Create"
+            )
             return
         selector_key = constants.RAY_CLUSTER_LABEL
         current_selector = ((existing.get("spec") or {}).get("selector") or {}).get(selector_key)
@@ -400,9 +415,9 @@ class _Pass:
             spec["clusterIP"] = existing["spec"]["clusterIP"]
         updated["spec"] = spec
         try:
-            await self.r.client.update(SERVICE, updated)
+            await self.reconciler.client.update(SERVICE, updated)
         except errors.KubeError as e:
-            self.r.event(
+            self.reconciler.event(
                 self.obj,
                 WARNING,
                 "FailedToUpdateService",
@@ -410,23 +425,25 @@ class _Pass:
                 "Update",
             )
             raise
-        self.r.event(self.obj, NORMAL, "UpdatedService", f"Updated the service {ns}/{name}", "Update")
+        self.reconciler.event(
+            self.obj, NORMAL, "UpdatedService", f"Updated the service {ns}/{name}", "Update"
+        )
 
     async def _poll(self, decision: Decision) -> None:
         if self.target is not None:
-            self.r.poller.watch(self.key, self.target)
+            self.reconciler.poller.watch(self.key, self.target)
 
     async def _stop_polling(self, decision: Decision) -> None:
-        self.r.poller.forget(self.key)
+        self.reconciler.poller.forget(self.key)
 
     async def _delete_cluster(self, decision: Decision) -> None:
         ns, name = self.key.namespace, self.cluster_name
         try:
-            await self.r.client.delete(RAYCLUSTER, name, ns)
+            await self.reconciler.client.delete(RAYCLUSTER, name, ns)
         except errors.NotFound:
             return
         except errors.KubeError as e:
-            self.r.event(
+            self.reconciler.event(
                 self.obj,
                 WARNING,
                 "FailedToDeleteRayCluster",
@@ -434,16 +451,16 @@ class _Pass:
                 "Delete",
             )
             raise
-        self.r.event(self.obj, NORMAL, "DeletedRayCluster", f"Deleted cluster {ns}/{name}", "Delete")
+        self.reconciler.event(self.obj, NORMAL, "DeletedRayCluster", f"Deleted cluster {ns}/{name}", "Delete")
 
     async def _delete_submitter(self, decision: Decision) -> None:
         ns, name = self.key
         try:
-            await self.r.client.delete(JOB, name, ns, propagation_policy="Background")
+            await self.reconciler.client.delete(JOB, name, ns, propagation_policy="Background")
         except errors.NotFound:
             return
         except errors.KubeError as e:
-            self.r.event(
+            self.reconciler.event(
                 self.obj,
                 WARNING,
                 "FailedToDeleteRayJobSubmitter",
@@ -451,19 +468,19 @@ class _Pass:
                 "Delete",
             )
             raise
-        self.r.event(
+        self.reconciler.event(
             self.obj, NORMAL, "DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}", "Delete"
         )
 
     async def _suspend_workers(self, decision: Decision) -> None:
         ns, name = self.key.namespace, self.cluster_name
         try:
-            cluster = await self.r.client.get(RAYCLUSTER, name, ns)
+            cluster = await self.reconciler.client.get(RAYCLUSTER, name, ns)
             for group in (cluster.get("spec") or {}).get("workerGroupSpecs") or []:
                 group["suspend"] = True
-            await self.r.client.update(RAYCLUSTER, cluster)
+            await self.reconciler.client.update(RAYCLUSTER, cluster)
         except errors.KubeError as e:
-            self.r.event(
+            self.reconciler.event(
                 self.obj,
                 WARNING,
                 "FailedToUpdateRayCluster",
@@ -471,7 +488,7 @@ class _Pass:
                 "Update",
             )
             raise
-        self.r.event(
+        self.reconciler.event(
             self.obj,
             NORMAL,
             "UpdatedRayCluster",
@@ -481,11 +498,11 @@ class _Pass:
 
     async def _delete_self(self, decision: Decision) -> None:
         with contextlib.suppress(errors.NotFound):
-            await self.r.client.delete(RAYJOB, self.key.name, self.key.namespace)
+            await self.reconciler.client.delete(RAYJOB, self.key.name, self.key.namespace)
 
     async def _write_status(self, status: dict[str, Any]) -> None:
         body = {**self.obj, "status": status}
-        await self.r.client.update_status(RAYJOB, body)
+        await self.reconciler.client.update_status(RAYJOB, body)
 
 
 def submission_request(job: RayJob, job_id: str) -> JobSubmitRequest:
