@@ -10,7 +10,8 @@ success, `failureThreshold` consecutive failures make it failure.
 Results: a readiness probe starts as failure (not ready until it passes), a liveness probe as success,
 a startup probe as unknown (None) until it passes or fails. A probe's handler runs in the pod's sandbox:
 exec commands through its argv prefix and with the container's environment, httpGet and tcpSocket against
-the pod's address unless the probe names a host. HTTP statuses 200-399 succeed, as in the kubelet.
+the pod's address unless the probe names a host (and, for a pod on the host's network, against the host's
+loopback when the pod's address refuses the connection). HTTP statuses 200-399 succeed, as in the kubelet.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class ProbeContext:
     exec_prefix: tuple[str, ...]
     env: Mapping[str, str]
     ports: Mapping[str, int]  # the container's named ports
+    shares_host_network: bool = False
 
 
 class Prober:
@@ -128,23 +130,43 @@ class Prober:
             raise
         return process.returncode == 0, out.decode(errors="replace")[-1024:]
 
+    def _hosts(self, spec: Mapping[str, Any]) -> list[str]:
+        """Where a network probe dials: the probe's host, else the pod's address and, when the pod shares
+        the host's network, the host's loopback too (a process there that binds all interfaces or only
+        127.0.0.1 never listens on the pod's own loopback address)."""
+        if spec.get("host"):
+            return [str(spec["host"])]
+        return [self._context.pod_ip, *(["127.0.0.1"] if self._context.shares_host_network else [])]
+
     async def _http(self) -> tuple[bool, str]:
         spec = self.spec["httpGet"]
         scheme = str(spec.get("scheme") or "HTTP").lower()
-        host = spec.get("host") or self._context.pod_ip
         path = spec.get("path") or "/"
-        url = f"{scheme}://{host}:{self._port(spec['port'])}{path if path.startswith('/') else '/' + path}"
+        path = path if path.startswith("/") else "/" + path
         headers = {h["name"]: h["value"] for h in spec.get("httpHeaders") or []}
         headers.setdefault("User-Agent", "kube-probe/1.32")
+        port = self._port(spec["port"])
+        hosts = self._hosts(spec)
         async with httpx.AsyncClient(verify=False, trust_env=False) as client:  # the kubelet skips TLS checks
-            response = await client.get(url, headers=headers)
+            for host in hosts[:-1]:
+                with contextlib.suppress(httpx.ConnectError):
+                    response = await client.get(f"{scheme}://{host}:{port}{path}", headers=headers)
+                    break
+            else:
+                response = await client.get(f"{scheme}://{hosts[-1]}:{port}{path}", headers=headers)
         ok = 200 <= response.status_code < 400
         return ok, "" if ok else f"HTTP probe failed with statuscode: {response.status_code}"
 
     async def _tcp(self) -> tuple[bool, str]:
         spec = self.spec["tcpSocket"]
-        host = spec.get("host") or self._context.pod_ip
-        _, writer = await asyncio.open_connection(host, self._port(spec["port"]))
+        port = self._port(spec["port"])
+        hosts = self._hosts(spec)
+        for host in hosts[:-1]:
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection(host, port)
+                break
+        else:
+            _, writer = await asyncio.open_connection(hosts[-1], port)
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()

@@ -532,7 +532,8 @@ class ProcessKubelet:
         writer.attach("stdout", process.stdout)
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
-        context = ProbeContext(state.ip, self._exec_prefix(state), env, ports)
+        shares_host_network = state.host_network or not self._network.isolated
+        context = ProbeContext(state.ip, self._exec_prefix(state), env, ports, shares_host_network)
         probes = {
             kind: Prober(kind, spec[f"{kind}Probe"], context, now)
             for kind in ("startup", "liveness", "readiness")

@@ -445,3 +445,13 @@ async def test_login_shells_keep_localkubes_interpreter_first_on_path(cluster: C
     python, home = cluster.log(pod).splitlines()
     assert python == str(Path(sys.executable).parent / "python")
     assert home == "/tmp/.home/c" if cluster.private_files else Path(home).is_relative_to(cluster.data_dir)
+
+
+async def test_on_the_host_network_probes_also_reach_servers_bound_to_loopback_only(cluster: Cluster) -> None:
+    if cluster.isolated:
+        pytest.skip("a pod with its own network namespace is probed at its own address only")
+    port = _free_port()
+    web = _web(port)
+    web["command"] = [*web["command"], "--bind", "127.0.0.1"]
+    cluster.create("pods", _pod("local", web))
+    await cluster.until("local", _ready)
