@@ -172,6 +172,17 @@ class _Pass:
             raise TemporaryError(decision.error)
         if decision.write:
             await self._write_status(decision.status)
+            before = (self.obj.get("status") or {}).get("jobDeploymentStatus") or "New"
+            after = decision.status.get("jobDeploymentStatus") or "New"
+            if before != after:
+                log.info(
+                    "RayJob %s: %s -> %s (jobStatus %r, reason %r)",
+                    self.key,
+                    before,
+                    after,
+                    decision.status.get("jobStatus") or "",
+                    decision.status.get("reason") or "",
+                )
             if self.reconciler.metrics is not None:
                 self.reconciler.metrics.observe_transition(
                     self.obj, self.obj.get("status") or {}, decision.status, now
