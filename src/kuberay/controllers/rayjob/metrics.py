@@ -18,7 +18,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kuberay.api.rayjob import JobDeploymentStatus
-from kuberay.controllers.rayjob.state import parse_time
+from kuberay.controllers.rayjob.state import deployment_terminal, parse_time
 
 DURATION_HELP = (
     "Duration from when the RayJob CR’s JobDeploymentStatus transitions from Initializing to either the "
@@ -42,19 +42,18 @@ class RayJobMetrics(Collector):
         self, rayjob: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any], now: datetime
     ) -> None:
         """Records the attempt's duration if this status write ended it (upstream `emitRayJobExecutionDuration`)."""
-        before = JobDeploymentStatus(old.get("jobDeploymentStatus") or "")
-        after = JobDeploymentStatus(new.get("jobDeploymentStatus") or "")
+        after = new.get("jobDeploymentStatus") or ""
         started = parse_time(new.get("startTime"))
-        if before.is_terminal or started is None:
+        if deployment_terminal(old.get("jobDeploymentStatus")) or started is None:
             return
-        if not (after.is_terminal or after == JobDeploymentStatus.RETRYING):
+        if not (deployment_terminal(after) or after == JobDeploymentStatus.RETRYING):
             return
         metadata = rayjob["metadata"]
         key = (
             metadata["name"],
             metadata["namespace"],
             metadata.get("uid") or "",
-            after.value,
+            after,
             str(old.get("failed") or 0),
         )
         self._durations[key] = (now - started).total_seconds()

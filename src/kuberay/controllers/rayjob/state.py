@@ -150,6 +150,15 @@ class Decision:
     error: str | None = None
 
 
+def job_terminal(job_status: str | None) -> bool:
+    """A Ray job status that never changes again (any other string, known or not, may)."""
+    return job_status in (JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+def deployment_terminal(deployment_status: str | None) -> bool:
+    return deployment_status in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED)
+
+
 # --- time -------------------------------------------------------------------------------------------------------
 
 
@@ -189,7 +198,7 @@ def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | Non
     if job.spec.managed_by is not None and job.spec.managed_by != constants.KUBERAY_CONTROLLER:
         return decision
     if metadata.deletion_timestamp:
-        if not JobStatus(old.get("jobStatus") or "").is_terminal:
+        if not job_terminal(old.get("jobStatus")):
             decision.actions.append(Action.STOP_JOB)
         decision.actions += [Action.STOP_POLLING, Action.REMOVE_FINALIZER]
         decision.requeue_after = REQUEUE_SECONDS
@@ -215,7 +224,7 @@ def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | Non
         return decision
     _retry_if_allowed(job, decision.status)
     decision.write = _changed(old, decision.status)
-    if decision.write and JobDeploymentStatus(decision.status.get("jobDeploymentStatus") or "").is_terminal:
+    if decision.write and deployment_terminal(decision.status.get("jobDeploymentStatus")):
         decision.status["endTime"] = format_time(facts.now)
     if decision.requeue_after is None:
         decision.requeue_after = REQUEUE_SECONDS
@@ -527,15 +536,12 @@ def _past_pre_running_deadline(job: RayJob, facts: Facts, status: Status) -> boo
 
 
 def _past_transition_grace_period(facts: Facts, settings: Settings, status: Status) -> bool:
-    job_status = (
-        JobStatus(status.get("jobStatus") or "") if status.get("jobStatus") in set(JobStatus) else None
-    )
     ended = parse_time((status.get("rayJobInfo") or {}).get("endTime"))
-    if job_status is None or not job_status.is_terminal or ended is None:
+    if not job_terminal(status.get("jobStatus")) or ended is None:
         return False
     if facts.now < ended + timedelta(seconds=settings.transition_grace_period):
         return False
-    failed = job_status == JobStatus.FAILED
+    failed = status.get("jobStatus") == JobStatus.FAILED
     status["jobDeploymentStatus"] = (
         JobDeploymentStatus.FAILED.value if failed else JobDeploymentStatus.COMPLETE.value
     )

@@ -455,6 +455,13 @@ CASES: dict[str, Case] = {
         actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
         expect={"jobDeploymentStatus": "Failed", "failed": 3},
     ),
+    "Running: a job status this operator does not know yet is not terminal": Case(
+        rayjob(running(jobStatus="SUSPENDED_BY_RAY"), submissionMode="HTTPMode"),
+        F(observation=info("SUSPENDED_BY_RAY")),
+        actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
+        expect={"jobDeploymentStatus": "Running", "jobStatus": "SUSPENDED_BY_RAY"},
+        write=False,
+    ),
     "Running: job stopped: Complete": Case(
         rayjob(running(), submissionMode="HTTPMode"),
         F(observation=info("STOPPED", end=True)),
