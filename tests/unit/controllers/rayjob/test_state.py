@@ -460,7 +460,6 @@ CASES: dict[str, Case] = {
         F(observation=info("SUSPENDED_BY_RAY")),
         actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
         expect={"jobDeploymentStatus": "Running", "jobStatus": "SUSPENDED_BY_RAY"},
-        write=False,
     ),
     "Running: job stopped: Complete": Case(
         rayjob(running(), submissionMode="HTTPMode"),
