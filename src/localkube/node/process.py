@@ -27,7 +27,7 @@ Every container has a home directory of its own (under `<data-dir>/kubelet/pods/
 sets HOME) whose .profile keeps PATH for login shells. Where the sandbox gives commands a mount namespace
 (a network namespace; the host network with user namespaces) every pod also has a /tmp of its own
 (`<data-dir>/kubelet/pods/<uid>/tmp`), shared by its containers and probes, so programs that keep state
-under /tmp (Ray's session directory) do not meet another pod's. A pod that had already finished when
+under /tmp (Ray's session directory) do not meet another pod's, and its own hostname (the pod's name). A pod that had already finished when
 localkube (re)started is never run again; a running one is started afresh (restart counts begin at 0).
 """
 
@@ -241,6 +241,7 @@ class _Pod:
     ip: str
     started_at: str
     containers: list[_Container]
+    hostname: str
     restart_policy: str
     grace: float
     host_network: bool
@@ -275,6 +276,7 @@ class ProcessKubelet:
         self._process_options = process_options
         _kill_leftovers(process_options.data_dir)
         self._pods: dict[str, _Pod] = {}
+        self._unshare = shutil.which("unshare")
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
@@ -371,6 +373,7 @@ class ProcessKubelet:
                 *(_Container(c, init=True) for c in spec.get("initContainers") or []),
                 *(_Container(c, init=False) for c in spec.get("containers") or []),
             ],
+            hostname=spec.get("hostname") or metadata["name"],
             restart_policy=spec.get("restartPolicy") or "Always",
             grace=float(spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE)),
         )
@@ -568,16 +571,30 @@ class ProcessKubelet:
         """What runs a command inside the pod. When the sandbox gives every command a mount namespace of its
         own (`ip netns exec` does, and so does the user namespace of the host network), binding the pod's
         scratch directory over /tmp there gives the pod one /tmp of its own, shared by its containers and
-        probes, as a real pod has."""
+        probes, and a UTS namespace gives it its own hostname (the pod's, which its hosts file maps to its
+        address), as a real pod has."""
         assert state.sandbox is not None
         if not state.sandbox.private_mounts:
             return state.sandbox.exec_prefix
+        scratch = str(self._scratch(state))
+        if self._unshare is None:
+            return (
+                *state.sandbox.exec_prefix,
+                "/bin/sh",
+                "-c",
+                'mount --bind "$0" /tmp && exec "$@"',
+                scratch,
+            )
+        script = 'mount --bind "$0" /tmp && hostname "$1" && shift && exec "$@"'
         return (
             *state.sandbox.exec_prefix,
+            self._unshare,
+            "--uts",
             "/bin/sh",
             "-c",
-            'mount --bind "$0" /tmp && exec "$@"',
-            str(self._scratch(state)),
+            script,
+            scratch,
+            state.hostname,
         )
 
     def _start_error(self, state: _Pod, container: _Container, message: str, now: float) -> None:
