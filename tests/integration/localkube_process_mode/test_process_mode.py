@@ -1,5 +1,6 @@
-"""The process kubelet with real processes: probes, restarts, exit codes, environment, logs, deletion and,
-as root, a network namespace per pod with Service names resolvable inside it."""
+"""The process kubelet with real processes: probes, restarts, exit codes, environment, logs, deletion, Service
+names. Every case runs on the host network (user namespaces for names where the kernel allows them) and,
+as root, on a network namespace per pod (on the test bridge lkt0, 10.247.0.0/16)."""
 
 from __future__ import annotations
 
