@@ -205,3 +205,13 @@ def test_unauthenticated_requests_get_401(localkube: LocalKubeProcess) -> None:
     with httpx.Client(base_url=localkube.url, verify=localkube.ssl_context()) as anonymous:
         assert anonymous.get("/api/v1/pods").status_code == 401
         assert anonymous.get("/version").json()["major"] == "1"
+
+
+def test_unknown_fields_are_pruned_or_refused_with_strict_validation(api: httpx.Client, namespace: str) -> None:
+    cluster = _raycluster("unknown")
+    cluster["spec"]["bogus"] = 1  # type: ignore[index]
+    strict = api.post(_rayclusters(namespace), params={"fieldValidation": "Strict"}, json=cluster)
+    assert strict.status_code == 400
+    assert strict.json()["message"] == 'strict decoding error: unknown field "spec.bogus"'
+    pruned = api.post(_rayclusters(namespace), json=cluster).json()
+    assert "bogus" not in pruned["spec"]

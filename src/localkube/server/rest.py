@@ -11,7 +11,8 @@ operations, applying what a real API server applies on the way:
 - delete: preconditions; finalizers (and the propagation policy's `foregroundDeletion`/`orphan`) turn a
   delete into setting `deletionTimestamp`; the object goes once its last finalizer is removed. Pods bound
   to a node are deleted gracefully (the node agent finishes the deletion).
-- dryRun=All runs all of it and stores nothing.
+- dryRun=All runs all of it and stores nothing; fieldValidation=Strict refuses a custom resource's
+  unknown fields (400, `strict decoding error: unknown field "spec.x"`) instead of pruning them.
 
 Every method is synchronous and runs to completion on the event loop without awaiting, so a read and the
 write that depends on it cannot interleave with another request: patches need no retry loop.
@@ -30,7 +31,7 @@ from typing import Any
 import orjson
 
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
-from localkube.admission.schema import admit
+from localkube.admission.schema import admit, prune
 from localkube.server import builtin, crds, errors, patching
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
@@ -143,11 +144,17 @@ class Resources:
         )
 
     def _admit(
-        self, resource_type: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+        self, resource_type: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, query: Query
     ) -> dict[str, Any]:
         name = _metadata(obj).get("name") or _metadata(obj).get("generateName") or ""
         causes = validate_metadata(resource_type.kind, obj["metadata"], creating=old is None)
         if resource_type.custom and resource_type.schema:
+            if query.get("fieldValidation") == "Strict":
+                unknown = prune(copy.deepcopy(obj), resource_type.schema, root=True)
+                if unknown:
+                    raise errors.bad_request(
+                        "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
+                    )
             try:
                 obj = admit(resource_type.schema, obj, old)
             except SchemaInvalid as refused:
@@ -234,7 +241,7 @@ class Resources:
         self, resource_type: ResourceType, namespace: str | None, obj: dict[str, Any], query: Query
     ) -> dict[str, Any]:
         obj = self._prepare_create(resource_type, namespace, obj)
-        obj = self._admit(resource_type, obj, None)
+        obj = self._admit(resource_type, obj, None, query)
         if query.get("fieldManager") and "managedFields" not in obj["metadata"]:
             obj = patching.record(resource_type, None, obj, query["fieldManager"], None)
         name = obj["metadata"]["name"]
@@ -338,7 +345,7 @@ class Resources:
         if expected is not None and expected != old_rv:
             raise errors.conflict(resource_type.plural, resource_type.group, name, errors.STALE_OBJECT)
         new = self._merge_update(resource_type, old, obj, subresource)
-        new = self._admit(resource_type, new, old)
+        new = self._admit(resource_type, new, old, query)
         if _comparable(new) == _comparable(old):
             return self.output(resource_type, old)
         if query.get("fieldManager") and not applying:
