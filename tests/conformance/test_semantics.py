@@ -207,7 +207,9 @@ def test_unauthenticated_requests_get_401(localkube: LocalKubeProcess) -> None:
         assert anonymous.get("/version").json()["major"] == "1"
 
 
-def test_unknown_fields_are_pruned_or_refused_with_strict_validation(api: httpx.Client, namespace: str) -> None:
+def test_unknown_fields_are_pruned_or_refused_with_strict_validation(
+    api: httpx.Client, namespace: str
+) -> None:
     cluster = _raycluster("unknown")
     cluster["spec"]["bogus"] = 1  # type: ignore[index]
     strict = api.post(_rayclusters(namespace), params={"fieldValidation": "Strict"}, json=cluster)
@@ -215,3 +217,24 @@ def test_unknown_fields_are_pruned_or_refused_with_strict_validation(api: httpx.
     assert strict.json()["message"] == 'strict decoding error: unknown field "spec.bogus"'
     pruned = api.post(_rayclusters(namespace), json=cluster).json()
     assert "bogus" not in pruned["spec"]
+
+
+def test_selector_watch_follows_objects_into_and_out_of_the_selection(
+    api: httpx.Client, namespace: str
+) -> None:
+    api.post(
+        _configmaps(namespace), json={"metadata": {"name": "s", "labels": {"app": "x"}}}
+    ).raise_for_status()
+    revision = api.get(_configmaps(namespace)).json()["metadata"]["resourceVersion"]
+    merge = {"Content-Type": "application/merge-patch+json"}
+    api.patch(
+        f"{_configmaps(namespace)}/s", json={"metadata": {"labels": {"app": "y"}}}, headers=merge
+    ).raise_for_status()
+    api.patch(
+        f"{_configmaps(namespace)}/s", json={"metadata": {"labels": {"app": "x"}}}, headers=merge
+    ).raise_for_status()
+    api.patch(f"{_configmaps(namespace)}/s", json={"data": {"k": "v"}}, headers=merge).raise_for_status()
+    params = {"watch": "true", "resourceVersion": revision, "labelSelector": "app=x", "timeoutSeconds": "1"}
+    with api.stream("GET", _configmaps(namespace), params=params) as stream:
+        events = [json.loads(line)["type"] for line in stream.iter_lines() if line]
+    assert events == ["DELETED", "ADDED", "MODIFIED"]

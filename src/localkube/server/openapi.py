@@ -250,7 +250,10 @@ class OpenApi:
         ]
 
     def index(self) -> bytes:
-        paths = {key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={self._entry(key)[1]}"} for key in self._keys()}
+        paths = {
+            key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={self._entry(key)[1]}"}
+            for key in self._keys()
+        }
         return orjson.dumps({"paths": paths})
 
     def document(self, key: str) -> bytes | None:

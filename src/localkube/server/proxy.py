@@ -83,6 +83,10 @@ class Proxy:
         self._store = store
         self._allowed = [ipaddress.ip_network(n) for n in allowed_networks]
 
+    def allow(self, network: str) -> None:
+        """Adds a pod network of this machine (a process-mode node's bridge) to what may be dialled."""
+        self._allowed.append(ipaddress.ip_network(network))
+
     def resolve(self, target: ProxyTarget) -> str:
         """The base URL the request goes to; ApiError when there is none or it is not on this machine."""
         if target.kind == "pods":

@@ -17,8 +17,10 @@ from pathlib import Path
 import uvicorn
 import uvloop
 
-from localkube.controllers.cluster import cluster_controllers
+from localkube.controllers.cluster import ClusterRunner, cluster_controllers
+from localkube.node import logs
 from localkube.node.kubelet import NodeOptions
+from localkube.server import errors
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
 from localkube.server.proxy import Proxy
@@ -38,7 +40,8 @@ class ServeOptions:
     port: int = 6443
     compact_interval_seconds: float = 60.0
     compact_keep: int = 50_000
-    # "simulate": the in-process controllers and a simulated node; "none": the API server alone.
+    # "simulate": the in-process controllers and a simulated node; "process": pods run as local
+    # processes; "none": the API server alone.
     node_mode: str = "simulate"
 
 
@@ -63,7 +66,27 @@ def build_app(data_dir: Path, store: Store) -> App:
     def find_service_account(namespace: str, name: str) -> dict[str, object] | None:
         return store.get(service_accounts.key(namespace, name))
 
-    return App(resources, Authenticator(data_dir, find_service_account), pod_proxy=Proxy(store))
+    def pod_logs(namespace: str, name: str, container: str, query: dict[str, str]) -> str:
+        pod = store.get(f"/registry/core/pods/{namespace}/{name}") or {}
+        try:
+            text = logs.read_log(
+                data_dir,
+                namespace,
+                name,
+                (pod.get("metadata") or {}).get("uid", ""),
+                container,
+                previous=query.get("previous") == "true",
+                tail_lines=int(query["tailLines"]) if query.get("tailLines") else None,
+                limit_bytes=int(query["limitBytes"]) if query.get("limitBytes") else None,
+                timestamps=query.get("timestamps") == "true",
+            )
+        except logs.LogNotFound as missing:
+            raise errors.bad_request(str(missing)) from None
+        return text.decode("utf-8", errors="replace")
+
+    return App(
+        resources, Authenticator(data_dir, find_service_account), pod_logs=pod_logs, pod_proxy=Proxy(store)
+    )
 
 
 async def _compact_periodically(store: Store, interval: float, keep: int) -> None:
@@ -108,8 +131,15 @@ def serve(options: ServeOptions) -> None:
         )
         controllers = None
         if options.node_mode != "none":
-            controllers = cluster_controllers(app.resources, NodeOptions())
+            controllers = cluster_controllers(
+                app.resources,
+                NodeOptions(),
+                node_mode="process" if options.node_mode == "process" else "simulate",
+                data_dir=data_dir,
+            )
             await controllers.start()
+            if isinstance(controllers, ClusterRunner) and controllers.kubelet is not None and app.pod_proxy:
+                app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
         try:
             await server.serve(sockets=[sock])
         finally:

@@ -11,8 +11,11 @@ Semantics follow the real server's watch cache:
   `k8s.io/initial-events-end`;
 - `timeoutSeconds` ends the stream; without it the stream ends after 30-60 minutes, as a real server's
   does, so clients exercise their resume path.
-Objects that no longer match a selector are not turned into DELETED events (the store's events carry no
-previous state); the operator's selectors are on labels that do not change.
+With a selector, the stream follows the set of selected objects, as the watch cache does: an object
+that comes to match is ADDED, one that stops matching is DELETED. The store's events carry no previous
+state, so the set is seeded from the selected objects when the watch starts; on a resume, replayed events
+of an object whose selection changed since may show as an extra DELETED of an object the client never
+had, or an ADDED of one it has, which informers treat as a no-op and an update.
 """
 
 from __future__ import annotations
@@ -74,9 +77,12 @@ async def stream(
             return _line(event_type, table(resource_type, [obj], meta, as_table))
         return _line(event_type, obj)
 
+    objects, listed_rv = store.list(prefix) if initial or matches is not None else ([], 0)
+    selected = [obj for obj in objects if matches is None or matches(obj)]
+    visible = {resource_type.key(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in selected}
     if initial:
-        objects, from_rv = store.list(prefix)
-        burst = [render("ADDED", obj) for obj in objects if matches is None or matches(obj)]
+        from_rv = listed_rv
+        burst = [render("ADDED", obj) for obj in selected]
         if burst:
             yield b"".join(burst)
         if bookmarks and query.get("sendInitialEvents") == "true":
@@ -108,8 +114,17 @@ async def stream(
                 yield b'{"type":"' + event.type.encode() + b'","object":' + event.value + b"}\n"
                 continue
             obj = event.object
-            if matches is None or matches(obj):
+            if matches is None:
                 yield render(event.type, dict(obj))
+                continue
+            now_selected = event.type != "DELETED" and matches(obj)
+            was_selected = event.key in visible
+            if now_selected:
+                visible.add(event.key)
+                yield render("MODIFIED" if was_selected else "ADDED", dict(obj))
+            elif was_selected or (event.type == "DELETED" and matches(obj)):
+                visible.discard(event.key)
+                yield render("DELETED", dict(obj))
     except (StopAsyncIteration, WatchOverflow):
         return
     finally:
