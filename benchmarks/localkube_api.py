@@ -93,7 +93,9 @@ async def run(objects: int, concurrency: int, watchers: int) -> None:
                 async def update(index: int) -> None:
                     current = (await client.get(f"{COLLECTION}/cm-{index}")).json()
                     current["data"]["key"] = f"update-{next(rounds)}"
-                    (await client.put(f"{COLLECTION}/cm-{index}", content=orjson.dumps(current))).raise_for_status()
+                    (
+                        await client.put(f"{COLLECTION}/cm-{index}", content=orjson.dumps(current))
+                    ).raise_for_status()
 
                 _report("get + update", objects, await _fan(objects, concurrency, update), "pairs")
 
@@ -110,14 +112,18 @@ async def run(objects: int, concurrency: int, watchers: int) -> None:
                 _report(f"list of {objects}", lists, elapsed, "lists")
                 _report("  objects listed", lists * objects, elapsed, "objects")
 
-                revision = (await client.get(COLLECTION, params={"limit": "1"})).json()["metadata"]["resourceVersion"]
+                revision = (await client.get(COLLECTION, params={"limit": "1"})).json()["metadata"][
+                    "resourceVersion"
+                ]
                 async with _client(server, context, 1) as watcher:
                     watching = asyncio.create_task(_watch_until(watcher, revision, objects))
                     started = time.perf_counter()
                     await _fan(objects, concurrency, update)
                     _report("watch (1 watcher, N updates)", objects, await watching - started, "events")
 
-                revision = (await client.get(COLLECTION, params={"limit": "1"})).json()["metadata"]["resourceVersion"]
+                revision = (await client.get(COLLECTION, params={"limit": "1"})).json()["metadata"][
+                    "resourceVersion"
+                ]
                 watch_clients = [_client(server, context, 1) for _ in range(watchers)]
                 try:
                     tasks = [asyncio.create_task(_watch_until(w, revision, objects)) for w in watch_clients]
@@ -130,7 +136,9 @@ async def run(objects: int, concurrency: int, watchers: int) -> None:
                     started = time.perf_counter()
                     await _fan(objects, concurrency, create_more)
                     finished = max(await asyncio.gather(*tasks))
-                    _report(f"fan-out ({watchers} watchers)", objects * watchers, finished - started, "events")
+                    _report(
+                        f"fan-out ({watchers} watchers)", objects * watchers, finished - started, "events"
+                    )
                 finally:
                     await asyncio.gather(*(w.aclose() for w in watch_clients))
         finally:
@@ -138,7 +146,9 @@ async def run(objects: int, concurrency: int, watchers: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--objects", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--watchers", type=int, default=20)
