@@ -98,6 +98,10 @@ def test_official_client_crud_and_stale_update(official: kubernetes.client.ApiCl
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_config_map("c", namespace)
     assert missing.value.status == 404
+    for name, tier in (("k1", "keep"), ("d1", "drop"), ("d2", "drop")):
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "labels": {"tier": tier}}})
+    core.delete_collection_namespaced_config_map(namespace, label_selector="tier=drop")
+    assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items] == ["k1"]
 
     custom = kubernetes.client.CustomObjectsApi(official)
     custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", _raycluster("rc"))

@@ -120,7 +120,10 @@ def table(
 ) -> dict[str, Any]:
     """A meta.k8s.io/v1 Table of `objects`; `metadata` is the list metadata (resourceVersion, continue)."""
     columns = _columns(resource_type)
-    definitions = [_NAME] + [
+    name_column = (
+        {**_NAME, "priority": 1} if resource_type.kind == "Event" and not resource_type.custom else _NAME
+    )
+    definitions = [name_column] + [
         {
             "name": column.name,
             "type": "string" if column.type == "date" else column.type,
@@ -248,6 +251,13 @@ _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]],
         _column("Status", _job_status),
         _column("Completions", lambda o: f"{_get(o, 'status', 'succeeded') or 0}/{_get(o, 'spec', 'completions') or 1}"),
         _AGE_COLUMN,
+    ],
+    "Event": [
+        _column("Last Seen", lambda o: age(_get(o, "lastTimestamp") or _get(o, "eventTime") or _get(o, "metadata", "creationTimestamp"))),
+        _column("Type", lambda o: _get(o, "type") or ""),
+        _column("Reason", lambda o: _get(o, "reason") or ""),
+        _column("Object", lambda o: f"{str(_get(o, 'involvedObject', 'kind') or '').lower()}/{_get(o, 'involvedObject', 'name') or ''}"),
+        _column("Message", lambda o: _get(o, "message") or ""),
     ],
     "Namespace": [_column("Status", lambda o: _get(o, "status", "phase") or "Active"), _AGE_COLUMN],
     "Node": [
