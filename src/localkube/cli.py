@@ -29,8 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     serve_command.add_argument(
         "--node-mode",
         default="simulate",
-        choices=["simulate", "none"],
-        help="simulate: a simulated node runs the pods (default); none: the API server alone",
+        choices=["simulate", "process", "none"],
+        help="simulate: a simulated node runs the pods (default); process: pods run as local processes; "
+        "none: the API server alone",
     )
     serve_command.add_argument(
         "--compact-interval", type=float, default=60.0, help="seconds between compactions of the store"
@@ -46,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(
         level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    # The node agent's probes and the proxy use httpx, which logs every request at info level.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     serve(
         ServeOptions(
             data_dir=arguments.data_dir,

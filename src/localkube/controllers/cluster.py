@@ -43,7 +43,7 @@ class ClusterRunner(Runner):
 
 def cluster_controllers(
     resources: Resources, node: NodeOptions, *, node_mode: NodeMode = "simulate", data_dir: Path | None = None
-) -> Runner:
+) -> ClusterRunner:
     """Registers the node and returns the runner of every in-process controller (not yet started).
 
     `data_dir` is required in process mode (container logs live under it)."""

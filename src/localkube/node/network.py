@@ -116,6 +116,11 @@ class Sandbox:
 
 class PodNetwork(Protocol):
     @property
+    def cidr(self) -> ipaddress.IPv4Network:
+        """Where pod addresses come from (the API server's proxy dials only such local addresses)."""
+        ...
+
+    @property
     def isolated(self) -> bool:
         """True when every pod has its own network namespace."""
         ...
@@ -150,6 +155,7 @@ class HostNetwork:
     host_address = None
 
     def __init__(self, network: ipaddress.IPv4Network = LOOPBACK_PODS, files: Path | None = None) -> None:
+        self.cidr = network
         self._pool = AddressPool(network)
         self._unshare = shutil.which("unshare")
         self._files = files if files is not None and self._user_namespaces_work() else None
@@ -231,6 +237,7 @@ class NamespaceNetwork:
         self._ip = ip
         self._bridge = bridge
         self._network = network
+        self.cidr = network
         self._gateway = str(network.network_address + 1)
         self._prefix = prefix
         self._pool = AddressPool(network, reserved=[self._gateway])

@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
 import uvloop
 
-from localkube.controllers.cluster import ClusterRunner, cluster_controllers
+from localkube.controllers.cluster import cluster_controllers
 from localkube.node import logs
 from localkube.node.kubelet import NodeOptions
 from localkube.server import errors
@@ -96,6 +98,20 @@ async def _compact_periodically(store: Store, interval: float, keep: int) -> Non
         log.debug("compacted the store up to revision %d", compacted)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn re-raises a captured SIGTERM/SIGINT once serving ends, which would kill the process before
+    the node agent stops its pods' processes; localkube exits by returning instead."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
 def serve(options: ServeOptions) -> None:
     data_dir = options.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -123,7 +139,7 @@ def serve(options: ServeOptions) -> None:
         timeout_keep_alive=120,
         timeout_graceful_shutdown=2,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
 
     async def main() -> None:
         compaction = asyncio.create_task(
@@ -138,7 +154,7 @@ def serve(options: ServeOptions) -> None:
                 data_dir=data_dir,
             )
             await controllers.start()
-            if isinstance(controllers, ClusterRunner) and controllers.kubelet is not None and app.pod_proxy:
+            if controllers.kubelet is not None and app.pod_proxy is not None:
                 app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
         try:
             await server.serve(sockets=[sock])
