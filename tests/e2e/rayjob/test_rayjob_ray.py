@@ -147,6 +147,23 @@ async def test_on_success_delete_self_removes_the_rayjob(localkube, ray_head, sa
         await op.wait(lambda: _no_rayjob(op, "selfish"), timeout=30)
 
 
+async def test_deleting_a_running_rayjob_stops_its_ray_job(localkube, ray_head, sample):
+    async with operator(localkube, use_kubernetes_proxy=True) as op:
+        job = on_ray_head(sample, ray_head, op.namespace, "stopme", submissionMode="HTTPMode",
+                          entrypoint=f"{sys.executable} -c 'import time; time.sleep(120)'")  # fmt: skip
+        await op.create(job)
+        running = await op.wait_status("stopme", jobStatus="RUNNING", timeout=90)
+        await op.client.delete(RAYJOB, "stopme", op.namespace)
+        await op.wait(lambda: _no_rayjob(op, "stopme"), timeout=30)
+        async with httpx.AsyncClient(timeout=10) as http:
+            dashboard = DashboardClient(http, ray_head.dashboard_url)
+
+            async def stopped() -> bool:
+                return (await dashboard.get_job_info(running["status"]["jobId"])).status == "STOPPED"
+
+            await op.wait(stopped, timeout=30)  # Ray stops a job asynchronously after answering the request
+
+
 async def test_interactive_mode_waits_for_the_users_job_id(localkube, ray_head, sample):
     async with operator(localkube, use_kubernetes_proxy=True) as op:
         await op.create(on_ray_head(sample, ray_head, op.namespace, "chat", submissionMode="InteractiveMode"))
