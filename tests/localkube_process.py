@@ -1,7 +1,7 @@
 """localkube as a subprocess for tests: start, wait until ready, stop, kill -9, restart.
 
 `LocalKubeProcess(data_dir, port=None)` runs `python -m localkube serve` on `data_dir`. Without a port it
-asks for a free one and keeps it across restarts, so kubeconfigs and clients stay valid. stderr goes to
+asks for a free one and keeps it across restarts, so kubeconfigs and clients stay valid. Its output goes to
 `data_dir/localkube.log` (level from LOCALKUBE_LOG_LEVEL, default info). `client()` is an httpx client
 that trusts the server's CA and sends the admin token; `apply(objects)` creates or replaces objects
 through it (used to install CRDs).
@@ -10,7 +10,6 @@ through it (used to install CRDs).
 from __future__ import annotations
 
 import os
-import select
 import signal
 import ssl
 import subprocess
@@ -43,27 +42,28 @@ class LocalKubeProcess:
             "--port", str(self.port if self.port is not None else 0),
             "--log-level", os.environ.get("LOCALKUBE_LOG_LEVEL", "info"), *self.extra_args,
         ]  # fmt: skip
-        log = (self.data_dir / "localkube.log").open("ab")
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
-        log.close()
+        log_path = self.data_dir / "localkube.log"
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        # stdout goes to the log file too: a pipe nobody drains would block the server once full.
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
-        self._url = self._announced_url(deadline)
+        self._url = self._announced_url(log_path, offset, deadline)
         self.port = int(self._url.rsplit(":", 1)[1])
         self._wait_ready(deadline)
         return self
 
-    def _announced_url(self, deadline: float) -> str:
-        assert self.process is not None and self.process.stdout is not None
+    def _announced_url(self, log_path: Path, offset: int, deadline: float) -> str:
+        assert self.process is not None
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.process.stdout], [], [], 0.1)
-            if ready:
-                line = self.process.stdout.readline().decode()
-                if line.startswith("localkube serving on "):
-                    return line.split()[3]
+            with log_path.open("rb") as log:
+                log.seek(offset)
+                for line in log.read().decode(errors="replace").splitlines():
+                    if line.startswith("localkube serving on "):
+                        return line.split()[3]
             if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"localkube exited with {self.process.returncode}; see {self.data_dir}/localkube.log"
-                )
+                raise RuntimeError(f"localkube exited with {self.process.returncode}; see {log_path}")
+            time.sleep(0.05)
         raise TimeoutError("localkube did not announce its address")
 
     def _wait_ready(self, deadline: float) -> None:
@@ -85,7 +85,6 @@ class LocalKubeProcess:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-        self._close_pipe()
 
     def kill(self) -> None:
         """SIGKILL: the crash the store must survive."""
@@ -93,11 +92,6 @@ class LocalKubeProcess:
             return
         self.process.kill()
         self.process.wait()
-        self._close_pipe()
-
-    def _close_pipe(self) -> None:
-        if self.process is not None and self.process.stdout is not None:
-            self.process.stdout.close()
 
     def restart(self) -> LocalKubeProcess:
         self.stop()
