@@ -514,5 +514,9 @@ async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None
         aclose = getattr(reply.chunks, "aclose", None)
         if aclose is not None:
             await aclose()
-    if pumping.done() and not pumping.cancelled() and pumping.exception() is None:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    if pumping.done() and not pumping.cancelled():
+        failure = pumping.exception()
+        if failure is not None:
+            log.error("a streaming reply failed", exc_info=failure)
+        else:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -97,10 +97,6 @@ def method_not_allowed() -> ApiError:
     )
 
 
-def gone(message: str) -> ApiError:
-    return ApiError(410, "Expired", message)
-
-
 def page_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 

@@ -62,11 +62,6 @@ class ResourceType:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
-    def group_resource(self) -> str:
-        """`pods` or `rayclusters.ray.io`: the name errors and RBAC use."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    @property
     def list_kind(self) -> str:
         return self.kind + "List"
 
