@@ -330,12 +330,20 @@ def test_auth_can_i_for_the_admin_and_a_restricted_service_account(kubectl: Kube
     kubectl(*as_account, "get", "pods", "-n", namespace)
 
 
-def test_typed_create_commands_send_protobuf_that_is_understood(kubectl: Kubectl, namespace: str, api: httpx.Client) -> None:
+def test_typed_create_commands_send_protobuf_that_is_understood(
+    kubectl: Kubectl, namespace: str, api: httpx.Client
+) -> None:
     kubectl("create", "configmap", "-n", namespace, "settings", "--from-literal=mode=fast")
     kubectl("create", "secret", "generic", "-n", namespace, "credentials", "--from-literal=password=s3cret")
-    kubectl("create", "clusterrole", f"{namespace}-reader", "--verb=get", "--resource=pods", "--resource-name=p1")
+    kubectl(
+        "create", "clusterrole", f"{namespace}-reader", "--verb=get", "--resource=pods", "--resource-name=p1"
+    )
     assert api.get(f"/api/v1/namespaces/{namespace}/configmaps/settings").json()["data"] == {"mode": "fast"}
-    assert api.get(f"/api/v1/namespaces/{namespace}/secrets/credentials").json()["data"] == {"password": "czNjcmV0"}
+    assert api.get(f"/api/v1/namespaces/{namespace}/secrets/credentials").json()["data"] == {
+        "password": "czNjcmV0"
+    }
     role = api.get(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{namespace}-reader").json()
-    assert role["rules"] == [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p1"]}]
+    assert role["rules"] == [
+        {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p1"]}
+    ]
     api.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{namespace}-reader")

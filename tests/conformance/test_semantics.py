@@ -238,3 +238,71 @@ def test_selector_watch_follows_objects_into_and_out_of_the_selection(
     with api.stream("GET", _configmaps(namespace), params=params) as stream:
         events = [json.loads(line)["type"] for line in stream.iter_lines() if line]
     assert events == ["DELETED", "ADDED", "MODIFIED"]
+
+
+def _widget_crd(schema: dict[str, object]) -> dict[str, object]:
+    version = {
+        "served": True,
+        "schema": {"openAPIV3Schema": schema},
+        "subresources": {
+            "status": {},
+            "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+        },
+        "additionalPrinterColumns": [{"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [
+                {**version, "name": "v1", "storage": True},
+                {**version, "name": "v1beta1", "storage": False},
+            ],
+        },
+    }
+
+
+def test_a_crd_is_served_at_once_in_every_version_with_scale_and_columns(
+    api: httpx.Client, namespace: str
+) -> None:
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    not_structural = api.post(
+        crds,
+        json=_widget_crd(
+            {"type": "object", "properties": {"spec": {"properties": {"replicas": {"type": "integer"}}}}}
+        ),
+    )
+    assert (
+        not_structural.status_code == 422
+        and "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value"
+        in not_structural.text
+    )
+    spec = {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 0}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": spec,
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+    api.post(crds, json=_widget_crd(schema)).raise_for_status()
+    try:
+        widgets = f"/apis/example.com/v1/namespaces/{namespace}/widgets"
+        api.post(widgets, json={"metadata": {"name": "w"}, "spec": {"replicas": 1}}).raise_for_status()
+        assert (
+            api.get(f"/apis/example.com/v1beta1/namespaces/{namespace}/widgets/w").json()["apiVersion"]
+            == "example.com/v1beta1"
+        )
+        api.put(f"{widgets}/w/scale", json={"spec": {"replicas": 5}}).raise_for_status()
+        assert api.get(f"{widgets}/w").json()["spec"]["replicas"] == 5
+        table = api.get(widgets, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
+        assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Replicas"] and table["rows"][0][
+            "cells"
+        ] == ["w", 5]
+    finally:
+        api.delete(f"{crds}/widgets.example.com")
+    assert api.get(f"/apis/example.com/v1/namespaces/{namespace}/widgets").status_code == 404
