@@ -461,10 +461,12 @@ def _forbidden(user: UserInfo, attributes: RequestAttributes) -> ApiError:
     )
 
 
-def _json_or_text(result: tuple[int, Any]) -> Reply:
+def _json_or_text(result: tuple[int, Any]) -> Reply | StreamReply:
     code, body = result
     if isinstance(body, str):
         return Reply(code, body.encode(), "text/plain")
+    if isinstance(body, AsyncIterator):
+        return StreamReply(body, "text/plain")
     return _json(body, code)
 
 

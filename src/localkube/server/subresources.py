@@ -3,7 +3,8 @@
 - `<res>/scale` reads and writes an `autoscaling/v1` Scale mapped onto the object's replica fields
   (the CRD's scale paths, or `.spec.replicas` for built-ins); writes go through the normal update, so
   they bump generation and honour resourceVersion preconditions.
-- `pods/log` answers text/plain from the `pod_logs` source (the node agent's), empty until one exists.
+- `pods/log` answers text/plain from the `pod_logs` source (the node agent's), empty until one exists;
+  a source may return an async iterator of chunks, which is streamed (`kubectl logs -f`).
 - `pods/binding` assigns a node once (409 if the pod is already bound) and marks the pod scheduled.
 - `serviceaccounts/token` issues a signed token for the ServiceAccount (a TokenRequest).
 - `namespaces/finalize` replaces a namespace's `spec.finalizers`.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from localkube.server import bodies, errors, patching
@@ -25,7 +26,9 @@ from localkube.server.tables import jsonpath_values
 if TYPE_CHECKING:
     from localkube.server.app import Target
 
-PodLogs = Callable[[str, str, str, Query], str]
+# (namespace, pod, container, query) -> the log text, or its chunks as they come (`follow=true`).
+LogText = str | AsyncIterator[bytes]
+PodLogs = Callable[[str, str, str, Query], LogText]
 
 
 def handle(
@@ -37,7 +40,7 @@ def handle(
     body: bytes,
     content_type: str,
     query: Query,
-) -> tuple[int, dict[str, Any] | str]:
+) -> tuple[int, dict[str, Any] | LogText]:
     assert target.name is not None and target.subresource is not None
     if target.subresource == "scale":
         return _scale(resources, method, target, body, content_type, query)
@@ -127,7 +130,7 @@ def _scale(
     return 200, _scale_of(resources, target)[1]
 
 
-def _log(resources: Resources, pod_logs: PodLogs | None, target: Target, query: Query) -> str:
+def _log(resources: Resources, pod_logs: PodLogs | None, target: Target, query: Query) -> LogText:
     assert target.name is not None and target.namespace is not None
     pod = resources.get(target.resource_type, target.namespace, target.name)
     names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
