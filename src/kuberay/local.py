@@ -3,7 +3,8 @@
 The only place where kuberay and localkube meet, and only as processes talking HTTP: localkube is started
 with `python -m localkube serve`, the ray.io CRDs are applied through the API like any client would, then
 `kuberay-operator` is started against localkube's kubeconfig. Ctrl-C (or SIGTERM, or either child dying)
-stops both: the operator first, then localkube, each with SIGTERM and, after a grace period, SIGKILL.
+stops both: the operator first, then localkube (which first stops its pods' processes), each with SIGTERM
+and, after a grace period, SIGKILL.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from kuberay.runtime.client import Client, PatchType, load_config
 from kuberay.runtime.errors import KubeError
 from kuberay.runtime.resources import CUSTOM_RESOURCE_DEFINITION, NAMESPACE
 
-GRACE_SECONDS = 10.0
+OPERATOR_GRACE_SECONDS = 10.0
+# localkube stops its pods' processes first (each with up to 10 s of grace, in parallel), then itself.
+LOCALKUBE_GRACE_SECONDS = 30.0
 READY_TIMEOUT = 60.0
 FIELD_MANAGER = "kuberay-local"
 
@@ -94,7 +97,7 @@ def up(options: LocalOptions) -> int:
         return 1
     finally:
         for child in reversed(children):
-            _stop(child)
+            _stop(child, LOCALKUBE_GRACE_SECONDS if child is children[0] else OPERATOR_GRACE_SECONDS)
 
 
 def _spawn(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
@@ -138,12 +141,12 @@ def _check_starting(process: subprocess.Popen[bytes], stopping: Callable[[], boo
         raise LocalError(f"localkube was not ready within {READY_TIMEOUT:.0f} s")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
     if process.poll() is not None:
         return
     try:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(GRACE_SECONDS)
+        process.wait(grace)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
