@@ -8,7 +8,6 @@ to the API server's replies.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import orjson
@@ -95,7 +94,7 @@ def apply(
     A custom resource's applied configuration is defaulted from its schema first, so list items whose key
     fields have defaults (a port's `protocol`) are matched with the live items that were defaulted."""
     if resource_type.custom and resource_type.schema:
-        applied = copy.deepcopy(applied)
+        applied = orjson.loads(orjson.dumps(applied))
         default(applied, resource_type.schema, root=True)
     try:
         return server_side_apply(

@@ -21,7 +21,6 @@ write that depends on it cannot interleave with another request: patches need no
 from __future__ import annotations
 
 import base64
-import copy
 import datetime
 import secrets
 import uuid
@@ -45,6 +44,12 @@ SYSTEM_NAMESPACES = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     for name in ("default", "kube-system", "kube-public", "kube-node-lease")
 ]
+
+
+def clone(obj: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON-shaped object (several times faster than copy.deepcopy)."""
+    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return copied
 
 
 def now() -> str:
@@ -119,7 +124,7 @@ class Resources:
             assert resource_type is not None, obj["kind"]
             namespace = obj["metadata"].get("namespace")
             if self.store.get(resource_type.key(namespace, obj["metadata"]["name"])) is None:
-                self.create(resource_type, namespace, copy.deepcopy(obj), {})
+                self.create(resource_type, namespace, clone(obj), {})
 
     def _core(self, plural: str) -> ResourceType:
         resource_type = self.registry.get("", "v1", plural)
@@ -150,7 +155,7 @@ class Resources:
         causes = validate_metadata(resource_type.kind, obj["metadata"], creating=old is None)
         if resource_type.custom and resource_type.schema:
             if query.get("fieldValidation") == "Strict":
-                unknown = prune(copy.deepcopy(obj), resource_type.schema, root=True)
+                unknown = prune(clone(obj), resource_type.schema, root=True)
                 if unknown:
                     raise errors.bad_request(
                         "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
@@ -378,7 +383,7 @@ class Resources:
         """The object to store: the request's changes limited to what this endpoint may change."""
         old_metadata = old["metadata"]
         if subresource == "status":
-            new = copy.deepcopy(old)
+            new = clone(old)
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
@@ -520,7 +525,7 @@ class Resources:
         if finalizers or grace:
             if metadata.get("deletionTimestamp") and finalizers == list(metadata.get("finalizers") or []):
                 return 202, self.output(resource_type, old)
-            marked = copy.deepcopy(old)
+            marked = clone(old)
             marked_metadata = marked["metadata"]
             marked_metadata["finalizers"] = finalizers
             if not finalizers:

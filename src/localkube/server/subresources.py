@@ -12,14 +12,13 @@
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
-from localkube.server.rest import Query, Resources, now
+from localkube.server.rest import Query, Resources, clone, now
 from localkube.server.selectors import selector_text
 from localkube.server.tables import jsonpath_values
 
@@ -121,7 +120,7 @@ def _scale(
             f'Scale.autoscaling "{target.name}" is invalid: spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0',
         )
     assert target.resource_type.scale is not None and target.name is not None
-    updated = copy.deepcopy(obj)
+    updated = clone(obj)
     _set_path(updated, target.resource_type.scale.spec_replicas, replicas)
     requested = (wanted.get("metadata") or {}).get("resourceVersion")
     if requested:
