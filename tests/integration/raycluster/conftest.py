@@ -1,0 +1,148 @@
+"""One kuberay-operator process (the real `kuberay-operator` command, every alpha gate a sample needs on)
+against the session's localkube, shared by the module's tests; each test works in its own namespace.
+
+`Kube` wraps the runtime client with the few reads the tests repeat (a RayCluster, its pods, its
+services, the Events about it) and `eventually` waits for a condition with a bound, never a sleep as an
+assertion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kuberay.runtime.client import Client
+from kuberay.runtime.resources import EVENT, POD, SERVICE, Resource
+
+from ..runtime.kube import client_for, new_namespace
+
+RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
+SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samples"
+ALPHA_GATES = (
+    "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,"
+    "RayClusterHistoryServer=true,RayClusterMTLS=true"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OperatorProcess:
+    """`python -m kuberay.operator.main` with test flags; `restart` kills it hard and starts another."""
+
+    def __init__(self, kubeconfig: Path, log: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.kubeconfig, self.log, self.extra = kubeconfig, log, extra
+        self.env = {**os.environ, **(env or {})}
+        self.metrics_port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OperatorProcess:
+        argv = [
+            sys.executable, "-m", "kuberay.operator.main",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--metrics-addr=127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address=0",
+            "--enable-leader-election=false",
+            "--reconcile-concurrency=4",
+            f"--feature-gates={ALPHA_GATES}",
+            "--enable-metrics",
+            *self.extra,
+        ]  # fmt: skip
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        return self
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="module")
+def operator(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    # RAYCLUSTER_TEST_LOG_DIR keeps the operator's log for a look after the run.
+    log_dir = os.environ.get("RAYCLUSTER_TEST_LOG_DIR")
+    log = (Path(log_dir) if log_dir else tmp_path_factory.mktemp("operator")) / "operator.log"
+    process = OperatorProcess(localkube.kubeconfig, log).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+class Kube:
+    def __init__(self, client: Client, namespace: str) -> None:
+        self.client, self.namespace = client, namespace
+
+    async def create_cluster(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        manifest = {**manifest, "metadata": {**manifest["metadata"], "namespace": self.namespace}}
+        return await self.client.create(RAYCLUSTER, manifest)
+
+    async def cluster(self, name: str) -> dict[str, Any]:
+        return await self.client.get(RAYCLUSTER, name, self.namespace)
+
+    async def patch_cluster(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.patch(RAYCLUSTER, name, patch, self.namespace)
+
+    async def pods(self, cluster: str, **labels: str) -> list[dict[str, Any]]:
+        selector = ",".join(f"{k}={v}" for k, v in {"ray.io/cluster": cluster, **labels}.items())
+        found = await self.client.list(POD, self.namespace, label_selector=selector)
+        return found.items
+
+    async def live_pods(self, cluster: str, **labels: str) -> list[dict[str, Any]]:
+        return [p for p in await self.pods(cluster, **labels) if not p["metadata"].get("deletionTimestamp")]
+
+    async def services(self, cluster: str) -> list[dict[str, Any]]:
+        found = await self.client.list(SERVICE, self.namespace)
+        return [
+            s for s in found.items
+            if any(r.get("name") == cluster for r in s["metadata"].get("ownerReferences") or ())
+        ]  # fmt: skip
+
+    async def events(self, name: str) -> list[dict[str, Any]]:
+        found = await self.client.list(EVENT, self.namespace)
+        return [e for e in found.items if e["involvedObject"].get("name") == name]
+
+    async def wait_for(self, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
+        """Waits until `await check()` is true; fails after `timeout` seconds (a bound, not a measurement)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not await check():
+            if loop.time() > deadline:
+                raise AssertionError(f"{check.__name__} not reached within {timeout}s")
+            await asyncio.sleep(0.2)
+
+
+@pytest.fixture
+async def kube(localkube: Any, operator: OperatorProcess) -> AsyncIterator[Kube]:
+    client = client_for(localkube)
+    try:
+        yield Kube(client, await new_namespace(client))
+    finally:
+        await client.close()
+
+
+def load_sample(name: str) -> list[dict[str, Any]]:
+    with (SAMPLES / name).open() as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc]
