@@ -140,12 +140,13 @@ class App:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
-        body = b""
+        chunks: list[bytes] = []
         more = True
         while more:
             message = await receive()
-            body += message.get("body", b"")
+            chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
+        body = b"".join(chunks)
         headers = {
             name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
         }
