@@ -306,3 +306,23 @@ def test_a_crd_is_served_at_once_in_every_version_with_scale_and_columns(
     finally:
         api.delete(f"{crds}/widgets.example.com")
     assert api.get(f"/apis/example.com/v1/namespaces/{namespace}/widgets").status_code == 404
+
+
+def test_a_namespace_terminates_until_its_last_finalized_object_goes(api: httpx.Client) -> None:
+    api.post("/api/v1/namespaces", json={"metadata": {"name": "terminating"}}).raise_for_status()
+    api.post(_configmaps("terminating"), json={"metadata": {"name": "free"}}).raise_for_status()
+    api.post(
+        _configmaps("terminating"), json={"metadata": {"name": "held", "finalizers": ["example.com/x"]}}
+    ).raise_for_status()
+    deleting = api.delete("/api/v1/namespaces/terminating")
+    assert deleting.status_code == 202 and deleting.json()["status"]["phase"] == "Terminating"
+    assert [item["metadata"]["name"] for item in api.get(_configmaps("terminating")).json()["items"]] == [
+        "held"
+    ]
+    refused = api.post(_configmaps("terminating"), json={"metadata": {"name": "late"}})
+    assert refused.status_code == 403 and "because it is being terminated" in refused.json()["message"]
+    merge = {"Content-Type": "application/merge-patch+json"}
+    api.patch(
+        f"{_configmaps('terminating')}/held", json={"metadata": {"finalizers": None}}, headers=merge
+    ).raise_for_status()
+    assert api.get("/api/v1/namespaces/terminating").status_code == 404

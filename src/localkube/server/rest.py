@@ -10,7 +10,8 @@ operations, applying what a real API server applies on the way:
   spec (everything but metadata and status) changes; an update that changes nothing writes nothing.
 - delete: preconditions; finalizers (and the propagation policy's `foregroundDeletion`/`orphan`) turn a
   delete into setting `deletionTimestamp`; the object goes once its last finalizer is removed. Pods bound
-  to a node are deleted gracefully (the node agent finishes the deletion).
+  to a node are deleted gracefully (the node agent finishes the deletion). Deleting a namespace deletes
+  its contents at once; if finalizers hold some, the namespace stays Terminating and goes with the last.
 - dryRun=All runs all of it and stores nothing; fieldValidation=Strict refuses a custom resource's
   unknown fields (400, `strict decoding error: unknown field "spec.x"`) instead of pruning them.
 
@@ -522,7 +523,12 @@ class Resources:
         if extra and extra not in finalizers and not metadata.get("deletionTimestamp"):
             finalizers.append(extra)
         grace = builtin.graceful_deletion_seconds(resource_type.kind, old, options, query)
-        if finalizers or grace:
+        held_by_content = False
+        if _is_namespace(resource_type) and not dry_run and not finalizers:
+            self._empty_namespace(name)
+            # Objects still held by their finalizers keep the namespace Terminating; it goes with the last.
+            held_by_content = self._has_content(name)
+        if finalizers or grace or held_by_content:
             if metadata.get("deletionTimestamp") and finalizers == list(metadata.get("finalizers") or []):
                 return 202, self.output(resource_type, old)
             marked = clone(old)
@@ -534,8 +540,9 @@ class Resources:
                 when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=grace)
                 marked_metadata["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
                 marked_metadata["deletionGracePeriodSeconds"] = grace
-            if resource_type.kind == "Namespace":
+            if _is_namespace(resource_type):
                 marked.setdefault("status", {})["phase"] = "Terminating"
+                marked.setdefault("spec", {})["finalizers"] = ["kubernetes"]
             if dry_run:
                 return 202, self.output(resource_type, marked)
             updated = self.store.update(
@@ -552,7 +559,7 @@ class Resources:
         self, resource_type: ResourceType, namespace: str | None, name: str, revision: int
     ) -> dict[str, Any]:
         """Removes the object now, with what goes with it: a namespace's contents, a CRD's resources."""
-        if resource_type.kind == "Namespace" and not resource_type.group:
+        if _is_namespace(resource_type):
             self._empty_namespace(name)
         try:
             removed = self.store.delete(resource_type.key(namespace, name), revision)
@@ -560,6 +567,8 @@ class Resources:
             raise errors.conflict(
                 resource_type.plural, resource_type.group, name, errors.STALE_OBJECT
             ) from None
+        if namespace is not None:
+            self._finish_terminating_namespace(namespace)
         if resource_type.kind == "CustomResourceDefinition" and resource_type.group == "apiextensions.k8s.io":
             spec = removed.get("spec", {})
             prefix = f"/registry/{spec.get('group')}/{spec.get('names', {}).get('plural')}/"
@@ -567,6 +576,23 @@ class Resources:
                 self.store.delete(key)
             self._after_write(resource_type)
         return removed
+
+    def _has_content(self, namespace: str) -> bool:
+        return any(
+            self.store.count(t.prefix(namespace)) for t in self.registry if t.namespaced and not t.virtual
+        )
+
+    def _finish_terminating_namespace(self, namespace: str) -> None:
+        """Removes a Terminating namespace once its last object is gone (the namespace controller's job)."""
+        key = self._core("namespaces").key(None, namespace)
+        namespace_obj = self.store.get(key)
+        if (
+            namespace_obj is not None
+            and namespace_obj["metadata"].get("deletionTimestamp")
+            and not namespace_obj["metadata"].get("finalizers")
+            and not self._has_content(namespace)
+        ):
+            self.store.delete(key)
 
     def _empty_namespace(self, namespace: str) -> None:
         for resource_type in list(self.registry):
@@ -596,6 +622,10 @@ class Resources:
                 if exc.code != 404:
                     raise
         return deleted
+
+
+def _is_namespace(resource_type: ResourceType) -> bool:
+    return resource_type.kind == "Namespace" and not resource_type.group
 
 
 def _check_identity(resource_type: ResourceType, obj: dict[str, Any]) -> None:
