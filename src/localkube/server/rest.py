@@ -171,7 +171,7 @@ class Resources:
             raise self._refuse(resource_type, name, causes)
         return obj
 
-    def _check_namespace(self, resource_type: ResourceType, namespace: str | None) -> None:
+    def _check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:
         if not resource_type.namespaced:
             return
         namespace_obj = self.store.get(self._core("namespaces").key(None, namespace or ""))
@@ -179,7 +179,7 @@ class Resources:
             raise errors.not_found("namespaces", "", namespace or "")
         if namespace_obj["metadata"].get("deletionTimestamp"):
             raise errors.forbidden(
-                f'{resource_type.plural} "{namespace_obj["metadata"]["name"]}" is forbidden: unable to create new '
+                f'{errors.qualified(resource_type.plural, resource_type.group)} "{name}" is forbidden: unable to create new '
                 f"content in namespace {namespace} because it is being terminated"
             )
 
@@ -277,7 +277,9 @@ class Resources:
             metadata.pop("namespace", None)
         if metadata.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
-        self._check_namespace(resource_type, namespace)
+        self._check_namespace(
+            resource_type, namespace, str(metadata.get("name") or metadata.get("generateName") or "")
+        )
         if not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = str(metadata["generateName"]) + "".join(
                 secrets.choice(_GENERATE_ALPHABET) for _ in range(5)
