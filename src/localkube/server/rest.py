@@ -12,8 +12,8 @@ operations, applying what a real API server applies on the way:
   delete into setting `deletionTimestamp`; the object goes once its last finalizer is removed. Pods bound
   to a node are deleted gracefully (the node agent finishes the deletion). Deleting a namespace deletes
   its contents at once; if finalizers hold some, the namespace stays Terminating and goes with the last.
-- dryRun=All runs all of it and stores nothing; fieldValidation=Strict refuses a custom resource's
-  unknown fields (400, `strict decoding error: unknown field "spec.x"`) instead of pruning them.
+- dryRun=All runs all of it and stores nothing; fieldValidation=Strict refuses unknown fields (400,
+  `strict decoding error: unknown field "spec.x"`), which custom resources otherwise lose to pruning.
 
 Every method is synchronous and runs to completion on the event loop without awaiting, so a read and the
 write that depends on it cannot interleave with another request: patches need no retry loop.
@@ -36,7 +36,7 @@ from localkube.server import builtin, crds, errors, patching
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.selectors import SelectorError, field_matcher, label_matcher
-from localkube.server.validation import validate_metadata
+from localkube.server.validation import unknown_builtin_fields, validate_metadata
 from localkube.storage import AlreadyExists, Conflict, NotFound, Store
 
 Query = dict[str, str]
@@ -154,13 +154,17 @@ class Resources:
     ) -> dict[str, Any]:
         name = _metadata(obj).get("name") or _metadata(obj).get("generateName") or ""
         causes = validate_metadata(resource_type.kind, obj["metadata"], creating=old is None)
-        if resource_type.custom and resource_type.schema:
-            if query.get("fieldValidation") == "Strict":
+        if query.get("fieldValidation") == "Strict":
+            if resource_type.custom and resource_type.schema:
                 unknown = prune(clone(obj), resource_type.schema, root=True)
-                if unknown:
-                    raise errors.bad_request(
-                        "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
-                    )
+            else:
+                gvk = (resource_type.group, resource_type.version, resource_type.kind)
+                unknown = unknown_builtin_fields(gvk, obj)
+            if unknown:
+                raise errors.bad_request(
+                    "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
+                )
+        if resource_type.custom and resource_type.schema:
             try:
                 obj = admit(resource_type.schema, obj, old)
             except SchemaInvalid as refused:

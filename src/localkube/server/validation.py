@@ -1,4 +1,5 @@
-"""Validation of the metadata every object carries: names, generateName, labels and annotations.
+"""Validation of the metadata every object carries (names, generateName, labels and annotations), and
+the unknown fields of built-in kinds that `fieldValidation=Strict` refuses.
 
 The messages are apimachinery's (`metadata.name: Invalid value: "A_b": a lowercase RFC 1123 subdomain ...`),
 returned as admission `FieldError`s so they join the schema's causes in one 422. Which name rule applies
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from localkube.admission import builtin
 from localkube.admission.errors import INVALID, REQUIRED, TOO_LONG, FieldError
 
 _SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -139,3 +141,29 @@ def validate_metadata(kind: str, metadata: dict[str, Any], *, creating: bool) ->
             )
         )
     return found
+
+
+def unknown_builtin_fields(gvk: tuple[str, str, str], obj: dict[str, Any]) -> list[str]:
+    """The paths of fields the official schema of a built-in kind does not have (`spec.containers[0].x`)."""
+    found: list[str] = []
+    _walk_known(obj, builtin.schema_for(gvk), "", found)
+    return sorted(found)
+
+
+def _walk_known(value: Any, node: dict[str, Any] | None, path: str, found: list[str]) -> None:
+    node = builtin.resolve(node)
+    if node is None:
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk_known(item, builtin.items_schema(node), f"{path}[{index}]", found)
+        return
+    if not isinstance(value, dict):
+        return
+    properties = node.get("properties")
+    for key, child in value.items():
+        child_path = f"{path}.{key}" if path else key
+        if properties is not None and key not in properties and not node.get("additionalProperties"):
+            found.append(child_path)
+            continue
+        _walk_known(child, builtin.property_schema(node, key), child_path, found)
