@@ -330,3 +330,12 @@ def test_a_namespace_terminates_until_its_last_finalized_object_goes(api: httpx.
         f"{_configmaps('terminating')}/held", json={"metadata": {"finalizers": None}}, headers=merge
     ).raise_for_status()
     assert api.get("/api/v1/namespaces/terminating").status_code == 404
+
+
+def test_secret_string_data_is_folded_into_data(api: httpx.Client, namespace: str) -> None:
+    secrets = f"/api/v1/namespaces/{namespace}/secrets"
+    created = api.post(secrets, json={"metadata": {"name": "s"}, "stringData": {"user": "ray"}}).json()
+    assert created["data"] == {"user": "cmF5"} and "stringData" not in created
+    merge = {"Content-Type": "application/merge-patch+json"}
+    patched = api.patch(f"{secrets}/s", json={"stringData": {"password": "pw"}}, headers=merge).json()
+    assert patched["data"] == {"user": "cmF5", "password": "cHc="}

@@ -7,12 +7,14 @@
   (node ports from 30000-32767 for NodePort and LoadBalancer), unique among the stored Services.
 - Namespaces start `Active` and carry the `kubernetes.io/metadata.name` label.
 - Deployments and Jobs get their scalar defaults.
+- A Secret's write-only `stringData` is folded into `data` (base64) on every write.
 - A pod bound to a node is deleted gracefully: it keeps a deletionTimestamp until its node agent (or a
   delete with gracePeriodSeconds=0) removes it.
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import secrets
 from collections.abc import Callable
@@ -55,6 +57,15 @@ def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], lis
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
         _default_pod_spec((spec.get("template") or {}).get("spec") or {})
+
+
+def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
+    """What the server does to a built-in object on every create and update, in place."""
+    if kind == "Secret" and isinstance(obj.get("stringData"), dict):
+        data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
+        for key, value in obj.pop("stringData").items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
 
 
 def _default_pod_spec(spec: dict[str, Any]) -> None:

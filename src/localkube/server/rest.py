@@ -299,6 +299,7 @@ class Resources:
         if resource_type.has_status():
             obj.pop("status", None)
         builtin.default_on_create(resource_type.kind, obj, self._services)
+        builtin.normalize_on_write(resource_type.kind, obj)
         if resource_type.kind == "CustomResourceDefinition":
             crds.set_status(obj)
         return obj
@@ -397,6 +398,8 @@ class Resources:
                 new.pop("status", None)
             return new
         new = obj
+        if not resource_type.custom:
+            builtin.normalize_on_write(resource_type.kind, new)
         metadata = _metadata(new)
         for kept in (
             "uid",

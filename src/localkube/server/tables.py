@@ -259,6 +259,47 @@ _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]],
         _column("Object", lambda o: f"{str(_get(o, 'involvedObject', 'kind') or '').lower()}/{_get(o, 'involvedObject', 'name') or ''}"),
         _column("Message", lambda o: _get(o, "message") or ""),
     ],
+    "ConfigMap": [_column("Data", lambda o: len(_get(o, "data") or {}) + len(_get(o, "binaryData") or {}), "integer"), _AGE_COLUMN],
+    "Secret": [
+        _column("Type", lambda o: _get(o, "type") or "Opaque"),
+        _column("Data", lambda o: len(_get(o, "data") or {}), "integer"),
+        _AGE_COLUMN,
+    ],
+    "ServiceAccount": [_column("Secrets", lambda o: len(_get(o, "secrets") or []), "integer"), _AGE_COLUMN],
+    "ReplicaSet": [
+        _column("Desired", lambda o: _get(o, "spec", "replicas") or 0, "integer"),
+        _column("Current", lambda o: _get(o, "status", "replicas") or 0, "integer"),
+        _column("Ready", lambda o: _get(o, "status", "readyReplicas") or 0, "integer"),
+        _AGE_COLUMN,
+    ],
+    "StatefulSet": [
+        _column("Ready", lambda o: f"{_get(o, 'status', 'readyReplicas') or 0}/{_get(o, 'spec', 'replicas') or 0}"),
+        _AGE_COLUMN,
+    ],
+    "Endpoints": [
+        _column("Endpoints", lambda o: ",".join(
+            f"{a.get('ip')}:{p.get('port')}" for sub in _get(o, "subsets") or [] for a in sub.get("addresses") or [] for p in sub.get("ports") or []
+        ) or "<none>"),
+        _AGE_COLUMN,
+    ],
+    "Ingress": [
+        _column("Class", lambda o: _get(o, "spec", "ingressClassName") or "<none>"),
+        _column("Hosts", lambda o: ",".join(r.get("host", "*") for r in _get(o, "spec", "rules") or []) or "*"),
+        _column("Address", lambda o: ",".join(i.get("ip") or i.get("hostname", "") for i in _get(o, "status", "loadBalancer", "ingress") or [])),
+        _AGE_COLUMN,
+    ],
+    "PersistentVolumeClaim": [
+        _column("Status", lambda o: _get(o, "status", "phase") or "Pending"),
+        _column("Volume", lambda o: _get(o, "spec", "volumeName") or ""),
+        _column("Capacity", lambda o: _get(o, "status", "capacity", "storage") or ""),
+        _AGE_COLUMN,
+    ],
+    "Lease": [_column("Holder", lambda o: _get(o, "spec", "holderIdentity") or ""), _AGE_COLUMN],
+    "PriorityClass": [
+        _column("Value", lambda o: _get(o, "value") or 0, "integer"),
+        _column("Global-Default", lambda o: bool(_get(o, "globalDefault")), "boolean"),
+        _AGE_COLUMN,
+    ],
     "Namespace": [_column("Status", lambda o: _get(o, "status", "phase") or "Active"), _AGE_COLUMN],
     "Node": [
         _column("Status", _node_ready),
