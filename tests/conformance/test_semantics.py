@@ -339,3 +339,24 @@ def test_secret_string_data_is_folded_into_data(api: httpx.Client, namespace: st
     merge = {"Content-Type": "application/merge-patch+json"}
     patched = api.patch(f"{secrets}/s", json={"stringData": {"password": "pw"}}, headers=merge).json()
     assert patched["data"] == {"user": "cmF5", "password": "cHc="}
+
+
+def test_events_are_one_collection_in_both_apis(api: httpx.Client, namespace: str) -> None:
+    about = {"kind": "Pod", "name": "p", "namespace": namespace}
+    new_style = {"metadata": {"name": "e1"}, "regarding": about, "note": "pulled", "reason": "Pulled", "type": "Normal", "action": "Pull", "reportingController": "kubelet", "reportingInstance": "node-1", "eventTime": "2026-01-01T00:00:00.000000Z"}  # fmt: skip
+    api.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", json=new_style).raise_for_status()
+    core = api.get(f"/api/v1/namespaces/{namespace}/events/e1").json()
+    assert core["apiVersion"] == "v1" and core["involvedObject"] == about and core["message"] == "pulled"
+    api.post(
+        f"/api/v1/namespaces/{namespace}/events",
+        json={"metadata": {"name": "e2"}, "involvedObject": about, "message": "started", "count": 2},
+    ).raise_for_status()
+    merge = {"Content-Type": "application/merge-patch+json"}
+    api.patch(
+        f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/e2", json={"note": "restarted"}, headers=merge
+    ).raise_for_status()
+    listed = api.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events").json()["items"]
+    assert [(e["apiVersion"], e["note"], e.get("deprecatedCount")) for e in listed] == [
+        ("events.k8s.io/v1", "pulled", None),
+        ("events.k8s.io/v1", "restarted", 2),
+    ]

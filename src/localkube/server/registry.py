@@ -6,13 +6,14 @@ CRDs whenever one changes (`Registry.sync_crds`), so a CRD's resources are serve
 
 Storage keys are version-independent (`/registry/<group or core>/<plural>/[<namespace>/]<name>`): every
 served version of a resource reads and writes the same objects, as with a CRD whose conversion is `None`.
+events.k8s.io Events are stored as the core Events they are views of (`stored_as`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -56,6 +57,8 @@ class ResourceType:
     custom: bool = False
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[PrinterColumn, ...] = ()
+    # Stored as another resource's objects and converted on the way (events.k8s.io Events are core ones).
+    stored_as: tuple[str, str] | None = None
 
     @property
     def api_version(self) -> str:
@@ -65,13 +68,17 @@ class ResourceType:
     def list_kind(self) -> str:
         return self.kind + "List"
 
+    def _base(self) -> str:
+        group, plural = self.stored_as or (self.group, self.plural)
+        return f"/registry/{group or 'core'}/{plural}/"
+
     def prefix(self, namespace: str | None) -> str:
         """The storage prefix of every object of this resource, or of those in one namespace."""
-        base = f"/registry/{self.group or 'core'}/{self.plural}/"
+        base = self._base()
         return base + f"{namespace}/" if self.namespaced and namespace else base
 
     def key(self, namespace: str | None, name: str) -> str:
-        base = f"/registry/{self.group or 'core'}/{self.plural}/"
+        base = self._base()
         return base + f"{namespace}/{name}" if self.namespaced else base + name
 
     def has_status(self) -> bool:
@@ -134,7 +141,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",), categories=("all",), sub=("status",)),
     _builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", short=("pdb",), sub=("status",)),
     _builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
-    _builtin("events.k8s.io", "v1", "Event", "events", short=("ev",)),
+    replace(_builtin("events.k8s.io", "v1", "Event", "events", short=("ev",)), stored_as=("", "events")),
     _builtin("networking.k8s.io", "v1", "Ingress", "ingresses", short=("ing",), sub=("status",)),
     _builtin("networking.k8s.io", "v1", "IngressClass", "ingressclasses", namespaced=False),
     _builtin("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short=("netpol",)),

@@ -32,7 +32,7 @@ import orjson
 
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
 from localkube.admission.schema import admit, prune
-from localkube.server import builtin, crds, errors, patching
+from localkube.server import builtin, crds, errors, events, patching
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.selectors import SelectorError, field_matcher, label_matcher
@@ -134,9 +134,20 @@ class Resources:
 
     def output(self, resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """The object as this version serves it (several CRD versions share one stored object)."""
+        if resource_type.stored_as is not None:
+            return events.from_core(obj)
         obj["apiVersion"] = resource_type.api_version
         obj["kind"] = resource_type.kind
         return obj
+
+    @staticmethod
+    def _stored_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        return events.to_core(obj) if resource_type.stored_as is not None else obj
+
+    @staticmethod
+    def _served_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """What a patch applies to: the stored object, or its view for a resource stored as another."""
+        return events.from_core(obj) if resource_type.stored_as is not None else obj
 
     def _existing(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         obj = self.store.get(resource_type.key(namespace, name))
@@ -270,6 +281,7 @@ class Resources:
         self, resource_type: ResourceType, namespace: str | None, obj: dict[str, Any]
     ) -> dict[str, Any]:
         _check_identity(resource_type, obj)
+        obj = self._stored_form(resource_type, obj)
         metadata = _metadata(obj)
         if resource_type.namespaced:
             if metadata.get("namespace") not in (None, "", namespace):
@@ -319,6 +331,7 @@ class Resources:
         query: Query,
     ) -> dict[str, Any]:
         _check_identity(resource_type, obj)
+        obj = self._stored_form(resource_type, obj)
         old = self._existing(resource_type, namespace, name)
         metadata = _metadata(obj)
         if metadata.get("name") != name:
@@ -479,7 +492,12 @@ class Resources:
                 )
                 return 201, self.create(resource_type, namespace, created, query)
             result = patching.apply(
-                resource_type, old, applied, manager, query.get("force") == "true", subresource
+                resource_type,
+                self._served_form(resource_type, old),
+                applied,
+                manager,
+                query.get("force") == "true",
+                subresource,
             )
         else:
             if old is None:
@@ -489,7 +507,8 @@ class Resources:
                 if resource_type.custom
                 else (resource_type.group, resource_type.version, resource_type.kind)
             )
-            result = patching.patch(old, patch_body, content_type, gvk)
+            result = patching.patch(self._served_form(resource_type, old), patch_body, content_type, gvk)
+        result = self._stored_form(resource_type, result)
         old_rv = old["metadata"]["resourceVersion"]
         requested = result.get("metadata", {}).get("resourceVersion")
         expected = parse_resource_version(requested) if requested and requested != old_rv else int(old_rv)

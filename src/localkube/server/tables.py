@@ -219,6 +219,12 @@ def _job_status(obj: dict[str, Any]) -> str:
     return "Running"
 
 
+def _event_object(obj: dict[str, Any]) -> str:
+    """`kind/name` of what a core (`involvedObject`) or events.k8s.io (`regarding`) Event is about."""
+    about = _get(obj, "involvedObject") or _get(obj, "regarding") or {}
+    return f"{str(about.get('kind') or '').lower()}/{about.get('name') or ''}"
+
+
 def _column(name: str, compute: Callable[[dict[str, Any]], Cell], kind: str = "string", priority: int = 0) -> tuple[PrinterColumn, Callable[[dict[str, Any]], Cell]]:  # fmt: skip
     return PrinterColumn(name, kind, "", priority=priority), compute
 
@@ -253,11 +259,11 @@ _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]],
         _AGE_COLUMN,
     ],
     "Event": [
-        _column("Last Seen", lambda o: age(_get(o, "lastTimestamp") or _get(o, "eventTime") or _get(o, "metadata", "creationTimestamp"))),
+        _column("Last Seen", lambda o: age(_get(o, "lastTimestamp") or _get(o, "deprecatedLastTimestamp") or _get(o, "eventTime") or _get(o, "metadata", "creationTimestamp"))),
         _column("Type", lambda o: _get(o, "type") or ""),
         _column("Reason", lambda o: _get(o, "reason") or ""),
-        _column("Object", lambda o: f"{str(_get(o, 'involvedObject', 'kind') or '').lower()}/{_get(o, 'involvedObject', 'name') or ''}"),
-        _column("Message", lambda o: _get(o, "message") or ""),
+        _column("Object", _event_object),
+        _column("Message", lambda o: _get(o, "message") or _get(o, "note") or ""),
     ],
     "ConfigMap": [_column("Data", lambda o: len(_get(o, "data") or {}) + len(_get(o, "binaryData") or {}), "integer"), _AGE_COLUMN],
     "Secret": [

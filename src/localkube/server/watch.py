@@ -95,7 +95,7 @@ async def stream(
         yield _line("ERROR", too_old(gone.requested, gone.compacted))
         return
     # The raw stored bytes are the reply when nothing needs rewriting: no decode, no re-encode.
-    raw = matches is None and as_table is None
+    raw = matches is None and as_table is None and resource_type.stored_as is None
     try:
         while True:
             remaining = deadline - loop.time()
