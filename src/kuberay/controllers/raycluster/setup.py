@@ -26,11 +26,16 @@ CONTROLLER_NAME = "raycluster-controller"
 
 
 def spec_or_metadata_changed(event: Event) -> bool:
-    """controller-runtime's GenerationChanged | LabelChanged | AnnotationChanged predicates, or'ed."""
+    """controller-runtime's GenerationChanged | LabelChanged | AnnotationChanged predicates, or'ed.
+
+    A new deletionTimestamp counts as a generation change: the Kubernetes API server bumps the generation
+    when it marks an object with finalizers for deletion, but not every server does (the finalizer must
+    run either way)."""
     if event.type is not EventType.MODIFIED or event.old is None:
         return True
     old, new = event.old["metadata"], event.obj["metadata"]
-    return any(old.get(field) != new.get(field) for field in ("generation", "labels", "annotations"))
+    fields = ("generation", "labels", "annotations", "deletionTimestamp")
+    return any(old.get(field) != new.get(field) for field in fields)
 
 
 def pod_options(config: Configuration) -> Mapping[str, Any]:

@@ -1,0 +1,214 @@
+"""A RayCluster's life under the operator: scaling, self-healing, workersToDelete, suspension, deletion,
+GCS FT cleanup, invalid specs and failing pods."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kuberay.runtime.resources import JOB, POD, SECRET, SERVICE
+
+from .conftest import RAYCLUSTER, Kube
+
+WORKER = {"ray.io/node-type": "worker"}
+
+
+def small_cluster(name: str, replicas: int = 2, **spec: Any) -> dict[str, Any]:
+    container = {"name": "ray", "image": "rayproject/ray:2.52.0", "resources": {"requests": {"cpu": "100m"}}}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "rayVersion": "2.52.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container]}}},
+            "workerGroupSpecs": [
+                {
+                    "groupName": "small",
+                    "replicas": replicas,
+                    "minReplicas": 0,
+                    "maxReplicas": 200,
+                    "rayStartParams": {},
+                    "template": {"spec": {"containers": [copy.deepcopy(container)]}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+async def state(kube: Kube, name: str) -> str:
+    return str((await kube.cluster(name)).get("status", {}).get("state", ""))
+
+
+async def wait_ready_with(kube: Kube, name: str, workers: int) -> list[dict[str, Any]]:
+    async def settled() -> bool:
+        cluster = await kube.cluster(name)
+        return (
+            cluster.get("status", {}).get("readyWorkerReplicas") == workers
+            and cluster["status"].get("state") == "ready"
+            and len(await kube.live_pods(name, **WORKER)) == workers
+        )
+
+    await kube.wait_for(settled)
+    return await kube.live_pods(name, **WORKER)
+
+
+def names(pods: list[dict[str, Any]]) -> set[str]:
+    return {p["metadata"]["name"] for p in pods}
+
+
+async def set_replicas(kube: Kube, name: str, replicas: int, **group: Any) -> None:
+    cluster = await kube.cluster(name)
+    cluster["spec"]["workerGroupSpecs"][0].update(replicas=replicas, **group)
+    await kube.client.update(RAYCLUSTER, cluster)
+
+
+async def test_scale_up_and_down(kube: Kube) -> None:
+    await kube.create_cluster(small_cluster("scale", replicas=1))
+    await wait_ready_with(kube, "scale", 1)
+    await set_replicas(kube, "scale", 4)
+    assert len(await wait_ready_with(kube, "scale", 4)) == 4
+    await set_replicas(kube, "scale", 2)
+    assert len(await wait_ready_with(kube, "scale", 2)) == 2
+
+
+async def test_worker_deleted_by_hand_is_recreated(kube: Kube) -> None:
+    await kube.create_cluster(small_cluster("heal", replicas=2))
+    before = names(await wait_ready_with(kube, "heal", 2))
+    victim = sorted(before)[0]
+    await kube.client.delete(POD, victim, kube.namespace)
+    after = names(await wait_ready_with(kube, "heal", 2))
+    assert victim not in after
+    assert len(after - before) == 1
+
+
+async def test_workers_to_delete_removes_exactly_the_named_pods(kube: Kube) -> None:
+    await kube.create_cluster(small_cluster("wtd", replicas=4))
+    before = names(await wait_ready_with(kube, "wtd", 4))
+    doomed = sorted(before)[:2]
+    await set_replicas(kube, "wtd", 2, scaleStrategy={"workersToDelete": doomed})
+    after = names(await wait_ready_with(kube, "wtd", 2))
+    assert after == before - set(doomed)
+    events = [e["message"] for e in await kube.events("wtd") if e["reason"] == "DeletedWorkerPod"]
+    assert sorted(events) == sorted(f"Deleted pod {kube.namespace}/{pod}" for pod in doomed)
+
+
+async def test_suspend_removes_pods_and_resume_brings_them_back(kube: Kube) -> None:
+    await kube.create_cluster(small_cluster("nap", replicas=2))
+    await wait_ready_with(kube, "nap", 2)
+    await kube.patch_cluster("nap", {"spec": {"suspend": True}})
+
+    async def suspended() -> bool:
+        cluster = await kube.cluster("nap")
+        conditions = {c["type"]: c["status"] for c in cluster["status"].get("conditions", [])}
+        return (
+            cluster["status"].get("state") == "suspended"
+            and conditions.get("RayClusterSuspended") == "True"
+            and not await kube.pods("nap")
+        )
+
+    await kube.wait_for(suspended)
+    await kube.patch_cluster("nap", {"spec": {"suspend": False}})
+    assert len(await wait_ready_with(kube, "nap", 2)) == 2
+    conditions = {c["type"]: c["status"] for c in (await kube.cluster("nap"))["status"]["conditions"]}
+    assert conditions["RayClusterSuspended"] == "False"
+
+
+async def test_deleting_the_cluster_removes_everything_it_owns(kube: Kube) -> None:
+    cluster = small_cluster("gone", replicas=2, authOptions={"mode": "token"})
+    cluster["metadata"]["annotations"] = {"ray.io/enable-serve-service": "true"}
+    cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "serve", "containerPort": 8000}
+    ]
+    await kube.create_cluster(cluster)
+    await wait_ready_with(kube, "gone", 2)
+    owned_services = names(await kube.services("gone"))
+    assert owned_services == {"gone-head-svc", "gone-serve-svc"}
+    await kube.client.get(SECRET, "gone", kube.namespace)
+    await kube.client.delete(RAYCLUSTER, "gone", kube.namespace)
+
+    async def all_gone() -> bool:
+        services = (await kube.client.list(SERVICE, kube.namespace)).items
+        secrets = (await kube.client.list(SECRET, kube.namespace)).items
+        return (
+            not await kube.pods("gone")
+            and not services
+            and not [s for s in secrets if s["metadata"]["name"] == "gone"]
+        )
+
+    await kube.wait_for(all_gone)
+
+
+async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_before_the_finalizer_goes(kube: Kube) -> None:
+    cluster = small_cluster("ft", replicas=1, gcsFaultToleranceOptions={"redisAddress": "redis:6379"})
+    await kube.create_cluster(cluster)
+    await wait_ready_with(kube, "ft", 1)
+    assert (await kube.cluster("ft"))["metadata"]["finalizers"] == ["ray.io/gcs-ft-redis-cleanup-finalizer"]
+    await kube.client.delete(RAYCLUSTER, "ft", kube.namespace)
+
+    async def job_created_while_cluster_held() -> bool:
+        jobs = (await kube.client.list(JOB, kube.namespace)).items
+        held = await kube.cluster("ft")  # still there: the finalizer holds it
+        return bool(jobs) and held["metadata"].get("deletionTimestamp") is not None
+
+    await kube.wait_for(job_created_while_cluster_held)
+    (job,) = (await kube.client.list(JOB, kube.namespace)).items
+    assert job["metadata"]["name"] == "ft-redis-cleanup"
+    assert job["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
+
+    async def cluster_gone() -> bool:
+        found = await kube.client.list(RAYCLUSTER, kube.namespace)
+        return not found.items
+
+    await kube.wait_for(cluster_gone)
+    events = {e["reason"] for e in await kube.events("ft")}
+    assert "CreatedRedisCleanupJob" in events
+
+
+async def test_invalid_cluster_gets_upstreams_message_and_no_pods(kube: Kube) -> None:
+    cluster = small_cluster("bad", replicas=1)
+    cluster["spec"]["workerGroupSpecs"][0].update(minReplicas=3, maxReplicas=1)
+    await kube.create_cluster(cluster)
+
+    async def refused() -> bool:
+        return any(e["reason"] == "InvalidRayClusterSpec" for e in await kube.events("bad"))
+
+    await kube.wait_for(refused)
+    (event,) = [e for e in await kube.events("bad") if e["reason"] == "InvalidRayClusterSpec"]
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        f"The RayCluster spec is invalid {kube.namespace}/bad: "
+        "worker group small has minReplicas 3 greater than maxReplicas 1"
+    )
+    assert await kube.pods("bad") == []
+
+
+async def test_image_pull_failure_is_named_in_conditions_and_events(kube: Kube) -> None:
+    cluster = small_cluster("pull", replicas=1)
+    cluster["spec"]["workerGroupSpecs"][0]["template"]["metadata"] = {
+        "annotations": {"localkube.io/simulate": "ImagePullBackOff"}
+    }
+    await kube.create_cluster(cluster)
+
+    async def reported() -> bool:
+        conditions = (await kube.cluster("pull")).get("status", {}).get("conditions", [])
+        return any(c["type"] == "PodFailure" and c["reason"] == "ImagePullBackOff" for c in conditions)
+
+    await kube.wait_for(reported)
+    (worker,) = await kube.pods("pull", **WORKER)
+    pod = worker["metadata"]["name"]
+    (condition,) = [
+        c for c in (await kube.cluster("pull"))["status"]["conditions"] if c["type"] == "PodFailure"
+    ]
+    assert condition["status"] == "True"
+    assert condition["message"].startswith(f"Pod {kube.namespace}/{pod} is failing: ImagePullBackOff")
+    assert (await kube.cluster("pull"))["status"].get("state") != "ready"
+
+    async def warned() -> bool:
+        return any(
+            e["reason"] == "PodFailure" and e["type"] == "Warning" and pod in e["message"]
+            for e in await kube.events("pull")
+        )
+
+    await kube.wait_for(warned)

@@ -1,0 +1,107 @@
+"""The operator as a process: a kill -9 in the middle of a 100-worker scale-up, the least-privilege
+ServiceAccount of deploy/rbac, managedBy, the NetworkPolicy controller and the §7 metrics."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+from kuberay.runtime.resources import NETWORK_POLICY, Resource
+
+from .conftest import Kube, OperatorProcess
+from .test_lifecycle import WORKER, small_cluster, wait_ready_with
+
+RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"
+CLUSTER_ROLE = Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False)
+CLUSTER_ROLE_BINDING = Resource(
+    "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
+)
+
+
+async def test_operator_killed_mid_scale_up_ends_with_exactly_100_workers(
+    kube: Kube, operator: OperatorProcess
+) -> None:
+    await kube.create_cluster(small_cluster("big", replicas=0))
+    await wait_ready_with(kube, "big", 0)
+    most_seen = 0
+
+    async def count() -> int:
+        nonlocal most_seen
+        found = len(await kube.pods("big", **WORKER))
+        most_seen = max(most_seen, found)
+        return found
+
+    await kube.patch_cluster(
+        "big",
+        {
+            "spec": {
+                "workerGroupSpecs": [{**small_cluster("big")["spec"]["workerGroupSpecs"][0], "replicas": 100}]
+            }
+        },
+    )
+
+    async def partly_scaled() -> bool:
+        return 0 < await count() < 100
+
+    await kube.wait_for(partly_scaled)
+    operator.kill()
+    operator.start()
+
+    async def all_ready() -> bool:
+        await count()
+        return (await kube.cluster("big")).get("status", {}).get("readyWorkerReplicas") == 100
+
+    await kube.wait_for(all_ready, 120)
+    pods = await kube.pods("big", **WORKER)
+    assert len(pods) == 100
+    assert most_seen == 100
+    assert not [p for p in pods if p["metadata"].get("deletionTimestamp")]
+    assert not [e for e in await kube.events("big") if e["reason"] == "DeletedWorkerPod"]
+
+
+async def test_managed_by_another_controller_is_left_alone(kube: Kube) -> None:
+    cluster = small_cluster("elsewhere", managedBy="kueue.x-k8s.io/multikueue")
+    await kube.create_cluster(cluster)
+    await kube.create_cluster(small_cluster("here", replicas=0))
+    await wait_ready_with(kube, "here", 0)  # the operator has had its chance with both
+    assert await kube.pods("elsewhere") == []
+    assert "status" not in await kube.cluster("elsewhere")
+
+
+async def test_network_policies_follow_the_spec(kube: Kube) -> None:
+    cluster = small_cluster("fenced", replicas=1, networkPolicy={"mode": "DenyAllIngress"})
+    await kube.create_cluster(cluster)
+
+    async def policies() -> set[str]:
+        return {p["metadata"]["name"] for p in (await kube.client.list(NETWORK_POLICY, kube.namespace)).items}
+
+    async def made() -> bool:
+        return await policies() == {"fenced-head", "fenced-workers-small"}
+
+    await kube.wait_for(made)
+    await kube.patch_cluster("fenced", {"spec": {"networkPolicy": None}})
+
+    async def removed() -> bool:
+        return await policies() == set()
+
+    await kube.wait_for(removed)
+
+
+async def test_metrics(kube: Kube, operator: OperatorProcess) -> None:
+    await kube.create_cluster(small_cluster("measured", replicas=1))
+    await wait_ready_with(kube, "measured", 1)
+    uid = (await kube.cluster("measured"))["metadata"]["uid"]
+
+    async def exposed() -> bool:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=5
+        ) as response:
+            text = response.read().decode()
+        labels = f'name="measured",namespace="{kube.namespace}"'
+        return (
+            f'kuberay_cluster_info{{{labels},owner_kind="None",uid="{uid}"}} 1.0' in text
+            and f'kuberay_cluster_condition_provisioned{{condition="true",{labels},uid="{uid}"}} 1.0' in text
+            and f'kuberay_cluster_provisioned_duration_seconds{{{labels},uid="{uid}"}}' in text
+        )
+
+    await kube.wait_for(exposed)

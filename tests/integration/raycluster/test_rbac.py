@@ -1,0 +1,129 @@
+"""With localkube's RBAC enforced, the operator running as deploy/rbac's ServiceAccount (bound to its
+ClusterRole) reconciles a RayCluster that uses every owned kind, scales, and is deleted through its GCS FT
+finalizer, without a single 403.
+
+This module starts its own operator (no other operator runs while it does) watching only its namespace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kuberay.runtime.client import Client
+from kuberay.runtime.resources import SERVICE_ACCOUNT, Resource
+
+from ..runtime.kube import client_for, new_namespace
+from .conftest import RAYCLUSTER, Kube, OperatorProcess, load_sample
+from .test_lifecycle import WORKER, small_cluster, wait_ready_with
+
+RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"
+CLUSTER_ROLE = Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False)
+CLUSTER_ROLE_BINDING = Resource(
+    "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
+)
+
+
+def rbac_documents() -> list[dict[str, Any]]:
+    return [
+        yaml.safe_load((RBAC / name).read_text())
+        for name in ("service_account.yaml", "role.yaml", "role_binding.yaml")
+    ]
+
+
+@pytest.fixture
+async def namespace(localkube: Any) -> str:
+    client = client_for(localkube)
+    try:
+        return await new_namespace(client)
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def service_account_kubeconfig(localkube: Any, namespace: str, tmp_path: Path) -> Path:
+    """A kubeconfig that authenticates as deploy/rbac's ServiceAccount (in `namespace`)."""
+    client: Client = client_for(localkube)
+    try:
+        account, role, binding = rbac_documents()
+        account["metadata"]["namespace"] = namespace
+        binding["subjects"][0]["namespace"] = namespace
+        role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = (
+            f"kuberay-{namespace}"
+        )
+        await client.create(SERVICE_ACCOUNT, account)
+        await client.create(CLUSTER_ROLE, role)
+        await client.create(CLUSTER_ROLE_BINDING, binding)
+        path = SERVICE_ACCOUNT.path(namespace, account["metadata"]["name"], "token")
+        with localkube.client() as admin:
+            response = admin.post(
+                path, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+            )
+            response.raise_for_status()
+            token = response.json()["status"]["token"]
+    finally:
+        await client.close()
+    config = yaml.safe_load(Path(localkube.kubeconfig).read_text())
+    config["users"][0]["user"] = {"token": token}
+    target = tmp_path / "kubeconfig"
+    target.write_text(yaml.safe_dump(config))
+    return target
+
+
+async def test_operator_as_its_service_account_is_never_forbidden(
+    localkube: Any, namespace: str, service_account_kubeconfig: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "operator-sa.log"
+    flags = (
+        "--enable-leader-election=true",
+        f"--leader-election-namespace={namespace}",
+        f"--watch-namespace={namespace}",
+    )
+    operator = OperatorProcess(service_account_kubeconfig, log, *flags).start()
+    client = client_for(localkube)
+    try:
+        kube = Kube(client, namespace)
+        # Autoscaler RBAC, token auth Secret, serve Service, Ingress, NetworkPolicies, GCS FT finalizer:
+        cluster = small_cluster(
+            "least",
+            replicas=2,
+            enableInTreeAutoscaling=True,
+            authOptions={"mode": "token"},
+            networkPolicy={"mode": "DenyAll"},
+            gcsFaultToleranceOptions={"redisAddress": "redis:6379"},
+        )
+        cluster["metadata"]["annotations"] = {"ray.io/enable-serve-service": "true"}
+        head = cluster["spec"]["headGroupSpec"]
+        head["enableIngress"] = True
+        head["template"]["spec"]["containers"][0]["ports"] = [{"name": "serve", "containerPort": 8000}]
+        await kube.create_cluster(cluster)
+        await wait_ready_with(kube, "least", 2)
+        (sample,) = load_sample("ray-cluster.sample.yaml")
+        await kube.create_cluster(sample)
+        await kube.patch_cluster(
+            "least",
+            {"spec": {"workerGroupSpecs": [{**cluster["spec"]["workerGroupSpecs"][0], "replicas": 1}]}},
+        )
+
+        async def settled() -> bool:
+            state = (await kube.cluster(sample["metadata"]["name"])).get("status", {}).get("state")
+            return (
+                state == "ready" and len(await kube.live_pods("least", **WORKER)) == 2
+            )  # autoscaler decides
+
+        await kube.wait_for(settled)
+        await kube.client.delete(RAYCLUSTER, "least", kube.namespace)
+
+        async def deleted() -> bool:
+            remaining = (await kube.client.list(RAYCLUSTER, kube.namespace)).items
+            return "least" not in {c["metadata"]["name"] for c in remaining}
+
+        await kube.wait_for(deleted)
+    finally:
+        operator.stop()
+        await client.close()
+    output = log.read_text()
+    assert "forbidden" not in output.lower()
+    assert "successfully acquired lease" in output
