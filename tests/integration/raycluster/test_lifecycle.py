@@ -212,3 +212,25 @@ async def test_image_pull_failure_is_named_in_conditions_and_events(kube: Kube) 
         )
 
     await kube.wait_for(warned)
+
+
+async def test_recreate_strategy_replaces_every_pod_on_a_spec_change_but_not_on_scaling(kube: Kube) -> None:
+    await kube.create_cluster(small_cluster("fresh", replicas=1, upgradeStrategy={"type": "Recreate"}))
+    first = names(await kube.live_pods("fresh")) if await wait_ready_with(kube, "fresh", 1) else set()
+    await set_replicas(kube, "fresh", 2)
+    await wait_ready_with(kube, "fresh", 2)
+    assert first <= names(await kube.live_pods("fresh"))  # scaling kept every pod
+    cluster = await kube.cluster("fresh")
+    cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.53.0"
+    await kube.client.update(RAYCLUSTER, cluster)
+
+    async def replaced() -> bool:
+        live = await kube.live_pods("fresh")
+        status = (await kube.cluster("fresh")).get("status", {})
+        return len(live) == 3 and not names(live) & first and status.get("readyWorkerReplicas") == 2
+
+    await kube.wait_for(replaced)
+    notes = [e["message"] for e in await kube.events("fresh") if e["reason"] == "DeletedPod"]
+    assert notes == [
+        f"Deleted all Pods for RayCluster {kube.namespace}/fresh due to spec change with Recreate upgradeStrategy"
+    ]
