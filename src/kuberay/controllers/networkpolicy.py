@@ -15,6 +15,7 @@ from typing import Any
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import networkpolicy, ownership
 from kuberay.controllers.raycluster.context import RAYCLUSTER
+from kuberay.controllers.raycluster.reconciler import is_managed_elsewhere
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -57,8 +58,7 @@ class NetworkPolicyReconciler:
         cluster = self.clusters.get(key)
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return Result()
-        spec = cluster.get("spec") or {}
-        if "managedBy" in spec and spec["managedBy"] != "ray.io/kuberay-operator":
+        if is_managed_elsewhere(cluster.get("spec") or {}):
             return Result()
         model = RayCluster.parse(copy.deepcopy(dict(cluster)))
         desired = networkpolicy.build_network_policies(model)

@@ -234,3 +234,29 @@ async def test_recreate_strategy_replaces_every_pod_on_a_spec_change_but_not_on_
     assert notes == [
         f"Deleted all Pods for RayCluster {kube.namespace}/fresh due to spec change with Recreate upgradeStrategy"
     ]
+
+
+async def test_multi_host_replica_losing_a_host_is_replaced_whole(kube: Kube) -> None:
+    cluster = small_cluster("slice", replicas=2)
+    cluster["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 2
+    await kube.create_cluster(cluster)
+    pods = await wait_ready_with(kube, "slice", 4)
+    replicas: dict[str, set[str]] = {}
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        replicas.setdefault(labels["ray.io/worker-group-replica-name"], set()).add(
+            labels["ray.io/replica-host-index"]
+        )
+    assert sorted(replicas.values(), key=sorted) == [{"0", "1"}, {"0", "1"}]
+    assert {p["metadata"]["labels"]["ray.io/worker-group-replica-index"] for p in pods} == {"0", "1"}
+    victim = pods[0]
+    broken = victim["metadata"]["labels"]["ray.io/worker-group-replica-name"]
+    await kube.client.delete(POD, victim["metadata"]["name"], kube.namespace)
+
+    async def whole_again() -> bool:
+        live = await kube.live_pods("slice", **WORKER)
+        groups = {p["metadata"]["labels"]["ray.io/worker-group-replica-name"] for p in live}
+        ready = (await kube.cluster("slice")).get("status", {}).get("readyWorkerReplicas") == 4
+        return ready and len(live) == 4 and len(groups) == 2 and broken not in groups
+
+    await kube.wait_for(whole_again)
