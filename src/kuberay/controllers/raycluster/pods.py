@@ -119,8 +119,8 @@ class PodReconciler:
 
     def _pods(self, **labels: str) -> list[Obj]:
         selector = {constants.RAY_CLUSTER_LABEL: self.name, **labels}
-        found = self.ctx.pods.list(self.namespace, selector)
-        return sorted(found, key=lambda p: (p["metadata"].get("creationTimestamp") or "", _name(p)))
+        # By name: the order an API server lists them in, which upstream's random deletion follows.
+        return sorted(self.ctx.pods.list(self.namespace, selector), key=_name)
 
     def _event(self, type: str, reason: str, message: str, action: str = DELETE) -> None:
         self.ctx.event(self.cluster, type, reason, message, action)
@@ -156,10 +156,12 @@ class PodReconciler:
         while start < len(builds):
             chunk = builds[start : start + batch]
             results = await asyncio.gather(*(self._create(b, group) for b in chunk), return_exceptions=True)
-            failure: BaseException | None = None
+            failure: errors.KubeError | None = None
             for result in results:
-                if isinstance(result, BaseException):
+                if isinstance(result, errors.KubeError):
                     failure = failure or result
+                elif isinstance(result, BaseException):
+                    raise result
                 else:
                     self._event(
                         NORMAL, "CreatedWorkerPod", f"Created worker Pod {self.namespace}/{result}", CREATE

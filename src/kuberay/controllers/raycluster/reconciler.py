@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster, RayClusterConditionType
 from kuberay.api.validation import autoscaler_v1_restart_policy_warning, wire
 from kuberay.api.validation import raycluster as rules
@@ -45,7 +46,8 @@ VALIDATE = "Validate"
 
 def is_managed_elsewhere(spec: Obj) -> bool:
     """`spec.managedBy` set to anything but KubeRay's own name (the empty string included)."""
-    return "managedBy" in spec and spec["managedBy"] != "ray.io/kuberay-operator"
+    managed_by = spec.get("managedBy")
+    return managed_by is not None and managed_by != constants.KUBERAY_CONTROLLER
 
 
 class RayClusterReconciler:
