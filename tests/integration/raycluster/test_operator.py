@@ -19,10 +19,13 @@ CLUSTER_ROLE_BINDING = Resource(
 
 
 async def test_operator_killed_mid_scale_up_ends_with_exactly_100_workers(
-    kube: Kube, operator: OperatorProcess
+    kube: Kube, operator: OperatorProcess, tmp_path: Path
 ) -> None:
     await kube.create_cluster(small_cluster("big", replicas=0))
     await wait_ready_with(kube, "big", 0)
+    # The scale-up runs under a throttled operator (20 requests/s), so it is surely half done when killed.
+    operator.kill()
+    slow = OperatorProcess(operator.kubeconfig, tmp_path / "slow.log", "--qps=20", "--burst=1").start()
     most_seen = 0
 
     async def count() -> int:
@@ -31,20 +34,16 @@ async def test_operator_killed_mid_scale_up_ends_with_exactly_100_workers(
         most_seen = max(most_seen, found)
         return found
 
-    await kube.patch_cluster(
-        "big",
-        {
-            "spec": {
-                "workerGroupSpecs": [{**small_cluster("big")["spec"]["workerGroupSpecs"][0], "replicas": 100}]
-            }
-        },
-    )
+    group = {**small_cluster("big")["spec"]["workerGroupSpecs"][0], "replicas": 100}
+    await kube.patch_cluster("big", {"spec": {"workerGroupSpecs": [group]}})
 
     async def partly_scaled() -> bool:
-        return 0 < await count() < 100
+        return 10 < await count() < 90
 
-    await kube.wait_for(partly_scaled)
-    operator.kill()
+    try:
+        await kube.wait_for(partly_scaled)
+    finally:
+        slow.kill()
     operator.start()
 
     async def all_ready() -> bool:
