@@ -96,6 +96,9 @@ class RayClusterReconciler:
             reconcile_error = e
 
         changed, status_error = await self._write_status(cluster, reconcile_error)
+        if reconcile_error is None and isinstance(status_error, errors.Conflict):
+            # The cache had not yet seen our previous write; recalculate once it has (no error to report).
+            return Result(requeue=True)
         error = reconcile_error or status_error
         if error is not None:
             raise TemporaryError(str(error)) from error
