@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from kuberay.runtime.resources import JOB, POD, SECRET, SERVICE
 
 from .conftest import RAYCLUSTER, Kube
@@ -184,31 +186,33 @@ async def test_invalid_cluster_gets_upstreams_message_and_no_pods(kube: Kube) ->
     assert await kube.pods("bad") == []
 
 
-async def test_image_pull_failure_is_named_in_conditions_and_events(kube: Kube) -> None:
-    cluster = small_cluster("pull", replicas=1)
+@pytest.mark.parametrize("failure", ["ImagePullBackOff", "CrashLoopBackOff", "OOMKilled"])
+async def test_failing_worker_is_named_in_conditions_and_events(kube: Kube, failure: str) -> None:
+    name = f"fail-{failure.lower()}"
+    cluster = small_cluster(name, replicas=1)
     cluster["spec"]["workerGroupSpecs"][0]["template"]["metadata"] = {
-        "annotations": {"localkube.io/simulate": "ImagePullBackOff"}
+        "annotations": {"localkube.io/simulate": failure}
     }
     await kube.create_cluster(cluster)
 
     async def reported() -> bool:
-        conditions = (await kube.cluster("pull")).get("status", {}).get("conditions", [])
-        return any(c["type"] == "PodFailure" and c["reason"] == "ImagePullBackOff" for c in conditions)
+        conditions = (await kube.cluster(name)).get("status", {}).get("conditions", [])
+        return any(c["type"] == "PodFailure" and c["reason"] == failure for c in conditions)
 
     await kube.wait_for(reported)
-    (worker,) = await kube.pods("pull", **WORKER)
+    (worker,) = await kube.pods(name, **WORKER)
     pod = worker["metadata"]["name"]
     (condition,) = [
-        c for c in (await kube.cluster("pull"))["status"]["conditions"] if c["type"] == "PodFailure"
+        c for c in (await kube.cluster(name))["status"]["conditions"] if c["type"] == "PodFailure"
     ]
     assert condition["status"] == "True"
-    assert condition["message"].startswith(f"Pod {kube.namespace}/{pod} is failing: ImagePullBackOff")
-    assert (await kube.cluster("pull"))["status"].get("state") != "ready"
+    assert condition["message"].startswith(f"Pod {kube.namespace}/{pod} is failing: {failure}")
+    assert (await kube.cluster(name))["status"].get("state") != "ready"
 
     async def warned() -> bool:
         return any(
             e["reason"] == "PodFailure" and e["type"] == "Warning" and pod in e["message"]
-            for e in await kube.events("pull")
+            for e in await kube.events(name)
         )
 
     await kube.wait_for(warned)
