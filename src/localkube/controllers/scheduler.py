@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
-from localkube.controllers.scheduling import misfit, unschedulable_message
+from localkube.controllers.scheduling import (
+    NodeUsage,
+    holds_resources,
+    misfit,
+    pod_requests,
+    unschedulable_message,
+)
 from localkube.storage import Event, Store
 
 PODS_PREFIX = "/registry/core/pods/"
@@ -29,7 +36,9 @@ class Scheduler:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._nodes: dict[str, dict[str, Any]] = {}
-        self._bound: dict[str, dict[str, dict[str, Any]]] = {}  # node name -> pod key -> pod
+        self._usage: dict[str, NodeUsage] = {}
+        # What each bound pod that holds resources counts for, so that a change can be undone exactly.
+        self._holding: dict[str, tuple[str, dict[str, Decimal]]] = {}  # pod key -> (node, requests)
         self._waiting: set[str] = set()
 
     def observe(self, event: Event) -> Iterable[str]:
@@ -44,13 +53,15 @@ class Scheduler:
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
             self._waiting.discard(event.key)
-            on_node = self._bound.setdefault(node, {})
-            freed = event.type == "DELETED" or _terminated(pod)
-            if event.type == "DELETED":
-                on_node.pop(event.key, None)
-            else:
-                on_node[event.key] = pod
-            return list(self._waiting) if freed else []
+            held = self._holding.pop(event.key, None)
+            if held is not None:
+                self._usage_of(held[0]).add(held[1], -1)
+            if event.type != "DELETED" and holds_resources(pod):
+                requests = pod_requests(pod)
+                self._holding[event.key] = (node, requests)
+                self._usage_of(node).add(requests)
+                return []
+            return list(self._waiting) if held is not None else []
         if event.type == "DELETED":
             self._waiting.discard(event.key)
             return []
@@ -62,8 +73,7 @@ class Scheduler:
             self._waiting.discard(key)
             return None
         reasons = {
-            name: misfit(pod, node, self._bound.get(name, {}).values())
-            for name, node in sorted(self._nodes.items())
+            name: misfit(pod, node, self._usage_of(name)) for name, node in sorted(self._nodes.items())
         }
         chosen = next((name for name, why in reasons.items() if not why), None)
         if chosen is None:
@@ -81,18 +91,17 @@ class Scheduler:
         self._store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
         return None
 
+    def _usage_of(self, node: str) -> NodeUsage:
+        return self._usage.setdefault(node, NodeUsage())
+
 
 def _wants_us(pod: dict[str, Any]) -> bool:
     spec = pod.get("spec") or {}
     return (
         not (pod.get("metadata") or {}).get("deletionTimestamp")
         and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
-        and not _terminated(pod)
+        and holds_resources(pod)
     )
-
-
-def _terminated(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _set_condition(pod: dict[str, Any], status: str, reason: str = "", message: str = "") -> None:

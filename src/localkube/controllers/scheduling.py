@@ -11,7 +11,8 @@ node affinity (`matchExpressions` on labels), untolerated NoSchedule/NoExecute t
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -61,13 +62,27 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
     return {name: parse_quantity(amount) for name, amount in merged.items()}
 
 
-def _holds_resources(pod: Mapping[str, Any]) -> bool:
+@dataclass
+class NodeUsage:
+    """What the pods bound to one node hold: the sum of their requests and their number."""
+
+    requests: defaultdict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
+    pods: int = 0
+
+    def add(self, requests: Mapping[str, Decimal], sign: int = 1) -> None:
+        for name, amount in requests.items():
+            self.requests[name] += sign * amount
+        self.pods += sign
+
+
+def holds_resources(pod: Mapping[str, Any]) -> bool:
+    """A pod holds its requests from binding until it terminates (Succeeded or Failed)."""
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], bound: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Why `pod` cannot run on `node` given the pods already `bound` to it: kube-scheduler's per-node
-    reasons (e.g. "Insufficient cpu"); empty when it fits."""
+def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], usage: NodeUsage) -> list[str]:
+    """Why `pod` cannot run on `node` given what the pods bound to it already hold: kube-scheduler's
+    per-node reasons (e.g. "Insufficient cpu"); empty when it fits."""
     node_spec = node.get("spec") or {}
     if node_spec.get("unschedulable"):
         return ["node(s) were unschedulable"]
@@ -84,16 +99,11 @@ def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], bound: Iterable[Mapp
     allocatable = {
         name: parse_quantity(v) for name, v in ((node.get("status") or {}).get("allocatable") or {}).items()
     }
-    holding = [p for p in bound if _holds_resources(p)]
-    used: defaultdict[str, Decimal] = defaultdict(Decimal)
-    for other in holding:
-        for name, amount in pod_requests(other).items():
-            used[name] += amount
     reasons = []
-    if "pods" in allocatable and len(holding) + 1 > allocatable["pods"]:
+    if "pods" in allocatable and usage.pods + 1 > allocatable["pods"]:
         reasons.append("Too many pods")
     for name, amount in sorted(pod_requests(pod).items()):
-        if amount > 0 and used[name] + amount > allocatable.get(name, Decimal(0)):
+        if amount > 0 and usage.requests[name] + amount > allocatable.get(name, Decimal(0)):
             reasons.append(f"Insufficient {name}")
     return reasons
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import base64
 import ipaddress
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 _SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
@@ -25,7 +26,33 @@ _NODE_PORTS = range(30000, 32768)
 _KUBERNETES_SERVICE_IP = "10.96.0.1"
 
 
-def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], list[dict[str, Any]]]) -> None:
+@dataclass
+class ServiceAllocations:
+    """The cluster IPs and node ports held by existing Services: built once from the store, then kept up
+    to date by the REST layer, so allocating for a new Service does not read every Service."""
+
+    cluster_ips: set[str] = field(default_factory=set)
+    node_ports: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, services: Iterable[dict[str, Any]]) -> ServiceAllocations:
+        allocations = cls()
+        for service in services:
+            allocations.hold(service)
+        return allocations
+
+    def hold(self, service: dict[str, Any]) -> None:
+        spec = service.get("spec") or {}
+        self.cluster_ips.update(ip for ip in spec.get("clusterIPs") or [spec.get("clusterIP")] if ip)
+        self.node_ports.update(p["nodePort"] for p in spec.get("ports") or [] if p.get("nodePort"))
+
+    def release(self, service: dict[str, Any]) -> None:
+        spec = service.get("spec") or {}
+        self.cluster_ips.difference_update(spec.get("clusterIPs") or [spec.get("clusterIP")])
+        self.node_ports.difference_update(p.get("nodePort") for p in spec.get("ports") or [])
+
+
+def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], ServiceAllocations]) -> None:
     """Fills the server-side defaults of a new built-in object in place."""
     if kind == "Pod":
         _default_pod_spec(obj.setdefault("spec", {}))
@@ -111,7 +138,7 @@ def _qos_class(spec: dict[str, Any]) -> str:
     return "Guaranteed"
 
 
-def _default_service(obj: dict[str, Any], services: Callable[[], list[dict[str, Any]]]) -> None:
+def _default_service(obj: dict[str, Any], services: Callable[[], ServiceAllocations]) -> None:
     spec = obj.setdefault("spec", {})
     service_type = spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
@@ -125,18 +152,17 @@ def _default_service(obj: dict[str, Any], services: Callable[[], list[dict[str, 
     spec.setdefault("internalTrafficPolicy", "Cluster")
     spec.setdefault("ipFamilies", ["IPv4"])
     spec.setdefault("ipFamilyPolicy", "SingleStack")
-    existing = services()
+    allocations = services()
     if not spec.get("clusterIP"):
-        used = {s.get("spec", {}).get("clusterIP") for s in existing} | {_KUBERNETES_SERVICE_IP}
-        spec["clusterIP"] = _free_address(used)
+        spec["clusterIP"] = _free_address(allocations.cluster_ips | {_KUBERNETES_SERVICE_IP})
     spec["clusterIPs"] = [spec["clusterIP"]]
     if service_type in ("NodePort", "LoadBalancer"):
-        used_ports = {p.get("nodePort") for s in existing for p in s.get("spec", {}).get("ports") or []}
         for port in spec.get("ports") or []:
             if isinstance(port, dict) and not port.get("nodePort"):
-                port["nodePort"] = next(p for p in _NODE_PORTS if p not in used_ports)
-                used_ports.add(port["nodePort"])
+                port["nodePort"] = next(p for p in _NODE_PORTS if p not in allocations.node_ports)
+                allocations.node_ports.add(port["nodePort"])
         spec.setdefault("externalTrafficPolicy", "Cluster")
+    allocations.hold(obj)
 
 
 def _free_address(used: set[Any]) -> str:

@@ -108,6 +108,7 @@ class Resources:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
+        self._service_allocations: builtin.ServiceAllocations | None = None
         self.registry.sync_crds(self._crd_objects())
 
     # -- helpers ----------------------------------------------------------------------------------------
@@ -316,8 +317,11 @@ class Resources:
             crds.set_status(obj)
         return obj
 
-    def _services(self) -> list[dict[str, Any]]:
-        return self.store.list(self._core("services").prefix(None))[0]
+    def _services(self) -> builtin.ServiceAllocations:
+        if self._service_allocations is None:
+            services = self.store.list(self._core("services").prefix(None))[0]
+            self._service_allocations = builtin.ServiceAllocations.of(services)
+        return self._service_allocations
 
     # -- update -----------------------------------------------------------------------------------------
 
@@ -591,6 +595,8 @@ class Resources:
             self._empty_namespace(name)
         try:
             removed = self.store.delete(resource_type.key(namespace, name), revision)
+            if resource_type.kind == "Service" and not resource_type.group and self._service_allocations:
+                self._service_allocations.release(removed)
         except Conflict:
             raise errors.conflict(
                 resource_type.plural, resource_type.group, name, errors.STALE_OBJECT

@@ -3,7 +3,14 @@ from typing import Any
 
 import pytest
 
-from localkube.controllers.scheduling import misfit, parse_quantity, pod_requests, unschedulable_message
+from localkube.controllers.scheduling import (
+    NodeUsage,
+    holds_resources,
+    misfit,
+    parse_quantity,
+    pod_requests,
+    unschedulable_message,
+)
 
 NODE = {
     "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "zone": "a"}},
@@ -37,29 +44,40 @@ def test_requests_take_the_larger_of_containers_and_init_containers() -> None:
     assert pod_requests(pod) == {"cpu": Decimal(2), "memory": Decimal(2**30)}
 
 
+def _usage(*bound: dict[str, Any]) -> NodeUsage:
+    usage = NodeUsage()
+    for pod in bound:
+        if holds_resources(pod):
+            usage.add(pod_requests(pod))
+    return usage
+
+
 def test_fits_until_resources_run_out_and_terminated_pods_hold_nothing() -> None:
-    bound = [_pod({"cpu": "3"}), _pod({"cpu": "4"}, phase="Succeeded")]
+    bound = _usage(_pod({"cpu": "3"}), _pod({"cpu": "4"}, phase="Succeeded"))
     assert misfit(_pod({"cpu": "1"}), NODE, bound) == []
     assert misfit(_pod({"cpu": "1500m", "nvidia.com/gpu": "2"}), NODE, bound) == [
         "Insufficient cpu",
         "Insufficient nvidia.com/gpu",
     ]
-    assert misfit(_pod({"example.com/foo": "1"}), NODE, []) == ["Insufficient example.com/foo"]
-    assert misfit(_pod(), NODE, [_pod(), _pod(), _pod()]) == ["Too many pods"]
+    assert misfit(_pod({"example.com/foo": "1"}), NODE, _usage()) == ["Insufficient example.com/foo"]
+    assert misfit(_pod(), NODE, _usage(_pod(), _pod(), _pod())) == ["Too many pods"]
+    freed = _usage(_pod({"cpu": "3"}))
+    freed.add(pod_requests(_pod({"cpu": "3"})), -1)
+    assert misfit(_pod({"cpu": "4"}), NODE, freed) == []
 
 
 def test_selector_affinity_and_taints() -> None:
-    assert misfit(_pod(nodeSelector={"zone": "b"}), NODE, []) == [
+    assert misfit(_pod(nodeSelector={"zone": "b"}), NODE, _usage()) == [
         "node(s) didn't match Pod's node affinity/selector"
     ]
     term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "c"]}]}
     affinity = {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
     }
-    assert misfit(_pod(affinity=affinity), NODE, []) == []
+    assert misfit(_pod(affinity=affinity), NODE, _usage()) == []
     tainted = {**NODE, "spec": {"taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]}}
-    assert misfit(_pod(), tainted, []) == ["node(s) had untolerated taint {gpu: yes}"]
-    assert misfit(_pod(tolerations=[{"key": "gpu", "operator": "Exists"}]), tainted, []) == []
+    assert misfit(_pod(), tainted, _usage()) == ["node(s) had untolerated taint {gpu: yes}"]
+    assert misfit(_pod(tolerations=[{"key": "gpu", "operator": "Exists"}]), tainted, _usage()) == []
 
 
 def test_unschedulable_message_is_the_schedulers() -> None:
