@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kuberay.runtime.resources import JOB, POD, SECRET, SERVICE
+from kuberay.runtime.resources import INGRESS, JOB, POD, SECRET, SERVICE
 
 from .conftest import RAYCLUSTER, Kube
 
@@ -52,7 +52,11 @@ async def wait_ready_with(kube: Kube, name: str, workers: int) -> list[dict[str,
             and len(await kube.live_pods(name, **WORKER)) == workers
         )
 
-    await kube.wait_for(settled)
+    try:
+        await kube.wait_for(settled)
+    except AssertionError:
+        status = (await kube.cluster(name)).get("status")
+        raise AssertionError(f"{name} did not settle with {workers} ready workers: status {status}") from None
     return await kube.live_pods(name, **WORKER)
 
 
@@ -120,24 +124,25 @@ async def test_suspend_removes_pods_and_resume_brings_them_back(kube: Kube) -> N
 async def test_deleting_the_cluster_removes_everything_it_owns(kube: Kube) -> None:
     cluster = small_cluster("gone", replicas=2, authOptions={"mode": "token"})
     cluster["metadata"]["annotations"] = {"ray.io/enable-serve-service": "true"}
-    cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"] = [
-        {"name": "serve", "containerPort": 8000}
-    ]
+    head = cluster["spec"]["headGroupSpec"]
+    head["template"]["spec"]["containers"][0]["ports"] = [{"name": "serve", "containerPort": 8000}]
+    head["enableIngress"] = True
     await kube.create_cluster(cluster)
     await wait_ready_with(kube, "gone", 2)
-    owned_services = names(await kube.services("gone"))
-    assert owned_services == {"gone-head-svc", "gone-serve-svc"}
+    assert names(await kube.services("gone")) == {"gone-head-svc", "gone-serve-svc"}
     await kube.client.get(SECRET, "gone", kube.namespace)
+    ingress = await kube.client.get(INGRESS, "gone-head-ingress", kube.namespace)
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == "gone-head-svc"
     await kube.client.delete(RAYCLUSTER, "gone", kube.namespace)
 
     async def all_gone() -> bool:
-        services = (await kube.client.list(SERVICE, kube.namespace)).items
-        secrets = (await kube.client.list(SECRET, kube.namespace)).items
-        return (
-            not await kube.pods("gone")
-            and not services
-            and not [s for s in secrets if s["metadata"]["name"] == "gone"]
-        )
+        left = [
+            obj
+            for kind in (SERVICE, SECRET, INGRESS)
+            for obj in (await kube.client.list(kind, kube.namespace)).items
+            if obj["metadata"]["name"].startswith("gone")
+        ]
+        return not left and not await kube.pods("gone")
 
     await kube.wait_for(all_gone)
 

@@ -51,9 +51,10 @@ class ClusterOptions:
     random_pod_delete: bool = False  # ENABLE_RANDOM_POD_DELETE
     gcs_ft_redis_cleanup: bool = True  # ENABLE_GCS_FT_REDIS_CLEANUP
     cluster_ip_head_service: bool = False  # ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE
-    openshift: bool = False  # OpenShift detected at start-up and USE_INGRESS_ON_OPENSHIFT not true
-    cert_manager: bool = False  # cert-manager.io/v1 discovered at start-up
-    enable_metrics: bool = False
+    use_ingress_on_openshift: bool = False  # USE_INGRESS_ON_OPENSHIFT
+    # cert-manager.io/v1 available: always False, as the mTLS controller that would ask cert-manager for
+    # the certificates is not part of this operator (mTLS clusters are refused with upstream's message).
+    cert_manager: bool = False
 
     @property
     def conditions_enabled(self) -> bool:
@@ -90,6 +91,7 @@ class ClusterOptions:
             random_pod_delete=_on_if_true(env.get("ENABLE_RANDOM_POD_DELETE")),
             gcs_ft_redis_cleanup=_on_unless_false(env.get("ENABLE_GCS_FT_REDIS_CLEANUP")),
             cluster_ip_head_service=_on_if_true(env.get("ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE")),
+            use_ingress_on_openshift=_on_if_true(env.get("USE_INGRESS_ON_OPENSHIFT")),
             **others,
         )
 
@@ -105,6 +107,8 @@ class Context:
     expectations: ScaleExpectations
     clock: Clock
     options: ClusterOptions
+    # Whether the server serves OpenShift Routes; found out on first need (None until then).
+    openshift: bool | None = None
 
     def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str = "") -> None:
         if self.recorder is not None:

@@ -93,10 +93,24 @@ async def autoscaler_rbac(ctx: Context, cluster: Obj, model: RayCluster) -> None
         await _create_with_events(ctx, cluster, ROLE_BINDING, binding, "role binding", "RoleBinding")
 
 
+async def serves_routes(ctx: Context) -> bool:
+    """Upstream's OpenShift detection, done on first need rather than at start-up: the server serves
+    `route.openshift.io` (a refusal to list still proves the API exists)."""
+    if ctx.openshift is None:
+        try:
+            await ctx.client.list(ROUTE, limit=1)
+            ctx.openshift = True
+        except errors.NotFound:
+            ctx.openshift = False
+        except errors.Forbidden:
+            ctx.openshift = True
+    return ctx.openshift
+
+
 async def ingress_or_route(ctx: Context, cluster: Obj, model: RayCluster) -> None:
     if model.spec.head_group_spec.enable_ingress is not True:
         return
-    if ctx.options.openshift:
+    if not ctx.options.use_ingress_on_openshift and await serves_routes(ctx):
         found = await ctx.client.list(
             ROUTE, model.namespace, label_selector=f"{constants.RAY_CLUSTER_LABEL}={model.name}"
         )

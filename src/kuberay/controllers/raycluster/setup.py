@@ -50,7 +50,7 @@ def pod_options(config: Configuration) -> Mapping[str, Any]:
 
 
 def install(manager: Manager, config: Configuration, gates: FeatureGates) -> RayClusterReconciler:
-    options = ClusterOptions.from_environ(gates, pod_options(config), enable_metrics=config.enable_metrics)
+    options = ClusterOptions.from_environ(gates, pod_options(config))
     pods = manager.cache(POD)
     ctx = Context(
         client=manager.client,
