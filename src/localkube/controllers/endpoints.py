@@ -29,30 +29,41 @@ class EndpointsController:
     def __init__(self, store: Store, api: ControllerApi) -> None:
         self._store = store
         self._api = api
-        self._selectors: dict[str, dict[str, dict[str, str]]] = {}  # namespace -> service key -> selector
-        self._pods: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> pod key -> pod (read-only)
+        self._selectors: dict[str, dict[str, str]] = {}  # service key -> selector
+        self._pods: dict[str, dict[str, Any]] = {}  # pod key -> pod (read-only)
+        # Both indexed by (namespace, label, value): a selector under its first pair, a pod under each of its
+        # labels, so an event only looks at the services and pods that can match.
+        self._services_by_label: dict[tuple[str, str, str], set[str]] = {}
+        self._pods_by_label: dict[tuple[str, str, str], set[str]] = {}
 
     def observe(self, event: Event) -> Iterable[str]:
         namespace = (event.object.get("metadata") or {}).get("namespace", "")
-        selectors = self._selectors.setdefault(namespace, {})
         if event.key.startswith(SERVICES_PREFIX):
+            previous = self._selectors.pop(event.key, None)
+            if previous:
+                self._services_by_label[_first(namespace, previous)].discard(event.key)
             selector = (event.object.get("spec") or {}).get("selector")
             if event.type == "DELETED" or not selector:
-                selectors.pop(event.key, None)
                 return []
-            selectors[event.key] = selector
+            self._selectors[event.key] = selector
+            self._services_by_label.setdefault(_first(namespace, selector), set()).add(event.key)
             return [event.key]
-        pods = self._pods.setdefault(namespace, {})
-        before = pods.pop(event.key, None)
+        before = self._pods.pop(event.key, None)
+        for pair in _pairs(namespace, before):
+            self._pods_by_label[pair].discard(event.key)
         if event.type != "DELETED":
-            pods[event.key] = event.object
+            self._pods[event.key] = event.object
+            for pair in _pairs(namespace, event.object):
+                self._pods_by_label.setdefault(pair, set()).add(event.key)
         # Services that selected the pod before or select it now.
-        labels = [(p["metadata"].get("labels") or {}) for p in (before, event.object) if p is not None]
-        return [
-            key
-            for key, selector in selectors.items()
-            if any(all(lbl.get(k) == v for k, v in selector.items()) for lbl in labels)
-        ]
+        wanted: set[str] = set()
+        for pod in (before, event.object):
+            labels = _labels(pod)
+            for pair in _pairs(namespace, pod):
+                for key in self._services_by_label.get(pair, ()):
+                    if _matches(self._selectors[key], labels):
+                        wanted.add(key)
+        return sorted(wanted)
 
     def reconcile(self, key: str) -> float | None:
         service = self._store.get(key)
@@ -61,10 +72,11 @@ class EndpointsController:
         metadata = service["metadata"]
         namespace, name = metadata["namespace"], metadata["name"]
         selector = service["spec"]["selector"]
+        candidates = sorted(self._pods_by_label.get(_first(namespace, selector), ()))
         pods = [
             pod
-            for _, pod in sorted(self._pods.get(namespace, {}).items())
-            if all((pod["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+            for pod in (self._pods[k] for k in candidates)
+            if _matches(selector, _labels(pod))
             and (pod.get("status") or {}).get("podIP")
             and not pod["metadata"].get("deletionTimestamp")
         ]
@@ -102,6 +114,23 @@ class EndpointsController:
         if all(current.get(k) == v for k, v in body.items()):
             return
         self._api.update(key, {**current, **body})
+
+
+def _labels(pod: dict[str, Any] | None) -> dict[str, str]:
+    return ((pod or {}).get("metadata") or {}).get("labels") or {}
+
+
+def _pairs(namespace: str, pod: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    return [(namespace, k, v) for k, v in _labels(pod).items()]
+
+
+def _first(namespace: str, selector: dict[str, str]) -> tuple[str, str, str]:
+    key = min(selector)
+    return namespace, key, selector[key]
+
+
+def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def _ready(pod: dict[str, Any]) -> bool:

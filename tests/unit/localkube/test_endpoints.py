@@ -50,3 +50,22 @@ async def test_endpoints_follow_ready_pods_and_resolve_named_ports(cluster: Reso
         cluster.registry.by_resource("", "pods"), "default", "ready", {"gracePeriodSeconds": 0}, {}
     )
     await _until_endpoints(cluster, lambda e: "addresses" not in (e.get("subsets") or [{}])[0])
+
+
+async def test_a_pod_relabelled_out_of_the_selector_leaves_the_endpoints(cluster: Resources) -> None:
+    service = {
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web", "tier": "a"}, "ports": [{"port": 80}]},
+    }
+    cluster.create(cluster.registry.by_resource("", "services"), "default", service, {})
+    pods = cluster.registry.by_resource("", "pods")
+    pod = {
+        "metadata": {"name": "p", "labels": {"app": "web", "tier": "a"}},
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    cluster.create(pods, "default", pod, {})
+    await _until_endpoints(cluster, lambda e: bool((e.get("subsets") or [{}])[0].get("addresses")))
+    current = cluster.get(pods, "default", "p")
+    current["metadata"]["labels"]["tier"] = "b"
+    cluster.update(pods, "default", "p", current, None, {})
+    await _until_endpoints(cluster, lambda e: not e.get("subsets"))
