@@ -9,6 +9,7 @@ assertion.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT, POD, SERVICE, Resource
 
@@ -120,6 +122,12 @@ class Kube:
             if any(r.get("name") == cluster for r in s["metadata"].get("ownerReferences") or ())
         ]  # fmt: skip
 
+    async def delete_clusters(self) -> None:
+        """Deletes the namespace's RayClusters, so later tests sharing the localkube have less to watch."""
+        for cluster in (await self.client.list(RAYCLUSTER, self.namespace)).items:
+            with contextlib.suppress(errors.NotFound):
+                await self.client.delete(RAYCLUSTER, cluster["metadata"]["name"], self.namespace)
+
     async def events(self, name: str) -> list[dict[str, Any]]:
         found = await self.client.list(EVENT, self.namespace)
         return [e for e in found.items if e["involvedObject"].get("name") == name]
@@ -137,9 +145,11 @@ class Kube:
 @pytest.fixture
 async def kube(localkube: Any, operator: OperatorProcess) -> AsyncIterator[Kube]:
     client = client_for(localkube)
+    kube = Kube(client, await new_namespace(client))
     try:
-        yield Kube(client, await new_namespace(client))
+        yield kube
     finally:
+        await kube.delete_clusters()
         await client.close()
 
 

@@ -135,9 +135,13 @@ async def pods_bound(kube: Kube, cluster: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 async def created(localkube: Any, operator: Any) -> AsyncIterator[dict[str, Kube]]:
     client = client_for(localkube)
+    kubes: dict[str, Kube] = {}
     try:
-        yield await create_all(client)
+        kubes = await create_all(client)
+        yield kubes
     finally:
+        for kube in kubes.values():
+            await kube.delete_clusters()
         await client.close()
 
 
