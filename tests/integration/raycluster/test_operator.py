@@ -104,3 +104,25 @@ async def test_metrics(kube: Kube, operator: OperatorProcess) -> None:
         )
 
     await kube.wait_for(exposed)
+
+
+async def test_status_is_written_only_when_it_changes(kube: Kube, operator: OperatorProcess) -> None:
+    await kube.create_cluster(small_cluster("still", replicas=1))
+    await wait_ready_with(kube, "still", 1)
+    before = (await kube.cluster("still"))["status"]
+
+    def reconciles() -> float:
+        url = f"http://127.0.0.1:{operator.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            lines = response.read().decode().splitlines()
+        prefix = 'controller_runtime_reconcile_total{controller="raycluster-controller"'
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(prefix))
+
+    counted = reconciles()
+    await kube.patch_cluster("still", {"metadata": {"labels": {"poke": "1"}}})  # a label change wakes it
+
+    async def reconciled_again() -> bool:
+        return reconciles() > counted
+
+    await kube.wait_for(reconciled_again)
+    assert (await kube.cluster("still"))["status"] == before  # nothing changed, nothing written
