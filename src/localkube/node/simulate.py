@@ -7,7 +7,7 @@ writes only real changes.
 
 Lifecycle (KWOK-like stages, each with a configurable delay in `Timing`):
   Pending/ContainerCreating --pull--> Running (not ready) --ready--> Running, Ready
-  and, for pods whose restartPolicy is Never or OnFailure, --complete--> Succeeded (exit 0).
+  and, for a Job's pods (restartPolicy Never or OnFailure), --complete--> Succeeded (exit 0).
 
 Failures are injected per pod with the annotation `localkube.io/simulate` (usually set through a
 template's metadata); values are those a kubelet really reports:
@@ -79,6 +79,11 @@ class _Fault:
     delay: float = 0.0
 
 
+def _owned_by_job(pod: dict[str, Any]) -> bool:
+    references = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("kind") == "Job" and ref.get("controller") for ref in references)
+
+
 def parse_fault(value: str | None) -> _Fault:
     """Reads the annotation; raises SimulationError naming the value when it is not understood."""
     if not value:
@@ -112,6 +117,9 @@ def pod_status(
     fault = parse_fault(annotations.get(SIMULATE_ANNOTATION))
     spec = pod.get("spec", {})
     restart_policy = spec.get("restartPolicy", "Always")
+    # Only a Job's pods run to completion by themselves; any other pod (a Ray pod with restartPolicy Never,
+    # as autoscaler v2 sets) runs until it is deleted or a fault ends it.
+    completes = restart_policy != "Always" and _owned_by_job(pod)
     elapsed = max((now - started).total_seconds(), 0.0)
     sim = _Simulation(pod, placement, started, timing)
 
@@ -127,16 +135,16 @@ def pod_status(
     run_for = elapsed - start_at
     if fault.kind == "Crash":
         return sim.crashing(fault, restart_policy, run_for)
-    if restart_policy != "Always" and run_for >= timing.complete:
+    if completes and run_for >= timing.complete:
         return Outcome(sim.terminated("Succeeded", 0, "Completed", timing.complete), None)
     if fault.kind == "NeverReady" or run_for < timing.ready:
         recheck = None if fault.kind == "NeverReady" else timing.ready - run_for
-        if restart_policy != "Always":
+        if completes:
             recheck = (
                 timing.complete - run_for if recheck is None else min(recheck, timing.complete - run_for)
             )
         return Outcome(sim.running(ready=False), recheck)
-    recheck_done = timing.complete - run_for if restart_policy != "Always" else None
+    recheck_done = timing.complete - run_for if completes else None
     return Outcome(sim.running(ready=True), recheck_done)
 
 

@@ -572,6 +572,9 @@ class Resources:
                 when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=grace)
                 marked_metadata["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
                 marked_metadata["deletionGracePeriodSeconds"] = grace
+                # As the real registry does, so that controllers filtering on generation see the deletion.
+                if "generation" in marked_metadata:
+                    marked_metadata["generation"] += 1
             if _is_namespace(resource_type):
                 marked.setdefault("status", {})["phase"] = "Terminating"
                 marked.setdefault("spec", {})["finalizers"] = ["kubernetes"]

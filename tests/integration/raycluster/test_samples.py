@@ -37,13 +37,6 @@ SUPPORTING_KINDS = {
     "RoleBinding": Resource("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
 }
 NEEDS_CERT_MANAGER = {"ray-cluster.mtls.yaml"}
-# localkube's simulated kubelet completes a pod whose restartPolicy is not Always as soon as it runs (its
-# `complete` stage defaults to 0 s), so Ray pods under restartPolicy Never (autoscaler v2 forces it) end
-# Succeeded at once and are replaced again and again; a real Ray container runs until stopped.
-NEVER_RESTARTS = pytest.mark.xfail(
-    reason="simulated kubelet completes restartPolicy=Never pods immediately (localkube Timing.complete=0)",
-    run=False,
-)
 INT32_MAX = 2**31 - 1
 NODE_POOL = {"cpu": "4k", "memory": "16Ti"}  # room for the 256-chip TPU sample: 64 hosts of 24 CPUs, 200G
 
@@ -59,19 +52,6 @@ def sample_files() -> list[str]:
 def the_cluster(sample: str) -> dict[str, Any]:
     (cluster,) = [d for d in load_sample(sample) if d["kind"] == "RayCluster"]
     return cluster
-
-
-def never_restarts(cluster: dict[str, Any]) -> bool:
-    """Whether Ray pods of the cluster run under restartPolicy Never (set, or forced by autoscaler v2)."""
-    spec = cluster["spec"]
-    head = spec["headGroupSpec"]["template"]["spec"]
-    env = {e["name"]: e.get("value") for e in head["containers"][0].get("env") or ()}
-    v2 = spec.get("enableInTreeAutoscaling") and (
-        (spec.get("autoscalerOptions") or {}).get("version") == "v2"
-        or env.get("RAY_enable_autoscaler_v2") in ("1", "true")
-    )
-    templates = [head, *(g["template"]["spec"] for g in spec.get("workerGroupSpecs") or ())]
-    return bool(v2) or any(t.get("restartPolicy") == "Never" for t in templates)
 
 
 def expected_pods(cluster: dict[str, Any]) -> int:
@@ -148,7 +128,7 @@ async def created(localkube: Any, operator: Any) -> AsyncIterator[dict[str, Kube
 async def create_all(client: Client) -> dict[str, Kube]:
     """Node-selecting samples first, one at a time (each relabels the node), then the rest at once."""
     kubes: dict[str, Kube] = {}
-    samples = [s for s in sample_files() if not never_restarts(the_cluster(s))]
+    samples = sample_files()
     selective = [s for s in samples if node_selectors(the_cluster(s))]
     (node,) = (await client.list(NODE)).items
     # The 256-chip TPU sample asks for a node pool; here, one large node.
@@ -172,7 +152,7 @@ def test_every_raycluster_sample_is_covered() -> None:
 
 @pytest.mark.parametrize(
     "sample",
-    [pytest.param(s, marks=NEVER_RESTARTS) if never_restarts(the_cluster(s)) else s for s in sample_files()],
+    sample_files(),
 )
 async def test_sample_reaches_ready(created: dict[str, Kube], sample: str) -> None:
     kube, cluster = created[sample], the_cluster(sample)

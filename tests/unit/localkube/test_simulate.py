@@ -47,10 +47,14 @@ def test_stages_follow_the_configured_delays() -> None:
     assert recheck is None
 
 
-def test_pods_that_do_not_restart_complete() -> None:
-    status, _ = _at(_pod(restart="Never"), 5, Timing(complete=4))
+def test_a_jobs_pods_complete_and_other_pods_keep_running() -> None:
+    job_pod = _pod(restart="Never")
+    job_pod["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "j", "uid": "j1", "controller": True}]
+    status, _ = _at(job_pod, 5, Timing(complete=4))
     assert status["phase"] == "Succeeded"
     assert status["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    ray_pod, recheck = _at(_pod(restart="Never"), 5, Timing(complete=4))
+    assert ray_pod["phase"] == "Running" and recheck is None
 
 
 def test_image_pull_back_off() -> None:
