@@ -199,12 +199,8 @@ class _Pass:
             return ClusterFacts(exists=False)
         status = cluster.get("status") or {}
         caches = self.reconciler.caches
-        address = None
-        if status.get("state") == "ready":
-            svc = caches.services.get(
-                ObjectKey(self.key.namespace, rayjob_cluster.head_service_name(cluster))
-            )
-            address = rayjob_cluster.dashboard_address(svc, self.reconciler.options.cluster_domain)
+        svc = caches.services.get(ObjectKey(self.key.namespace, rayjob_cluster.head_service_name(cluster)))
+        address = rayjob_cluster.dashboard_address(svc, self.reconciler.options.cluster_domain)
         pods = caches.pods.list(self.key.namespace, {constants.RAY_CLUSTER_LABEL: self.cluster_name})
         return ClusterFacts(
             exists=True,

@@ -13,12 +13,15 @@ Upstream's reconcile, row by row (spec §1.3-§1.10), with its quirks kept on pu
   JobStatusCheckTimeoutExceeded), and each retry starts over from New with a new cluster;
 - with a submitter (K8sJobMode, SidecarMode) a terminal Ray job counts only once the submitter finished.
 
-Differences from upstream, both deliberate:
+Differences from upstream, all deliberate:
 - Initializing is bounded: when a pod of the job's cluster is stuck in a state that waiting does not cure
   (image pull errors, crash loops, unschedulable, failed) and the attempt has been Initializing for
   `Settings.cluster_start_timeout`, the attempt fails with reason `ClusterStartFailed` and the stuck pod's
   reason in the message (and is retried under `backoffLimit` like any other start-up failure).
 - A `ValidationFailed` RayJob whose spec has become valid starts over (New) instead of staying failed.
+- A SidecarMode job whose submitter finished before the head pod was ever Ready (a short job: the
+  terminated sidecar keeps the pod unready, so the cluster never becomes ready) moves on to Running and
+  reads the job's outcome, instead of staying Initializing forever.
 """
 
 from __future__ import annotations
@@ -290,7 +293,13 @@ def _initializing(job: RayJob, facts: Facts, settings: Settings, decision: Decis
     if not cluster.exists:
         return _missing_cluster(job, decision)
     if not status.get("dashboardURL"):
-        if not cluster.ready:
+        # A SidecarMode submitter that already finished leaves the head pod unready for good (one of its
+        # containers has terminated): the job ran, so go and read its outcome instead of waiting.
+        sidecar_finished = (
+            job.spec.submission_mode == JobSubmissionMode.SIDECAR_MODE
+            and facts.submitter.finished_at is not None
+        )
+        if not cluster.ready and not sidecar_finished:
             status["rayClusterStatus"] = copy.deepcopy(cluster.status)
             _fail_if_cluster_cannot_start(job, facts, settings, status)
             return False

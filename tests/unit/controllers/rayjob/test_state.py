@@ -241,6 +241,17 @@ CASES: dict[str, Case] = {
         F(),
         expect={"jobDeploymentStatus": "Waiting", "dashboardURL": ADDRESS},
     ),
+    "Initializing: SidecarMode submitter finished before the head was ever ready": Case(
+        rayjob(INITIALIZING, submissionMode="SidecarMode"),
+        F(ClusterFacts(exists=True, dashboard_address=ADDRESS), submitter=K8S_DONE),
+        expect={"jobDeploymentStatus": "Running", "dashboardURL": ADDRESS},
+    ),
+    "Initializing: SidecarMode submitter still running, wait for the cluster": Case(
+        rayjob(INITIALIZING, submissionMode="SidecarMode"),
+        F(ClusterFacts(exists=True, dashboard_address=ADDRESS), submitter=K8S_RUNNING),
+        expect={"jobDeploymentStatus": "Initializing"},
+        write=False,
+    ),
     "Initializing: ready without a dashboard port": Case(
         rayjob(INITIALIZING),
         F(ClusterFacts(exists=True, status={"state": "ready"})),
