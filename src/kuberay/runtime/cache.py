@@ -50,11 +50,31 @@ class Store:
         self._indexes: dict[str, defaultdict[str, set[ObjectKey]]] = {
             name: defaultdict(set) for name in self._indexers
         }
+        self._label_indexes: dict[str, str] = {}  # label -> index name
 
     def add_index(self, name: str, index: IndexFunc) -> None:
         """Adds an index; objects already stored are indexed at once."""
         if name in self._indexers:
             raise ValueError(f"index {name!r} already exists")
+        self._install(name, index)
+
+    def index_label(self, label: str) -> None:
+        """Indexes objects by `<namespace>/<value of label>`, so that `list(namespace, {label: value, ...})`
+        looks only at that label's objects instead of the namespace's. Idempotent: controllers sharing a
+        cache may each ask for the same label."""
+        name = f"label:{label}"
+        if label in self._label_indexes:
+            return
+
+        def index(obj: CachedObject) -> Iterable[str]:
+            metadata = obj.get("metadata") or {}
+            value = (metadata.get("labels") or {}).get(label)
+            return (f"{metadata.get('namespace', '')}/{value}",) if value is not None else ()
+
+        self._install(name, index)
+        self._label_indexes[label] = name
+
+    def _install(self, name: str, index: IndexFunc) -> None:
         self._indexers[name] = index
         self._indexes[name] = defaultdict(set)
         for key, obj in self._objects.items():
@@ -73,11 +93,14 @@ class Store:
     def list(
         self, namespace: str | None = None, labels: Mapping[str, str] | None = None
     ) -> list[CachedObject]:
-        objects = (
-            self.by_index(NAMESPACE_INDEX, namespace)
-            if namespace is not None
-            else list(self._objects.values())
-        )
+        if namespace is None:
+            objects = list(self._objects.values())
+        else:
+            indexed = next((label for label in labels or () if label in self._label_indexes), None)
+            if indexed is not None and labels is not None:
+                objects = self.by_index(self._label_indexes[indexed], f"{namespace}/{labels[indexed]}")
+            else:
+                objects = self.by_index(NAMESPACE_INDEX, namespace)
         return [obj for obj in objects if labels is None or labels_match(obj, labels)]
 
     def by_index(self, index: str, value: str) -> builtins.list[CachedObject]:

@@ -55,6 +55,25 @@ def test_indexes_follow_updates_and_removals():
         store.by_index("nope", "x")
 
 
+def names(objects: list) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in objects)
+
+
+def test_a_label_index_serves_selector_lists_and_follows_relabelling():
+    store = Store()
+    store.upsert(prepare(pod("a", cluster="c1", group="g")))
+    store.index_label("cluster")
+    store.index_label("cluster")  # idempotent: controllers sharing the cache each ask
+    store.upsert(prepare(pod("b", cluster="c1")))
+    store.upsert(prepare(pod("c", cluster="c2", group="g")))
+    store.upsert(prepare(pod("d", namespace="other", cluster="c1")))
+    assert names(store.list("ns", {"cluster": "c1"})) == ["a", "b"]
+    assert names(store.list("ns", {"group": "g", "cluster": "c1"})) == ["a"]
+    store.upsert(prepare(pod("b", cluster="c2", rv="2")))
+    assert names(store.list("ns", {"cluster": "c1"})) == ["a"]
+    assert names(store.list("ns", {"cluster": "c2"})) == ["b", "c"]
+
+
 def test_scale_expectations_wait_for_the_cache_or_the_timeout():
     store, clock = Store(), FakeClock()
     owner = ObjectKey("ns", "cluster")

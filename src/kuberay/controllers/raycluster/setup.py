@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kuberay.api import constants
 from kuberay.api.config import Configuration
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.raycluster.context import RAYCLUSTER, ClusterOptions, Context
@@ -52,6 +53,9 @@ def pod_options(config: Configuration) -> Mapping[str, Any]:
 def install(manager: Manager, config: Configuration, gates: FeatureGates) -> RayClusterReconciler:
     options = ClusterOptions.from_environ(gates, pod_options(config))
     pods = manager.cache(POD)
+    # Everything a RayCluster owns is found by its ray.io/cluster label: index it rather than scan the namespace.
+    for resource in (POD, SERVICE, JOB):
+        manager.cache(resource).index_label(constants.RAY_CLUSTER_LABEL)
     ctx = Context(
         client=manager.client,
         clusters=manager.cache(RAYCLUSTER),
