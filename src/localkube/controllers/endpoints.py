@@ -31,22 +31,27 @@ class EndpointsController:
         self._api = api
         self._selectors: dict[str, dict[str, str]] = {}  # service key -> selector
         self._pods: dict[str, dict[str, Any]] = {}  # pod key -> pod (read-only)
-        # Both indexed by (namespace, label, value): a selector under its first pair, a pod under each of its
-        # labels, so an event only looks at the services and pods that can match.
+        # Both indexed by (namespace, label, value): a pod under each of its labels, a selector under the one
+        # of its pairs that selects the fewest (a cluster's name rather than a label every pod carries), so
+        # an event only looks at the services and pods that can match.
         self._services_by_label: dict[tuple[str, str, str], set[str]] = {}
+        self._service_pair: dict[str, tuple[str, str, str]] = {}
         self._pods_by_label: dict[tuple[str, str, str], set[str]] = {}
 
     def observe(self, event: Event) -> Iterable[str]:
         namespace = (event.object.get("metadata") or {}).get("namespace", "")
         if event.key.startswith(SERVICES_PREFIX):
-            previous = self._selectors.pop(event.key, None)
-            if previous:
-                self._services_by_label[_first(namespace, previous)].discard(event.key)
+            self._selectors.pop(event.key, None)
+            pair = self._service_pair.pop(event.key, None)
+            if pair is not None:
+                self._services_by_label[pair].discard(event.key)
             selector = (event.object.get("spec") or {}).get("selector")
             if event.type == "DELETED" or not selector:
                 return []
             self._selectors[event.key] = selector
-            self._services_by_label.setdefault(_first(namespace, selector), set()).add(event.key)
+            pair = self._narrowest(namespace, selector)
+            self._service_pair[event.key] = pair
+            self._services_by_label.setdefault(pair, set()).add(event.key)
             return [event.key]
         before = self._pods.pop(event.key, None)
         for pair in _pairs(namespace, before):
@@ -65,6 +70,14 @@ class EndpointsController:
                         wanted.add(key)
         return sorted(wanted)
 
+    def _narrowest(self, namespace: str, selector: dict[str, str]) -> tuple[str, str, str]:
+        """The selector's pair that the fewest pods carry (ties: the fewest services already use it)."""
+        pairs = [(namespace, k, v) for k, v in sorted(selector.items())]
+        return min(
+            pairs,
+            key=lambda p: (len(self._pods_by_label.get(p, ())), len(self._services_by_label.get(p, ()))),
+        )
+
     def reconcile(self, key: str) -> float | None:
         service = self._store.get(key)
         if service is None or not (service.get("spec") or {}).get("selector"):
@@ -72,7 +85,7 @@ class EndpointsController:
         metadata = service["metadata"]
         namespace, name = metadata["namespace"], metadata["name"]
         selector = service["spec"]["selector"]
-        candidates = sorted(self._pods_by_label.get(_first(namespace, selector), ()))
+        candidates = sorted(self._pods_by_label.get(self._narrowest(namespace, selector), ()))
         pods = [
             pod
             for pod in (self._pods[k] for k in candidates)
@@ -122,11 +135,6 @@ def _labels(pod: dict[str, Any] | None) -> dict[str, str]:
 
 def _pairs(namespace: str, pod: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     return [(namespace, k, v) for k, v in _labels(pod).items()]
-
-
-def _first(namespace: str, selector: dict[str, str]) -> tuple[str, str, str]:
-    key = min(selector)
-    return namespace, key, selector[key]
 
 
 def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
