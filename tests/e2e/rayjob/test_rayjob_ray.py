@@ -1,18 +1,16 @@
-"""RayJobs run on a real Ray head: localkube in simulate mode pins the simulated head pod to 127.0.0.1
-(`localkube.io/pod-ip`), where the test's Ray head listens, and the operator reaches its dashboard through the
-API server's service proxy (`--use-kubernetes-proxy`), as it would reach a cluster it cannot route to.
+"""RayJob behaviours on one shared real Ray head, cheaper than a Ray cluster per test (the sample in every
+submission mode runs on real clusters in `test_rayjob_process.py`): localkube in simulate mode pins the
+simulated head pod to 127.0.0.1 (`localkube.io/pod-ip`), where the test's Ray head listens, and the operator
+reaches its dashboard through the API server's service proxy (`--use-kubernetes-proxy`).
 
-The upstream sample is used as published except for what a pod-less head cannot have: its ConfigMap-mounted
-script is written to a local file (run by this interpreter, which has Ray), and the runtime env keeps its env_vars but not its pip packages (no
-network here), so the script's last line (which checks the pip-installed requests version) is left out.
+The upstream sample's script (a ConfigMap mounted into the head pod upstream) is written to a local file
+run by this interpreter, which has Ray; its runtime env keeps its env_vars but not its pip packages (no
+network here), so the script's check of the pip-installed requests version is left out.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
-import os
 import sys
 import uuid
 from pathlib import Path
@@ -22,11 +20,9 @@ import httpx
 import pytest
 import yaml
 
-from integration.rayjob.harness import IMAGE, Operator, operator
+from integration.rayjob.harness import Operator, operator
 from kuberay.controllers.rayjob.reconciler import RAYJOB
 from kuberay.rayclient.dashboard import DashboardClient, JobSubmitRequest
-from kuberay.runtime import errors
-from kuberay.runtime.resources import JOB
 from ray_process import RayHead
 
 REPO = Path(__file__).resolve().parents[3]
@@ -65,58 +61,6 @@ def on_ray_head(
         group["replicas"] = group["minReplicas"] = 0  # the head does the work; no worker pods to simulate
     job["spec"].update(spec)
     return job
-
-
-async def test_the_sample_succeeds_in_http_mode_and_shutdown_deletes_the_cluster_after_the_ttl(
-    localkube, ray_head, sample
-):
-    async with operator(localkube, use_kubernetes_proxy=True) as op:
-        job = on_ray_head(sample, ray_head, op.namespace, "rayjob-sample", submissionMode="HTTPMode",
-                          shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=2)  # fmt: skip
-        await op.create(job)
-        done = await op.wait_status("rayjob-sample", jobDeploymentStatus="Complete", timeout=120)
-        status = done["status"]
-        assert status["jobStatus"] == "SUCCEEDED" and status["succeeded"] == 1
-        assert status["message"] == "Job finished successfully."
-        assert status["rayJobInfo"]["startTime"] and status["rayJobInfo"]["endTime"]
-        logs = await _logs(ray_head, status["jobId"])
-        assert "test_counter got 5" in logs
-        await op.wait(lambda: _no_cluster(op, status["rayClusterName"]), timeout=30)
-
-
-async def test_the_sample_succeeds_in_k8s_job_mode_with_its_generated_submitter_script(
-    localkube, ray_head, sample
-):
-    # Until localkube runs pods as processes, the test runs the submitter pod's script itself (the address
-    # rewritten from the cluster DNS name to the Ray head's), while the simulated pod is held back long
-    # enough that the Job finishes after the script has submitted.
-    held = {
-        "metadata": {"annotations": {"localkube.io/simulate": "Delay:20"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "ray-job-submitter", "image": IMAGE}]},
-    }
-    async with operator(localkube, use_kubernetes_proxy=True) as op:
-        await op.create(on_ray_head(sample, ray_head, op.namespace, "k8s", submitterPodTemplate=held))
-        submitter = await op.wait(lambda: _submitter_job(op, "k8s"))
-        container = submitter["spec"]["template"]["spec"]["containers"][0]
-        env = {e["name"]: e.get("value", "") for e in container["env"]}
-        assert container["command"] == ["/bin/bash", "-ce", "--"]
-        script = container["args"][0].replace(
-            f"http://{env['RAY_DASHBOARD_ADDRESS']}", ray_head.dashboard_url
-        )
-        assert f"--submission-id {env['RAY_JOB_SUBMISSION_ID']}" in script
-        path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-        process = await asyncio.create_subprocess_exec(
-            *container["command"], script, env={**os.environ, "PATH": path},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
-        output, _ = await asyncio.wait_for(process.communicate(), 120)
-        assert process.returncode == 0, output.decode()
-        assert "test_counter got 5" in output.decode()  # `ray job logs --follow` ran to the end
-        done = await op.wait_status("k8s", jobDeploymentStatus="Complete", timeout=90)
-        assert (done["status"]["jobStatus"], done["status"]["jobId"]) == (
-            "SUCCEEDED",
-            env["RAY_JOB_SUBMISSION_ID"],
-        )
 
 
 async def test_a_failing_entrypoint_ends_failed_with_rays_message_after_its_retries(
@@ -176,21 +120,6 @@ async def test_interactive_mode_waits_for_the_users_job_id(localkube, ray_head, 
         await op.client.patch(RAYJOB, "chat", {"spec": {"jobId": job_id}}, op.namespace)
         done = await op.wait_status("chat", jobDeploymentStatus="Complete", timeout=120)
         assert (done["status"]["jobId"], done["status"]["jobStatus"]) == (job_id, "SUCCEEDED")
-
-
-async def _submitter_job(op: Operator, name: str) -> dict[str, Any] | None:
-    with contextlib.suppress(errors.NotFound):
-        return await op.client.get(JOB, name, op.namespace)
-    return None
-
-
-async def _logs(ray_head: RayHead, job_id: str) -> str:
-    async with httpx.AsyncClient(timeout=10) as http:
-        return await DashboardClient(http, ray_head.dashboard_url).get_job_logs(job_id)
-
-
-async def _no_cluster(op: Operator, name: str) -> bool:
-    return await op.cluster(name) is None
 
 
 async def _no_rayjob(op: Operator, name: str) -> bool:
