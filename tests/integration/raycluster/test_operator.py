@@ -7,8 +7,9 @@ import urllib.request
 from pathlib import Path
 
 from kuberay.runtime.resources import NETWORK_POLICY, Resource
+from operator_process import OperatorProcess
 
-from .conftest import Kube, OperatorProcess
+from .conftest import Kube
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with
 
 RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"

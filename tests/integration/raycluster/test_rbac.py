@@ -14,9 +14,10 @@ import yaml
 
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import SERVICE_ACCOUNT, Resource
+from operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
-from .conftest import RAYCLUSTER, Kube, OperatorProcess, load_sample
+from .conftest import RAYCLUSTER, Kube, load_sample
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with
 
 RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"
