@@ -24,7 +24,7 @@ from kuberay.runtime.clock import SystemClock
 from kuberay.runtime.events import EventRecorder
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.metrics import RuntimeMetrics
-from kuberay.runtime.resources import EVENT
+from kuberay.runtime.resources import EVENT, Resource
 
 IMAGE = "rayproject/ray:2.46.0"
 
@@ -74,15 +74,16 @@ class Operator:
         resource = RAYJOB if obj["kind"] == "RayJob" else RAYCLUSTER
         return await self.client.create(resource, obj)
 
-    async def rayjob(self, name: str = "job") -> dict[str, Any] | None:
+    async def get(self, resource: Resource, name: str) -> dict[str, Any] | None:
         with contextlib.suppress(errors.NotFound):
-            return await self.client.get(RAYJOB, name, self.namespace)
+            return await self.client.get(resource, name, self.namespace)
         return None
 
+    async def rayjob(self, name: str = "job") -> dict[str, Any] | None:
+        return await self.get(RAYJOB, name)
+
     async def cluster(self, name: str) -> dict[str, Any] | None:
-        with contextlib.suppress(errors.NotFound):
-            return await self.client.get(RAYCLUSTER, name, self.namespace)
-        return None
+        return await self.get(RAYCLUSTER, name)
 
     async def wait(self, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
         """Polls `probe` until it returns something truthy (a bound on waiting, not a measurement)."""

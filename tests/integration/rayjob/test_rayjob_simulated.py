@@ -30,14 +30,14 @@ async def test_a_rayjob_makes_its_cluster_submitter_job_and_head_service(localku
         assert labels["ray.io/job-submission-mode"] == "K8sJobMode"
         (owner,) = cluster["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["uid"], owner["controller"]) == ("RayJob", job["metadata"]["uid"], True)
-        submitter = await op.client.get(JOB, "job", ns)
+        submitter = await op.wait(lambda: op.get(JOB, "job"))
         assert submitter["spec"]["backoffLimit"] == 2
         env = {
             e["name"]: e.get("value") for e in submitter["spec"]["template"]["spec"]["containers"][0]["env"]
         }
         assert env["RAY_JOB_SUBMISSION_ID"] == status["jobId"]
         assert env["RAY_DASHBOARD_ADDRESS"] == status["dashboardURL"]
-        service = await op.wait(lambda: op.client.get(SERVICE, "job-head-svc", ns))
+        service = await op.wait(lambda: op.get(SERVICE, "job-head-svc"))
         assert service["spec"]["selector"]["ray.io/cluster"] == status["rayClusterName"]
         assert await op.events("CreatedRayCluster") and await op.events("CreatedRayJobSubmitter")
 
