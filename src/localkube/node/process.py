@@ -25,9 +25,11 @@ are removed after its processes are gone; then the pod object is removed, as the
 
 Every container has a home directory of its own (under `<data-dir>/kubelet/pods/<uid>/`, unless its env
 sets HOME) whose .profile keeps PATH for login shells. Where the sandbox gives commands a mount namespace
-(a network namespace; the host network with user namespaces) every pod also has a /tmp of its own
-(`<data-dir>/kubelet/pods/<uid>/tmp`), shared by its containers and probes, so programs that keep state
-under /tmp (Ray's session directory) do not meet another pod's, and its own hostname (the pod's name). A pod that had already finished when
+(a network namespace; the host network with user namespaces) every pod also has a /tmp/ray of its own
+(`<data-dir>/kubelet/pods/<uid>/ray`), shared by its containers and probes, so one pod's Ray session
+directory does not meet another's, and its own hostname (the pod's name). Only /tmp/ray is the pod's own:
+the rest of /tmp stays the host's, because localkube's interpreter or the files a pod is given may live
+there (a checkout under /tmp, a test's temporary directory). A pod that had already finished when
 localkube (re)started is never run again; a running one is started afresh (restart counts begin at 0).
 """
 
@@ -83,6 +85,8 @@ HOSTS_KEY = ENDPOINTS_PREFIX
 # A pod removed from the store without a grace period still gets this long (the kubelet's minimum).
 MINIMUM_GRACE = 2.0
 DEFAULT_GRACE = 30.0
+# Ray keeps its sessions under /tmp/ray; a pod with a mount namespace gets its own there.
+HOST_RAY_DIR = Path("/tmp/ray")
 
 
 @dataclass(frozen=True)
@@ -333,7 +337,7 @@ class ProcessKubelet:
         self, namespace: str, name: str, container: str, argv: list[str]
     ) -> tuple[list[str], dict[str, str]] | None:
         """The argv and environment that run `argv` inside a running container's pod (its network namespace
-        and /tmp, the container's environment and working directory are the caller's to use), as
+        and /tmp/ray, the container's environment and working directory are the caller's to use), as
         `kubectl exec` would; None when the container is not running here."""
         state = self._pods.get(f"{PODS_PREFIX}{namespace}/{name}")
         if state is None or state.stopping:
@@ -399,6 +403,7 @@ class ProcessKubelet:
         state.sandbox_task = None
         state.sandbox = task.result()
         if state.sandbox.private_mounts:
+            HOST_RAY_DIR.mkdir(mode=0o1777, exist_ok=True)  # the mount point the pod's own is bound over
             self._scratch(state).mkdir(parents=True, exist_ok=True)
             self._scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
@@ -545,33 +550,30 @@ class ProcessKubelet:
         container.run = _Run(process, _now(), now, probes, writer, context)
 
     def _pod_dir(self, state: _Pod) -> Path:
-        """The pod's kubelet directory: its /tmp, its containers' homes, its process records."""
+        """The pod's kubelet directory: its /tmp/ray, its containers' homes, its process records."""
         return self._process_options.data_dir / "kubelet" / "pods" / state.uid
 
     def _scratch(self, state: _Pod) -> Path:
-        """The pod's own /tmp on the host (network namespace mode)."""
-        return self._pod_dir(state) / "tmp"
+        """The pod's own /tmp/ray, on the host (when the sandbox has a mount namespace)."""
+        return self._pod_dir(state) / "ray"
 
     def _home(self, state: _Pod, container: _Container, path: str) -> str:
         """The container's own home directory, as its processes see it. Its .profile puts the container's
         PATH back for login shells (`bash -lc`, as KubeRay's commands use), which /etc/profile on many hosts
-        resets to the system's, losing localkube's interpreter. With a private /tmp the home lives in it:
-        the data directory may itself be under the host's /tmp, which the pod does not see."""
-        private_tmp = state.sandbox is not None and state.sandbox.private_mounts
-        base = self._scratch(state) if private_tmp else self._pod_dir(state)
-        home = base / ".home" / container.name
+        resets to the system's, losing localkube's interpreter."""
+        home = self._pod_dir(state) / ".home" / container.name
         home.mkdir(parents=True, exist_ok=True)
         (home / ".profile").write_text(
             "# Written by localkube: a login shell's /etc/profile may have reset PATH.\n"
             f"export PATH={shlex.quote(path)}\n"
         )
-        return f"/tmp/.home/{container.name}" if private_tmp else str(home)
+        return str(home)
 
     def _exec_prefix(self, state: _Pod) -> tuple[str, ...]:
         """What runs a command inside the pod. When the sandbox gives every command a mount namespace of its
         own (`ip netns exec` does, and so does the user namespace of the host network), binding the pod's
-        scratch directory over /tmp there gives the pod one /tmp of its own, shared by its containers and
-        probes, and a UTS namespace gives it its own hostname (the pod's, which its hosts file maps to its
+        scratch directory over /tmp/ray there gives the pod one Ray directory of its own, shared by its
+        containers and probes, and a UTS namespace gives it its own hostname (the pod's, which its hosts file maps to its
         address), as a real pod has."""
         assert state.sandbox is not None
         if not state.sandbox.private_mounts:
@@ -582,10 +584,10 @@ class ProcessKubelet:
                 *state.sandbox.exec_prefix,
                 "/bin/sh",
                 "-c",
-                'mount --bind "$0" /tmp && exec "$@"',
+                'mount --bind "$0" /tmp/ray && exec "$@"',
                 scratch,
             )
-        script = 'mount --bind "$0" /tmp && hostname "$1" && shift && exec "$@"'
+        script = 'mount --bind "$0" /tmp/ray && hostname "$1" && shift && exec "$@"'
         return (
             *state.sandbox.exec_prefix,
             self._unshare,
