@@ -29,16 +29,48 @@ RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samples"
 
 
+RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"
+
+
+def service_account_kubeconfig(localkube: Any, namespace: str, target: Path) -> Path:
+    """Installs deploy/rbac (its ServiceAccount in `namespace`, its ClusterRole and binding named after the
+    namespace) and writes a kubeconfig at `target` that authenticates as that ServiceAccount."""
+    account, role, binding = (
+        yaml.safe_load((RBAC / name).read_text())
+        for name in ("service_account.yaml", "role.yaml", "role_binding.yaml")
+    )
+    account["metadata"]["namespace"] = binding["subjects"][0]["namespace"] = namespace
+    role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = (
+        f"kuberay-{namespace}"
+    )
+    localkube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
+    localkube.apply([account, role, binding])
+    with localkube.client() as admin:
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account['metadata']['name']}/token"
+        response = admin.post(
+            path, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        )
+        response.raise_for_status()
+    config = yaml.safe_load(Path(localkube.kubeconfig).read_text())
+    config["users"][0]["user"] = {"token": response.json()["status"]["token"]}
+    target.write_text(yaml.safe_dump(config))
+    return target
+
+
 @pytest.fixture(scope="module")
 def operator(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """The operator as deploy/rbac's ServiceAccount with localkube's RBAC enforced: every test of the module
+    shows the ClusterRole grants what it needs, and the log must hold no refusal."""
     # RAYCLUSTER_TEST_LOG_DIR keeps the operator's log for a look after the run.
     log_dir = os.environ.get("RAYCLUSTER_TEST_LOG_DIR")
-    log = (Path(log_dir) if log_dir else tmp_path_factory.mktemp("operator")) / "operator.log"
-    process = OperatorProcess(localkube.kubeconfig, log).start()
+    directory = Path(log_dir) if log_dir else tmp_path_factory.mktemp("operator")
+    kubeconfig = service_account_kubeconfig(localkube, "kuberay-system", directory / "kubeconfig")
+    process = OperatorProcess(kubeconfig, directory / "operator.log").start()
     try:
         yield process
     finally:
         process.stop()
+    assert "forbidden" not in (directory / "operator.log").read_text().lower()
 
 
 class Kube:

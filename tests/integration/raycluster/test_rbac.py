@@ -10,28 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from kuberay.runtime.client import Client
-from kuberay.runtime.resources import SERVICE_ACCOUNT, Resource
 from operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
 from .conftest import RAYCLUSTER, Kube, load_sample
+from .conftest import service_account_kubeconfig as conftest_service_account_kubeconfig
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with
-
-RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"
-CLUSTER_ROLE = Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False)
-CLUSTER_ROLE_BINDING = Resource(
-    "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
-)
-
-
-def rbac_documents() -> list[dict[str, Any]]:
-    return [
-        yaml.safe_load((RBAC / name).read_text())
-        for name in ("service_account.yaml", "role.yaml", "role_binding.yaml")
-    ]
 
 
 @pytest.fixture
@@ -44,33 +29,8 @@ async def namespace(localkube: Any) -> str:
 
 
 @pytest.fixture
-async def service_account_kubeconfig(localkube: Any, namespace: str, tmp_path: Path) -> Path:
-    """A kubeconfig that authenticates as deploy/rbac's ServiceAccount (in `namespace`)."""
-    client: Client = client_for(localkube)
-    try:
-        account, role, binding = rbac_documents()
-        account["metadata"]["namespace"] = namespace
-        binding["subjects"][0]["namespace"] = namespace
-        role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = (
-            f"kuberay-{namespace}"
-        )
-        await client.create(SERVICE_ACCOUNT, account)
-        await client.create(CLUSTER_ROLE, role)
-        await client.create(CLUSTER_ROLE_BINDING, binding)
-        path = SERVICE_ACCOUNT.path(namespace, account["metadata"]["name"], "token")
-        with localkube.client() as admin:
-            response = admin.post(
-                path, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-            )
-            response.raise_for_status()
-            token = response.json()["status"]["token"]
-    finally:
-        await client.close()
-    config = yaml.safe_load(Path(localkube.kubeconfig).read_text())
-    config["users"][0]["user"] = {"token": token}
-    target = tmp_path / "kubeconfig"
-    target.write_text(yaml.safe_dump(config))
-    return target
+def service_account_kubeconfig(localkube: Any, namespace: str, tmp_path: Path) -> Path:
+    return conftest_service_account_kubeconfig(localkube, namespace, tmp_path / "kubeconfig")
 
 
 async def test_operator_as_its_service_account_is_never_forbidden(
