@@ -1,7 +1,7 @@
 """Endpoints and EndpointSlices for Services with a selector, from the pods that match it.
 
 For each such Service: one `Endpoints` object of the Service's name (ready pods under `addresses`, the
-others that have an address under `notReadyAddresses`) and one `EndpointSlice` named `<service>-slice`
+others that have an address under `notReadyAddresses`, unless the Service sets `publishNotReadyAddresses`) and one `EndpointSlice` named `<service>-slice`
 labelled `kubernetes.io/service-name`, both owned by the Service. A named `targetPort` is resolved against
 each pod's container ports, as kube-proxy would. Terminating pods are left out. Services without a
 selector are left alone (their endpoints belong to whoever manages them).
@@ -141,6 +141,13 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
+def _counts_ready(service: dict[str, Any], pod: dict[str, Any]) -> bool:
+    """A pod is a ready endpoint when it is Ready, or whatever its state when the Service publishes
+    not-ready addresses (KubeRay's headless head Service does, so the dashboard stays reachable while a
+    SidecarMode submitter container has ended)."""
+    return bool((service.get("spec") or {}).get("publishNotReadyAddresses")) or _ready(pod)
+
+
 def _ready(pod: dict[str, Any]) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -181,7 +188,7 @@ def _endpoints(service: dict[str, Any], pods: list[dict[str, Any]], owner: dict[
         for pod in pods:
             if _target_port(port, pod) is None:
                 continue
-            (ready if _ready(pod) else not_ready).append(_address(pod))
+            (ready if _counts_ready(service, pod) else not_ready).append(_address(pod))
         if not ready and not not_ready:
             continue
         subset: dict[str, Any] = {"ports": [_endpoint_port(port, pods)]}
@@ -210,7 +217,11 @@ def _slice(
     endpoints = [
         {
             "addresses": [pod["status"]["podIP"]],
-            "conditions": {"ready": _ready(pod), "serving": _ready(pod), "terminating": False},
+            "conditions": {
+                "ready": _counts_ready(service, pod),
+                "serving": _counts_ready(service, pod),
+                "terminating": False,
+            },
             "nodeName": (pod.get("spec") or {}).get("nodeName"),
             "targetRef": _address(pod)["targetRef"],
         }

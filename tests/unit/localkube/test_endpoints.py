@@ -69,3 +69,18 @@ async def test_a_pod_relabelled_out_of_the_selector_leaves_the_endpoints(cluster
     current["metadata"]["labels"]["tier"] = "b"
     cluster.update(pods, "default", "p", current, None, {})
     await _until_endpoints(cluster, lambda e: not e.get("subsets"))
+
+
+async def test_a_service_publishing_not_ready_addresses_lists_unready_pods_as_addresses(
+    cluster: Resources,
+) -> None:
+    service = {
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], "publishNotReadyAddresses": True},
+    }
+    cluster.create(cluster.registry.by_resource("", "services"), "default", service, {})
+    _pod(cluster, "starting", "web", fault="NeverReady")
+    endpoints = await _until_endpoints(
+        cluster, lambda e: bool((e.get("subsets") or [{}])[0].get("addresses"))
+    )
+    assert "notReadyAddresses" not in endpoints["subsets"][0]
