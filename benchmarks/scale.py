@@ -1,6 +1,6 @@
 """How fast the operator turns RayClusters into ready clusters, next to the limit measured in the same run.
 
-    python -m benchmarks.scale --clusters N [--workers 3] [--concurrency C] [--rate 100]
+    python -m benchmarks.scale --clusters N [--workers 3] [--concurrency C] [--rate 100] [--qps 100 --burst 200]
 
 Starts localkube (simulate mode: pods become Running and Ready as soon as they are bound) and the
 operator as separate processes, then:
@@ -9,7 +9,8 @@ operator as separate processes, then:
 2. the operator: N RayClusters of 1 head + W workers are created at `--rate` per second; we watch until
    every one reports `status.state: ready`, noting each one's time from creation to ready.
 Prints one JSON line: clusters, pods, operator_pods_per_s, limit_pods_per_s, ratio, ready_p50_s,
-ready_p99_s, operator_rss_mb, operator_cpu_s, operator_idle_rss_mb, rss_per_pod_kb.
+ready_p99_s, operator_rss_mb, operator_cpu_s, operator_idle_rss_mb, rss_per_pod_kb, and, to show which
+process bounds the run, localkube_cpu_s and elapsed_s of the operator phase.
 Nothing is asserted: this measures.
 """
 
@@ -49,9 +50,10 @@ def _free_port() -> int:
 class Cluster:
     """localkube and the operator as child processes, and an HTTP client with admin credentials."""
 
-    def __init__(self, workdir: Path, concurrency: int) -> None:
+    def __init__(self, workdir: Path, concurrency: int, qps: float, burst: int) -> None:
         self.workdir = workdir
         self.concurrency = concurrency
+        self.qps, self.burst = qps, burst
         self.localkube: subprocess.Popen[bytes] | None = None
         self.operator: subprocess.Popen[bytes] | None = None
         self.health_port = _free_port()
@@ -100,7 +102,8 @@ class Cluster:
                 [sys.executable, "-m", "kuberay.operator", "--kubeconfig", str(self.kubeconfig),
                  "--enable-leader-election=false", "--metrics-addr", f"127.0.0.1:{_free_port()}",
                  "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
-                 "--reconcile-concurrency", str(self.concurrency), "--log-stdout-encoder", "json"],
+                 "--reconcile-concurrency", str(self.concurrency), "--log-stdout-encoder", "json",
+                 "--qps", str(self.qps), "--burst", str(self.burst)],
                 stdout=log, stderr=log, start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + 60
@@ -226,8 +229,9 @@ def _raycluster(name: str, workers: int) -> dict[str, Any]:
 
 
 async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: float) -> dict[str, Any]:
-    assert cluster.operator is not None
+    assert cluster.operator is not None and cluster.localkube is not None
     pid = cluster.operator.pid
+    localkube_cpu_before = _cpu_seconds(cluster.localkube.pid)
     created: dict[str, float] = {}
     ready: dict[str, float] = {}
     async with cluster.client() as client:
@@ -279,11 +283,13 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
         "ready_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "operator_rss_mb": _rss_mb(pid),
         "operator_cpu_s": _cpu_seconds(pid),
+        "localkube_cpu_s": _cpu_seconds(cluster.localkube.pid) - localkube_cpu_before,
+        "elapsed_s": finished - started,
     }
 
 
 async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    cluster = Cluster(workdir, args.concurrency)
+    cluster = Cluster(workdir, args.concurrency, args.qps, args.burst)
     try:
         cluster.start_localkube()
         async with cluster.client() as client:
@@ -299,6 +305,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         cluster.stop()
     return {
         "clusters": args.clusters,
+        "operator_qps": args.qps,
         "pods": pods,
         "operator_pods_per_s": round(result["operator_pods_per_s"], 1),
         "limit_pods_per_s": round(limit, 1),
@@ -308,6 +315,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "operator_rss_mb": round(result["operator_rss_mb"], 1),
         "operator_cpu_s": round(result["operator_cpu_s"], 1),
         "operator_idle_rss_mb": round(idle_rss, 1),
+        "localkube_cpu_s": round(result["localkube_cpu_s"], 1),
+        "elapsed_s": round(result["elapsed_s"], 1),
         "rss_per_pod_kb": round((result["operator_rss_mb"] - idle_rss) * 1024 / pods, 2),
     }
 
@@ -320,6 +329,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--rate", type=float, default=100.0, help="RayClusters created per second")
+    parser.add_argument(
+        "--qps", type=float, default=100.0, help="the operator's client rate (upstream's default)"
+    )
+    parser.add_argument(
+        "--burst", type=int, default=200, help="the operator's client burst (upstream's default)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the working directory (logs)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kuberay-scale-"))
