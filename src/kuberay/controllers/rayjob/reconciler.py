@@ -22,7 +22,7 @@ import copy
 import json
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -327,10 +327,39 @@ class _Pass:
         except DashboardError as e:
             log.warning("failed to stop Ray job %s of RayJob %s: %s", status.get("jobId"), self.key, e)
 
+    async def _recorded(
+        self,
+        write: Callable[[], Awaitable[object]],
+        action: str,
+        done: tuple[str, str],
+        failed: tuple[str, str],
+        *,
+        already: type[errors.KubeError] | None = None,
+        failures: tuple[type[Exception], ...] = (errors.KubeError,),
+        temporary: str = "",
+    ) -> None:
+        """Runs one write for the RayJob and records it as upstream does: a Normal Event `done` (reason,
+        message) when it worked, a Warning Event `failed` (reason, message with `{error}`) and the error
+        re-raised (as a TemporaryError with `temporary` when given) when it did not. An `already` error
+        (AlreadyExists on a create, NotFound on a delete) means there is nothing to do."""
+        try:
+            await write()
+        except Exception as e:
+            if already is not None and isinstance(e, already):
+                return
+            if not isinstance(e, failures):
+                raise
+            self.reconciler.event(self.obj, WARNING, failed[0], failed[1].format(error=e), action)
+            if temporary:
+                raise TemporaryError(f"{temporary}: {e}") from e
+            raise
+        self.reconciler.event(self.obj, NORMAL, done[0], done[1], action)
+
     async def _create_cluster(self, decision: Decision) -> None:
         name = decision.status.get("rayClusterName") or ""
         ns = self.key.namespace
-        try:
+
+        async def create() -> None:
             body = rayjob_cluster.build_cluster(
                 self.job,
                 name,
@@ -338,19 +367,15 @@ class _Pass:
                 login_shell=self.reconciler.options.login_shell,
             )
             await self.reconciler.client.create(RAYCLUSTER, body)
-        except errors.AlreadyExists:
-            return
-        except (errors.KubeError, submitter_builder.SubmitterError, ValueError) as e:
-            self.reconciler.event(
-                self.obj,
-                WARNING,
-                "FailedToCreateRayCluster",
-                f"Failed to create RayCluster {ns}/{name}: {e}",
-                "Create",
-            )
-            raise TemporaryError(f"failed to create RayCluster {ns}/{name}: {e}") from e
-        self.reconciler.event(
-            self.obj, NORMAL, "CreatedRayCluster", f"Created RayCluster {ns}/{name}", "Create"
+
+        await self._recorded(
+            create,
+            "Create",
+            ("CreatedRayCluster", f"Created RayCluster {ns}/{name}"),
+            ("FailedToCreateRayCluster", f"Failed to create RayCluster {ns}/{name}: {{error}}"),
+            already=errors.AlreadyExists,
+            failures=(errors.KubeError, submitter_builder.SubmitterError, ValueError),
+            temporary=f"failed to create RayCluster {ns}/{name}",
         )
 
     def _cluster_model(self) -> RayCluster:
@@ -363,7 +388,8 @@ class _Pass:
     async def _create_submitter(self, decision: Decision) -> None:
         ns, name = self.key
         job = RayJob.parse({**self.obj, "status": decision.status})
-        try:
+
+        async def create() -> None:
             body = submitter_builder.build_submitter_job(
                 job,
                 self._cluster_model(),
@@ -371,19 +397,15 @@ class _Pass:
                 login_shell=self.reconciler.options.login_shell,
             )
             await self.reconciler.client.create(JOB, body)
-        except errors.AlreadyExists:
-            return
-        except (errors.KubeError, submitter_builder.SubmitterError) as e:
-            self.reconciler.event(
-                self.obj,
-                WARNING,
-                "FailedToCreateRayJobSubmitter",
-                f"Failed to create new Kubernetes Job {ns}/{name}: {e}",
-                "Create",
-            )
-            raise TemporaryError(f"failed to create the submitter Job {ns}/{name}: {e}") from e
-        self.reconciler.event(
-            self.obj, NORMAL, "CreatedRayJobSubmitter", f"Created Kubernetes Job {ns}/{name}", "Create"
+
+        await self._recorded(
+            create,
+            "Create",
+            ("CreatedRayJobSubmitter", f"Created Kubernetes Job {ns}/{name}"),
+            ("FailedToCreateRayJobSubmitter", f"Failed to create new Kubernetes Job {ns}/{name}: {{error}}"),
+            already=errors.AlreadyExists,
+            failures=(errors.KubeError, submitter_builder.SubmitterError),
+            temporary=f"failed to create the submitter Job {ns}/{name}",
         )
 
     async def _reconcile_head_service(self, decision: Decision) -> None:
@@ -395,21 +417,12 @@ class _Pass:
         ns, name = self.key.namespace, desired["metadata"]["name"]
         existing = self.reconciler.caches.services.get(ObjectKey(ns, name))
         if existing is None:
-            try:
-                await self.reconciler.client.create(SERVICE, desired)
-            except errors.AlreadyExists:
-                return
-            except errors.KubeError as e:
-                self.reconciler.event(
-                    self.obj,
-                    WARNING,
-                    "FailedToCreateService",
-                    f"Failed to create the service {ns}/{name}, {e}",
-                    "Create",
-                )
-                raise
-            self.reconciler.event(
-                self.obj, NORMAL, "CreatedService", f"Created the service {ns}/{name}", "Create"
+            await self._recorded(
+                lambda: self.reconciler.client.create(SERVICE, desired),
+                "Create",
+                ("CreatedService", f"Created the service {ns}/{name}"),
+                ("FailedToCreateService", f"Failed to create the service {ns}/{name}, {{error}}"),
+                already=errors.AlreadyExists,
             )
             return
         selector_key = constants.RAY_CLUSTER_LABEL
@@ -421,19 +434,11 @@ class _Pass:
         if (existing.get("spec") or {}).get("clusterIP"):
             spec["clusterIP"] = existing["spec"]["clusterIP"]
         updated["spec"] = spec
-        try:
-            await self.reconciler.client.update(SERVICE, updated)
-        except errors.KubeError as e:
-            self.reconciler.event(
-                self.obj,
-                WARNING,
-                "FailedToUpdateService",
-                f"Failed to update the service {ns}/{name}, {e}",
-                "Update",
-            )
-            raise
-        self.reconciler.event(
-            self.obj, NORMAL, "UpdatedService", f"Updated the service {ns}/{name}", "Update"
+        await self._recorded(
+            lambda: self.reconciler.client.update(SERVICE, updated),
+            "Update",
+            ("UpdatedService", f"Updated the service {ns}/{name}"),
+            ("FailedToUpdateService", f"Failed to update the service {ns}/{name}, {{error}}"),
         )
 
     async def _poll(self, decision: Decision) -> None:
@@ -445,62 +450,44 @@ class _Pass:
 
     async def _delete_cluster(self, decision: Decision) -> None:
         ns, name = self.key.namespace, self.cluster_name
-        try:
-            await self.reconciler.client.delete(RAYCLUSTER, name, ns)
-        except errors.NotFound:
-            return
-        except errors.KubeError as e:
-            self.reconciler.event(
-                self.obj,
-                WARNING,
-                "FailedToDeleteRayCluster",
-                f"Failed to delete cluster {ns}/{name}: {e}",
-                "Delete",
-            )
-            raise
-        self.reconciler.event(self.obj, NORMAL, "DeletedRayCluster", f"Deleted cluster {ns}/{name}", "Delete")
+        await self._recorded(
+            lambda: self.reconciler.client.delete(RAYCLUSTER, name, ns),
+            "Delete",
+            ("DeletedRayCluster", f"Deleted cluster {ns}/{name}"),
+            ("FailedToDeleteRayCluster", f"Failed to delete cluster {ns}/{name}: {{error}}"),
+            already=errors.NotFound,
+        )
 
     async def _delete_submitter(self, decision: Decision) -> None:
         ns, name = self.key
-        try:
-            await self.reconciler.client.delete(JOB, name, ns, propagation_policy="Background")
-        except errors.NotFound:
-            return
-        except errors.KubeError as e:
-            self.reconciler.event(
-                self.obj,
-                WARNING,
-                "FailedToDeleteRayJobSubmitter",
-                f"Failed to delete submitter K8s Job {ns}/{name}: {e}",
-                "Delete",
-            )
-            raise
-        self.reconciler.event(
-            self.obj, NORMAL, "DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}", "Delete"
+        await self._recorded(
+            lambda: self.reconciler.client.delete(JOB, name, ns, propagation_policy="Background"),
+            "Delete",
+            ("DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}"),
+            ("FailedToDeleteRayJobSubmitter", f"Failed to delete submitter K8s Job {ns}/{name}: {{error}}"),
+            already=errors.NotFound,
         )
 
     async def _suspend_workers(self, decision: Decision) -> None:
         ns, name = self.key.namespace, self.cluster_name
-        try:
+
+        async def suspend() -> None:
             cluster = await self.reconciler.client.get(RAYCLUSTER, name, ns)
             for group in (cluster.get("spec") or {}).get("workerGroupSpecs") or []:
                 group["suspend"] = True
             await self.reconciler.client.update(RAYCLUSTER, cluster)
-        except errors.KubeError as e:
-            self.reconciler.event(
-                self.obj,
-                WARNING,
-                "FailedToUpdateRayCluster",
-                f"Failed to suspend worker groups in cluster {ns}/{name}: {e}",
-                "Update",
-            )
-            raise
-        self.reconciler.event(
-            self.obj,
-            NORMAL,
-            "UpdatedRayCluster",
-            f"Set the `suspend` field to true for all worker groups in cluster {ns}/{name}",
+
+        await self._recorded(
+            suspend,
             "Update",
+            (
+                "UpdatedRayCluster",
+                f"Set the `suspend` field to true for all worker groups in cluster {ns}/{name}",
+            ),
+            (
+                "FailedToUpdateRayCluster",
+                f"Failed to suspend worker groups in cluster {ns}/{name}: {{error}}",
+            ),
         )
 
     async def _delete_self(self, decision: Decision) -> None:
