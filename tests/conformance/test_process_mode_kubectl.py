@@ -1,6 +1,6 @@
 """kubectl against localkube in process mode: a pod that runs `python -m http.server` becomes Ready through
-its HTTP probe, `kubectl logs` shows what it printed, the service proxy reaches it, and deleting the pod
-leaves no process behind."""
+its HTTP probe, `kubectl logs` shows what it printed and `logs -f` follows it, the service proxy reaches it,
+and deleting the pod ends the stream and leaves no process behind."""
 
 from __future__ import annotations
 
@@ -53,7 +53,21 @@ def test_a_web_pod_is_ready_logged_proxied_and_leaves_nothing(
     assert "Directory listing" in listing
     logs = run_kubectl(server, "logs", "web").stdout
     assert '"GET / HTTP/1.1" 200' in logs
+    follow = subprocess.Popen(
+        ["kubectl", "--kubeconfig", str(server.kubeconfig), "logs", "-f", "web"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert follow.stdout is not None
+    for line in follow.stdout:  # the history first; the stream then stays open
+        if '"GET / HTTP/1.1" 200' in line:
+            break
+    run_kubectl(
+        server, "get", "--raw", "/api/v1/namespaces/default/services/web:http/proxy/missing", check=False
+    )
     pattern = f"http.server {port}"
     assert _running(pattern)
     run_kubectl(server, "delete", "pod", "web", "--timeout=60s")
+    followed, _ = follow.communicate(timeout=30)  # the stream ends when the pod is gone
+    assert '"GET /missing HTTP/1.1" 404' in followed
     assert not _running(pattern)

@@ -29,6 +29,7 @@ from localkube.server.proxy import Proxy
 from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
+from localkube.server.subresources import LogText
 from localkube.server.tls import ensure_tls
 from localkube.storage import Store
 
@@ -68,20 +69,27 @@ def build_app(data_dir: Path, store: Store) -> App:
     def find_service_account(namespace: str, name: str) -> dict[str, object] | None:
         return store.get(service_accounts.key(namespace, name))
 
-    def pod_logs(namespace: str, name: str, container: str, query: dict[str, str]) -> str:
-        pod = store.get(f"/registry/core/pods/{namespace}/{name}") or {}
+    def pod_logs(namespace: str, name: str, container: str, query: dict[str, str]) -> LogText:
+        """A container's log from the process-mode node's files; with follow=true, a stream that ends when
+        the container restarts or the pod goes."""
+        key = f"/registry/core/pods/{namespace}/{name}"
+        uid = ((store.get(key) or {}).get("metadata") or {}).get("uid", "")
+        try:
+            tail_lines = int(query["tailLines"]) if query.get("tailLines") else None
+            limit_bytes = int(query["limitBytes"]) if query.get("limitBytes") else None
+        except ValueError as bad:
+            raise errors.bad_request(f"invalid log options: {bad}") from None
+        timestamps = query.get("timestamps") == "true"
+        if query.get("follow") == "true" and query.get("previous") != "true":
+            return logs.follow_log(
+                data_dir, namespace, name, uid, container, tail_lines=tail_lines, limit_bytes=limit_bytes,
+                timestamps=timestamps, stop=lambda: store.get(key) is None,
+            )  # fmt: skip
         try:
             text = logs.read_log(
-                data_dir,
-                namespace,
-                name,
-                (pod.get("metadata") or {}).get("uid", ""),
-                container,
-                previous=query.get("previous") == "true",
-                tail_lines=int(query["tailLines"]) if query.get("tailLines") else None,
-                limit_bytes=int(query["limitBytes"]) if query.get("limitBytes") else None,
-                timestamps=query.get("timestamps") == "true",
-            )
+                data_dir, namespace, name, uid, container, previous=query.get("previous") == "true",
+                tail_lines=tail_lines, limit_bytes=limit_bytes, timestamps=timestamps,
+            )  # fmt: skip
         except logs.LogNotFound as missing:
             raise errors.bad_request(str(missing)) from None
         return text.decode("utf-8", errors="replace")
