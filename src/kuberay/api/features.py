@@ -80,5 +80,5 @@ class FeatureGates:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, bool]) -> FeatureGates:
-        """Builds gates from a ``{name: bool}`` mapping, such as the config file's ``featureGates``."""
+        """Builds gates from a ``{name: bool}`` mapping (a structured settings file, a test case)."""
         return cls.parse(",".join(f"{name}={str(value).lower()}" for name, value in values.items()))
