@@ -517,30 +517,37 @@ def _suspend_requested(job: RayJob, status: Status) -> bool:
 
 
 def _past_active_deadline(job: RayJob, facts: Facts, status: Status) -> bool:
-    seconds = job.spec.active_deadline_seconds
-    started = parse_time(status.get("startTime"))
-    if seconds is None or started is None or facts.now < started + timedelta(seconds=seconds):
-        return False
-    _fail(
-        status,
+    return _past_deadline(
+        job.spec.active_deadline_seconds,
+        "activeDeadlineSeconds",
         JobFailedReason.DEADLINE_EXCEEDED,
-        f"The RayJob has passed the activeDeadlineSeconds. StartTime: {_go_time(started)}. "
-        f"ActiveDeadlineSeconds: {seconds}",
+        facts,
+        status,
     )
-    return True
 
 
 def _past_pre_running_deadline(job: RayJob, facts: Facts, status: Status) -> bool:
-    seconds = job.spec.pre_running_deadline_seconds
+    return _past_deadline(
+        job.spec.pre_running_deadline_seconds,
+        "preRunningDeadlineSeconds",
+        JobFailedReason.PRE_RUNNING_DEADLINE_EXCEEDED,
+        facts,
+        status,
+    )
+
+
+def _past_deadline(
+    seconds: int | None, field: str, reason: JobFailedReason, facts: Facts, status: Status
+) -> bool:
+    """Fails the attempt once `seconds` have passed since status.startTime, with upstream's message."""
     started = parse_time(status.get("startTime"))
     if seconds is None or started is None or facts.now < started + timedelta(seconds=seconds):
         return False
-    _fail(
-        status,
-        JobFailedReason.PRE_RUNNING_DEADLINE_EXCEEDED,
-        f"The RayJob has passed the preRunningDeadlineSeconds. StartTime: {_go_time(started)}. "
-        f"PreRunningDeadlineSeconds: {seconds}",
+    message = (
+        f"The RayJob has passed the {field}. StartTime: {_go_time(started)}. "
+        f"{field[0].upper()}{field[1:]}: {seconds}"
     )
+    _fail(status, reason, message)
     return True
 
 
