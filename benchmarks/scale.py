@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import shutil
 import signal
 import socket
-import ssl
 import statistics
 import subprocess
 import sys
@@ -35,9 +33,11 @@ from typing import Any
 
 import httpx
 import orjson
-import yaml
 
 from kuberay.api import crd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from localkube_process import LocalKubeProcess  # noqa: E402
 
 
 def _free_port() -> int:
@@ -54,44 +54,28 @@ class Cluster:
         self.workdir = workdir
         self.concurrency = concurrency
         self.qps, self.burst = qps, burst
-        self.localkube: subprocess.Popen[bytes] | None = None
+        self.localkube: LocalKubeProcess | None = None
         self.operator: subprocess.Popen[bytes] | None = None
         self.health_port = _free_port()
 
     def start_localkube(self) -> None:
-        data = self.workdir / "localkube"
-        with (self.workdir / "localkube.log").open("wb") as log:
-            self.localkube = subprocess.Popen(
-                [sys.executable, "-m", "localkube", "serve", "--data-dir", str(data), "--port", "0",
-                 "--log-level", "warning"],
-                stdout=log, stderr=log, start_new_session=True,
-            )  # fmt: skip
-        kubeconfig = data / "kubeconfig"
-        deadline = time.monotonic() + 60
-        while not kubeconfig.exists():
-            if time.monotonic() > deadline or self.localkube.poll() is not None:
-                raise RuntimeError(f"localkube did not start; see {self.workdir / 'localkube.log'}")
-            time.sleep(0.1)
-        config = yaml.safe_load(kubeconfig.read_text())
-        self.kubeconfig = kubeconfig
-        self.server = config["clusters"][0]["cluster"]["server"]
-        self.token = config["users"][0]["user"]["token"]
-        ca = config["clusters"][0]["cluster"]
-        context = ssl.create_default_context()
-        if "certificate-authority" in ca:
-            context.load_verify_locations(ca["certificate-authority"])
-        else:
-            context.load_verify_locations(cadata=base64.b64decode(ca["certificate-authority-data"]).decode())
-        self.ssl = context
+        self.localkube = LocalKubeProcess(self.workdir / "localkube").start()
+        self.kubeconfig = self.localkube.kubeconfig
+
+    @property
+    def localkube_pid(self) -> int:
+        assert self.localkube is not None and self.localkube.process is not None
+        return self.localkube.process.pid
 
     def client(self) -> httpx.AsyncClient:
         limits = httpx.Limits(
             max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4
         )
+        assert self.localkube is not None
         return httpx.AsyncClient(
-            base_url=self.server,
-            verify=self.ssl,
-            headers={"Authorization": f"Bearer {self.token}"},
+            base_url=self.localkube.url,
+            verify=self.localkube.ssl_context(),
+            headers={"Authorization": f"Bearer {self.localkube.token}"},
             timeout=60,
             limits=limits,
         )
@@ -119,15 +103,15 @@ class Cluster:
         raise RuntimeError(f"the operator did not become ready; see {self.workdir / 'operator.log'}")
 
     def stop(self) -> None:
-        for process in (self.operator, self.localkube):
-            if process is None or process.poll() is not None:
-                continue
-            os.killpg(process.pid, signal.SIGTERM)
+        if self.operator is not None and self.operator.poll() is None:
+            os.killpg(self.operator.pid, signal.SIGTERM)
             try:
-                process.wait(10)
+                self.operator.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                os.killpg(self.operator.pid, signal.SIGKILL)
+                self.operator.wait()
+        if self.localkube is not None:
+            self.localkube.stop()
 
 
 def _rss_mb(pid: int) -> float:
@@ -149,17 +133,6 @@ async def _create_namespace(client: httpx.AsyncClient, name: str) -> None:
     )
     if response.status_code not in (201, 409):
         raise RuntimeError(f"cannot create namespace {name}: {response.text}")
-
-
-async def _install_crds(client: httpx.AsyncClient) -> None:
-    for definition in crd.crds():
-        response = await client.post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            content=orjson.dumps(definition),
-            headers={"Content-Type": "application/json"},
-        )
-        if response.status_code not in (201, 409):
-            raise RuntimeError(f"cannot install CRD: {response.text}")
 
 
 def _pod(name: str) -> dict[str, Any]:
@@ -231,7 +204,7 @@ def _raycluster(name: str, workers: int) -> dict[str, Any]:
 async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: float) -> dict[str, Any]:
     assert cluster.operator is not None and cluster.localkube is not None
     pid = cluster.operator.pid
-    localkube_cpu_before = _cpu_seconds(cluster.localkube.pid)
+    localkube_cpu_before = _cpu_seconds(cluster.localkube_pid)
     created: dict[str, float] = {}
     ready: dict[str, float] = {}
     async with cluster.client() as client:
@@ -283,7 +256,7 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
         "ready_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "operator_rss_mb": _rss_mb(pid),
         "operator_cpu_s": _cpu_seconds(pid),
-        "localkube_cpu_s": _cpu_seconds(cluster.localkube.pid) - localkube_cpu_before,
+        "localkube_cpu_s": _cpu_seconds(cluster.localkube_pid) - localkube_cpu_before,
         "elapsed_s": finished - started,
     }
 
@@ -292,8 +265,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     cluster = Cluster(workdir, args.concurrency, args.qps, args.burst)
     try:
         cluster.start_localkube()
-        async with cluster.client() as client:
-            await _install_crds(client)
+        assert cluster.localkube is not None
+        cluster.localkube.apply(crd.crds())
         pods = args.clusters * (args.workers + 1)
         limit = await measure_limit(cluster, pods)
         cluster.start_operator()
