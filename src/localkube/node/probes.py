@@ -7,6 +7,9 @@ task so that no reconcile ever waits on a probe. Timing follows the kubelet: the
 `timeoutSeconds` (a timeout is a failure); `successThreshold` consecutive successes make the result
 success, `failureThreshold` consecutive failures make it failure.
 
+`tick_run` steps the probes of one run as the kubelet does: only the startup probe until it passes, then
+liveness and readiness; it names the probe whose failure means the container is to be restarted.
+
 Results: a readiness probe starts as failure (not ready until it passes), a liveness probe as success,
 a startup probe as unknown (None) until it passes or fails. A probe's handler runs in the pod's sandbox:
 exec commands through its argv prefix and with the container's environment, httpGet and tcpSocket against
@@ -171,3 +174,20 @@ class Prober:
         with contextlib.suppress(OSError):
             await writer.wait_closed()
         return True, ""
+
+
+def tick_run(probes: Mapping[str, Prober], now: float) -> Prober | None:
+    """Steps a run's probes (see the module docstring); the startup or liveness probe that failed, if any."""
+    startup = probes.get("startup")
+    if startup is not None and startup.result is not True:
+        startup.tick(now)
+        return startup if startup.result is False else None
+    liveness = probes.get("liveness")
+    if liveness is not None:
+        liveness.tick(now)
+        if liveness.result is False:
+            return liveness
+    readiness = probes.get("readiness")
+    if readiness is not None:
+        readiness.tick(now)
+    return None

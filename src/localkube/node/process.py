@@ -14,14 +14,10 @@ Status is computed from the per-pod state on every reconcile and written only wh
 kubelet's shapes (phase, conditions with transition times, container states with lastState, restartCount,
 ready and started).
 
-Restarts follow restartPolicy (an init container restarts on failure unless the policy is Never) with the
-kubelet's back-off: the first restart at once, then 10 s doubling up to 300 s, reset after a run of
-twice the cap. A container is its process group: when its main process exits, what remains of the group
-is killed, as a container runtime kills what is left in a container. Stopping a container (liveness or
-startup failure, pod deletion, shutdown) sends SIGTERM to the group and to every descendant that left it,
-then SIGKILL when the grace period ends, so `ray start --block` and the daemons it forks stop together
-(never `ray stop`, which kills every Ray process on the host by name). A deleted pod's namespace and logs
-are removed after its processes are gone; then the pod object is removed, as the simulated kubelet does.
+Supervision of each container's process group (stopping, restarts with back-off) is `supervision.py`;
+the status, rendered from the per-container state, is `podstatus.py` (pure). A deleted pod's namespace and
+logs are removed after its processes are gone; then the pod object is removed, as the simulated kubelet
+does.
 
 Every container has a home directory of its own (under `<data-dir>/kubelet/pods/<uid>/`, unless its env
 sets HOME) whose .profile keeps PATH for login shells. Where the sandbox gives commands a mount namespace
@@ -36,7 +32,6 @@ localkube (re)started is never run again; a running one is started afresh (resta
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import math
@@ -59,21 +54,19 @@ from localkube.node.environment import (
     command_line,
     container_environment,
 )
-from localkube.node.kubelet import (
-    PODS_PREFIX,
-    NodeOptions,
-    finish_deletion,
-    register_node,
-    scheduled_condition,
-)
+from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
-from localkube.node.probes import ProbeContext, Prober
-from localkube.node.simulate import (
-    pod_condition,
-    qos_class,
-    rfc3339,
-    uninitialized_message,
-    unready_message,
+from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
+from localkube.node.probes import ProbeContext, Prober, tick_run
+from localkube.node.simulate import rfc3339
+from localkube.node.supervision import (
+    MINIMUM_GRACE,
+    ContainerState,
+    RestartRules,
+    Run,
+    exit_code,
+    kill_leftovers,
+    record_process,
 )
 from localkube.storage import Event, Store
 
@@ -82,8 +75,6 @@ log = logging.getLogger(__name__)
 ENDPOINTS_PREFIX = "/registry/core/endpoints/"
 # The reconcile key that rewrites every pod's hosts file (Endpoints changed).
 HOSTS_KEY = ENDPOINTS_PREFIX
-# A pod removed from the store without a grace period still gets this long (the kubelet's minimum).
-MINIMUM_GRACE = 2.0
 DEFAULT_GRACE = 30.0
 # Ray keeps its sessions under /tmp/ray; a pod with a mount namespace gets its own there.
 HOST_RAY_DIR = Path("/tmp/ray")
@@ -104,138 +95,6 @@ def _now() -> str:
     return rfc3339(datetime.datetime.now(datetime.UTC))
 
 
-def _exit_code(returncode: int) -> int:
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every live descendant of `pid`, from /proc (a process that started its own session included)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found: set[int] = set()
-    frontier = [pid]
-    while frontier:
-        for child in children.get(frontier.pop(), []):
-            if child not in found:
-                found.add(child)
-                frontier.append(child)
-    return found
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot: with its pid, it names one process for good."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rfind(")") + 2 :].split()[19]
-
-
-def _record_process(pod_dir: Path, pid: int) -> None:
-    """Notes a container's process group so that a later start can stop it if this one died unclean."""
-    pod_dir.mkdir(parents=True, exist_ok=True)
-    with (pod_dir / "processes").open("a") as f:
-        f.write(f"{pid} {_start_time(pid)}\n")
-
-
-def _kill_leftovers(data_dir: Path) -> None:
-    """Kills the process groups that an earlier kubelet on this data directory started and did not stop
-    (it was killed itself): containers of pods that this kubelet will start afresh."""
-    for record in (data_dir / "kubelet" / "pods").glob("*/processes"):
-        for line in record.read_text().splitlines():
-            pid, _, started = line.partition(" ")
-            if pid.isdigit() and _start_time(int(pid)) == started:
-                log.warning("stopping process group %s left by an earlier run", pid)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(int(pid), signal.SIGKILL)
-        record.unlink()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@dataclass
-class _Run:
-    """One run of a container: its process (a group leader) and what belongs to this run."""
-
-    process: subprocess.Popen[bytes]
-    started_at: str
-    started: float  # monotonic
-    probes: dict[str, Prober]
-    writer: logs.LogWriter
-    context: ProbeContext
-    stop_deadline: float | None = None
-    strays: set[int] = field(default_factory=set)  # descendants outside the group, seen at SIGTERM
-
-    @property
-    def container_id(self) -> str:
-        return f"process://{self.process.pid}"
-
-    def signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, sig)
-        for pid in self.strays:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-
-    def begin_stop(self, grace: float, now: float) -> None:
-        if self.stop_deadline is not None:
-            return
-        for prober in self.probes.values():
-            prober.cancel()
-        self.strays = _descendants(self.process.pid) - {self.process.pid}
-        self.signal(signal.SIGTERM)
-        self.stop_deadline = now + grace
-
-    def gone(self, now: float) -> bool:
-        """Polls the run; SIGKILLs it once its grace period is over. True when nothing of it is left."""
-        exited = self.process.poll() is not None
-        if exited and not _group_alive(self.process.pid):
-            return True
-        if self.stop_deadline is not None and now >= self.stop_deadline:
-            self.signal(signal.SIGKILL)
-            # After SIGKILL only reaping is left; a group that still shows up holds zombies nobody waits on.
-            return exited and now >= self.stop_deadline + MINIMUM_GRACE
-        return False
-
-
-@dataclass
-class _Container:
-    spec: dict[str, Any]
-    init: bool
-    runs: int = 0
-    run: _Run | None = None
-    terminated: dict[str, Any] | None = None  # the last run's termination
-    waiting: tuple[str, str] | None = None  # a reason and message that keep it from starting
-    done: bool = False  # terminated for good
-    restart_at: float = 0.0
-    delay: float = 0.0  # the wait before the pending restart
-    backoff: float = 0.0  # the wait before the next restart after an exit
-
-    @property
-    def name(self) -> str:
-        return str(self.spec["name"])
-
-    @property
-    def succeeded(self) -> bool:
-        return self.done and self.terminated is not None and self.terminated["exitCode"] == 0
-
-
 @dataclass
 class _Pod:
     key: str
@@ -244,18 +103,18 @@ class _Pod:
     namespace: str
     ip: str
     started_at: str
-    containers: list[_Container]
+    containers: list[ContainerState]
     hostname: str
-    restart_policy: str
+    rules: RestartRules
     grace: float
     host_network: bool
     sandbox_task: asyncio.Task[Sandbox] | None = None
     sandbox: Sandbox | None = None
-    transitions: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    transitions: Transitions = field(default_factory=dict)
     stopping: bool = False
     teardown: asyncio.Task[None] | None = None
 
-    def live_runs(self) -> Iterable[_Run]:
+    def live_runs(self) -> Iterable[Run]:
         return (c.run for c in self.containers if c.run is not None)
 
 
@@ -278,7 +137,7 @@ class ProcessKubelet:
         # The node's address as its pods reach it: the bridge's, when pods have network namespaces.
         self._options = replace(options, host_ip=self._network.host_address or options.host_ip)
         self._process_options = process_options
-        _kill_leftovers(process_options.data_dir)
+        kill_leftovers(process_options.data_dir / "kubelet" / "pods")
         self._pods: dict[str, _Pod] = {}
         self._unshare = shutil.which("unshare")
         self.prefixes: tuple[str, ...] = (
@@ -374,11 +233,15 @@ class ProcessKubelet:
             host_network=bool(spec.get("hostNetwork")),
             started_at=(pod.get("status") or {}).get("startTime") or _now(),
             containers=[
-                *(_Container(c, init=True) for c in spec.get("initContainers") or []),
-                *(_Container(c, init=False) for c in spec.get("containers") or []),
+                *(ContainerState(c, init=True) for c in spec.get("initContainers") or []),
+                *(ContainerState(c, init=False) for c in spec.get("containers") or []),
             ],
             hostname=spec.get("hostname") or metadata["name"],
-            restart_policy=spec.get("restartPolicy") or "Always",
+            rules=RestartRules(
+                spec.get("restartPolicy") or "Always",
+                self._process_options.backoff_initial,
+                self._process_options.backoff_max,
+            ),
             grace=float(spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE)),
         )
         self._pods[key] = state
@@ -436,14 +299,10 @@ class ProcessKubelet:
                 self._step_container(state, pod, container, now)
         return self._recheck(state, now)
 
-    def _restarts(self, state: _Pod, container: _Container, exit_code: int) -> bool:
-        policy = state.restart_policy
-        if container.init and policy == "Always":
-            policy = "OnFailure"
-        return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
-
-    def _step_container(self, state: _Pod, pod: dict[str, Any], container: _Container, now: float) -> None:
-        if self._failed(state):
+    def _step_container(
+        self, state: _Pod, pod: dict[str, Any], container: ContainerState, now: float
+    ) -> None:
+        if failed(state.containers):
             return
         run = container.run
         if run is not None:
@@ -451,19 +310,21 @@ class ProcessKubelet:
                 if run.stop_deadline is not None:
                     run.gone(now)  # SIGKILL when the grace period is over
                 else:
-                    self._probe(state, container, run, now)
+                    failing = tick_run(run.probes, now)
+                    if failing is not None:
+                        self._kill_for_probe(state, container, run, failing, now)
                 return
             self._finish_run(state, container, run, now)
         if container.done or now < container.restart_at:
             return
         self._start(state, pod, container, now)
 
-    def _finish_run(self, state: _Pod, container: _Container, run: _Run, now: float) -> None:
+    def _finish_run(self, state: _Pod, container: ContainerState, run: Run, now: float) -> None:
         for prober in run.probes.values():
             prober.cancel()
         run.signal(signal.SIGKILL)  # what is left of the container once its main process is gone
         assert run.process.returncode is not None
-        code = _exit_code(run.process.returncode)
+        code = exit_code(run.process.returncode)
         container.terminated = {
             "exitCode": code,
             "reason": "Completed" if code == 0 else "Error",
@@ -472,24 +333,15 @@ class ProcessKubelet:
             "containerID": run.container_id,
         }
         container.run = None
-        if not self._restarts(state, container, code):
-            container.done = True
-            return
-        if now - run.started > 2 * self._process_options.backoff_max:
-            container.backoff = 0.0  # the kubelet forgets the back-off of a container that ran long enough
-        self._back_off(container, now)
+        state.rules.after_exit(container, code, now - run.started, now)
 
-    def _back_off(self, container: _Container, now: float) -> None:
-        """Schedules the restart: at once after the first exit, then after 10 s doubling up to the cap."""
-        options = self._process_options
-        container.delay = container.backoff
-        container.restart_at = now + container.delay
-        container.backoff = min(max(container.backoff * 2, options.backoff_initial), options.backoff_max)
-
-    def _start(self, state: _Pod, pod: dict[str, Any], container: _Container, now: float) -> None:
+    def _start(self, state: _Pod, pod: dict[str, Any], container: ContainerState, now: float) -> None:
         assert state.sandbox is not None
         spec = container.spec
-        pod_now = {**pod, "status": {**(pod.get("status") or {}), **self._addresses(state)}}
+        pod_now = {
+            **pod,
+            "status": {**(pod.get("status") or {}), **addresses(self._options.host_ip, state.ip)},
+        }
         try:
             declared = container_environment(pod_now, spec, self._read, self._options.capacity)
             env = {**self._base_environment(pod_now), **declared}
@@ -536,7 +388,7 @@ class ProcessKubelet:
             self._start_error(state, container, str(err), now)
             return
         assert process.stdout is not None and process.stderr is not None
-        _record_process(self._pod_dir(state), process.pid)
+        record_process(self._pod_dir(state), process.pid)
         writer.attach("stdout", process.stdout)
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
@@ -547,7 +399,7 @@ class ProcessKubelet:
             for kind in ("startup", "liveness", "readiness")
             if spec.get(f"{kind}Probe") and not container.init
         }
-        container.run = _Run(process, _now(), now, probes, writer, context)
+        container.run = Run(process, _now(), now, probes, writer, context)
 
     def _pod_dir(self, state: _Pod) -> Path:
         """The pod's kubelet directory: its /tmp/ray, its containers' homes, its process records."""
@@ -557,7 +409,7 @@ class ProcessKubelet:
         """The pod's own /tmp/ray, on the host (when the sandbox has a mount namespace)."""
         return self._pod_dir(state) / "ray"
 
-    def _home(self, state: _Pod, container: _Container, path: str) -> str:
+    def _home(self, state: _Pod, container: ContainerState, path: str) -> str:
         """The container's own home directory, as its processes see it. Its .profile puts the container's
         PATH back for login shells (`bash -lc`, as KubeRay's commands use), which /etc/profile on many hosts
         resets to the system's, losing localkube's interpreter."""
@@ -599,7 +451,7 @@ class ProcessKubelet:
             state.hostname,
         )
 
-    def _start_error(self, state: _Pod, container: _Container, message: str, now: float) -> None:
+    def _start_error(self, state: _Pod, container: ContainerState, message: str, now: float) -> None:
         """A container that could not be started counts as a run that ended at once (reason StartError)."""
         stamp = _now()
         container.terminated = {
@@ -610,30 +462,10 @@ class ProcessKubelet:
             "finishedAt": stamp,
             "containerID": "",
         }
-        if not self._restarts(state, container, 128):
-            container.done = True
-            return
-        self._back_off(container, now)
-
-    def _probe(self, state: _Pod, container: _Container, run: _Run, now: float) -> None:
-        startup = run.probes.get("startup")
-        if startup is not None and startup.result is not True:
-            startup.tick(now)
-            if startup.result is False:
-                self._kill_for_probe(state, container, run, startup, now)
-            return
-        liveness = run.probes.get("liveness")
-        if liveness is not None:
-            liveness.tick(now)
-            if liveness.result is False:
-                self._kill_for_probe(state, container, run, liveness, now)
-                return
-        readiness = run.probes.get("readiness")
-        if readiness is not None:
-            readiness.tick(now)
+        state.rules.after_exit(container, 128, 0.0, now)
 
     def _kill_for_probe(
-        self, state: _Pod, container: _Container, run: _Run, prober: Prober, now: float
+        self, state: _Pod, container: ContainerState, run: Run, prober: Prober, now: float
     ) -> None:
         log.info(
             "pod %s: container %s failed %s probe (%s), will be restarted",
@@ -674,7 +506,7 @@ class ProcessKubelet:
         return True
 
     def _recheck(self, state: _Pod, now: float) -> float | None:
-        if self._failed(state) and not any(state.live_runs()):
+        if failed(state.containers) and not any(state.live_runs()):
             return None
         waits: list[float] = []
         for container in state.containers:
@@ -689,119 +521,17 @@ class ProcessKubelet:
 
     # Status.
 
-    def _failed(self, state: _Pod) -> bool:
-        """An init container failed for good: the pod is Failed and nothing more starts."""
-        return any(c.init and c.done and not c.succeeded for c in state.containers)
-
-    def _addresses(self, state: _Pod) -> dict[str, Any]:
-        host = self._options.host_ip
-        return {"hostIP": host, "hostIPs": [{"ip": host}], "podIP": state.ip, "podIPs": [{"ip": state.ip}]}
-
-    def _phase(self, state: _Pod) -> str:
-        inits = [c for c in state.containers if c.init]
-        apps = [c for c in state.containers if not c.init]
-        if self._failed(state):
-            return "Failed"
-        if not all(c.succeeded for c in inits) or any(c.run is None and c.terminated is None for c in apps):
-            return "Pending"
-        if any(c.run is not None for c in apps) or not all(c.done for c in apps):
-            return "Running"
-        return "Succeeded" if all(c.succeeded for c in apps) else "Failed"
-
-    def _ready(self, container: _Container) -> bool:
-        run = container.run
-        if run is None or run.stop_deadline is not None or not self._started(container):
-            return False
-        readiness = run.probes.get("readiness")
-        return readiness is None or readiness.result is True
-
-    def _started(self, container: _Container) -> bool:
-        run = container.run
-        if run is None:
-            return False
-        startup = run.probes.get("startup")
-        return startup is None or startup.result is True
-
-    def _container_status(self, state: _Pod, container: _Container, initialized: bool) -> dict[str, Any]:
-        run = container.run
-        last: dict[str, Any] = {}
-        if run is not None:
-            current: dict[str, Any] = {"running": {"startedAt": run.started_at}}
-            if container.terminated is not None:
-                last = {"terminated": container.terminated}
-        elif container.waiting is not None:
-            reason, message = container.waiting
-            current = {"waiting": {"reason": reason, "message": message}}
-        elif container.terminated is not None and container.done:
-            current = {"terminated": container.terminated}
-        elif container.terminated is not None:
-            message = (
-                f"back-off {_go_duration(container.delay)} restarting failed container={container.name} "
-                f"pod={state.name}_{state.namespace}({state.uid})"
-            )
-            current = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
-            last = {"terminated": container.terminated}
-        else:
-            creating = not container.init and initialized
-            current = {"waiting": {"reason": "ContainerCreating" if creating else "PodInitializing"}}
-        entry: dict[str, Any] = {
-            "name": container.name,
-            "image": container.spec.get("image", ""),
-            "imageID": "",
-            "ready": self._ready(container),
-            "restartCount": max(container.runs - 1, 0),
-            "started": self._started(container),
-            "state": current,
-            "lastState": last,
-        }
-        container_id = (
-            run.container_id if run is not None else (container.terminated or {}).get("containerID")
-        )
-        if container_id:
-            entry["containerID"] = container_id
-        return entry
-
-    def _condition(
-        self, state: _Pod, kind: str, ok: bool, reason: str = "", message: str = ""
-    ) -> dict[str, Any]:
-        previous = state.transitions.get(kind)
-        if previous is None or previous[0] != ok:
-            previous = (ok, _now())
-            state.transitions[kind] = previous
-        return pod_condition(kind, ok, previous[1], reason, message)
-
     def _status(self, state: _Pod, pod: dict[str, Any]) -> dict[str, Any]:
-        inits = [c for c in state.containers if c.init]
-        apps = [c for c in state.containers if not c.init]
-        initialized = all(c.succeeded for c in inits)
-        phase = self._phase(state)
-        unready = [c.name for c in apps if not self._ready(c)]
-        ready_reason = "PodCompleted" if phase == "Succeeded" else "ContainersNotReady"
-        ready_message = "" if phase == "Succeeded" else unready_message(unready)
-        scheduled = scheduled_condition(pod) or pod_condition("PodScheduled", True, state.started_at)
-        conditions = [
-            self._condition(state, "PodReadyToStartContainers", state.sandbox is not None),
-            self._condition(
-                state,
-                "Initialized",
-                initialized,
-                "ContainersNotInitialized",
-                uninitialized_message(c.name for c in inits if not c.succeeded),
-            ),
-            self._condition(state, "Ready", not unready, ready_reason, ready_message),
-            self._condition(state, "ContainersReady", not unready, ready_reason, ready_message),
-            scheduled,
-        ]
-        status: dict[str, Any] = {
-            "phase": phase,
-            "conditions": conditions,
-            **self._addresses(state),
-            "startTime": state.started_at,
-            "qosClass": qos_class(pod),
-        }
-        if inits:
-            status["initContainerStatuses"] = [self._container_status(state, c, initialized) for c in inits]
-        status["containerStatuses"] = [self._container_status(state, c, initialized) for c in apps]
+        view = PodView(
+            state.name,
+            state.namespace,
+            state.uid,
+            state.ip,
+            self._options.host_ip,
+            state.started_at,
+            state.sandbox is not None,
+        )
+        status, state.transitions = pod_status(view, state.containers, pod, state.transitions, _now())
         return status
 
     # Inputs.
@@ -817,11 +547,3 @@ class ProcessKubelet:
         metadata, spec = pod["metadata"], pod.get("spec") or {}
         env["HOSTNAME"] = spec.get("hostname") or metadata["name"]
         return env
-
-
-def _go_duration(seconds: float) -> str:
-    """A duration as Go prints it ("10s", "2m40s", "5m0s", "500ms")."""
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
