@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -31,18 +30,23 @@ from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbi
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
 from localkube.server.reviews import Reviews
+from localkube.server.routing import (
+    JSON,
+    Receive,
+    Reply,
+    Request,
+    Scope,
+    Send,
+    StreamReply,
+    Target,
+    request_verb,
+)
 from localkube.server.selectors import SelectorError, field_matcher, label_matcher
 from localkube.server.tables import table
 from localkube.server.watch import stream
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 log = logging.getLogger("localkube.server")
 
-JSON = bodies.JSON
 _HEALTH = frozenset({"livez", "readyz", "healthz"})
 _VERSION = {
     "major": "1",
@@ -57,56 +61,12 @@ _VERSION = {
 }
 
 
-@dataclass(slots=True)
-class Request:
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    body: bytes
-    user: UserInfo | None = None
-
-
-@dataclass(slots=True)
-class Reply:
-    status: int
-    body: bytes
-    content_type: str = JSON
-
-
-@dataclass(slots=True)
-class StreamReply:
-    chunks: AsyncIterator[bytes]
-    content_type: str = JSON
-
-
-@dataclass(slots=True)
-class Target:
-    """A resource request after routing."""
-
-    resource_type: ResourceType
-    namespace: str | None
-    name: str | None
-    subresource: str | None
-
-
 def _json(obj: Any, status: int = 200) -> Reply:
     return Reply(status, orjson.dumps(obj))
 
 
 def _error_reply(error: ApiError) -> Reply:
     return Reply(error.code, orjson.dumps(error.status()))
-
-
-def request_verb(method: str, target: Target | None, query: dict[str, str]) -> str:
-    """The Kubernetes verb of a request, as RBAC names it."""
-    if method in ("GET", "HEAD"):
-        if target is not None and target.name is None:
-            return "watch" if query.get("watch") in ("true", "1") else "list"
-        return "get"
-    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(
-        method, "delete" if target is None or target.name is not None else "deletecollection"
-    )
 
 
 class App:
@@ -336,20 +296,19 @@ class App:
         if "fieldManager" not in query and request.method in ("POST", "PUT", "PATCH"):
             # The real server names an unnamed writer by its user agent's program name.
             query["fieldManager"] = request.headers.get("user-agent", "unknown").split("/")[0][:128]
-        if sub in ("scale", "log", "binding", "token", "finalize"):
-            content_type = request.headers.get("content-type", JSON)
-            return _json_or_text(
-                subresources.handle(
-                    resources,
-                    self.authenticator,
-                    self.pod_logs,
-                    request.method,
-                    target,
-                    request.body,
-                    content_type,
-                    query,
-                )
+        handler = subresources.HANDLERS.get(sub or "")
+        if handler is not None:
+            call = subresources.Call(
+                resources,
+                self.authenticator,
+                self.pod_logs,
+                request.method,
+                target,
+                request.body,
+                request.headers.get("content-type", JSON),
+                query,
             )
+            return _json_or_text(handler(call))
         if verb in ("list", "watch"):
             return self._list(request, resource_type, namespace, verb)
         if verb == "get":

@@ -13,49 +13,49 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
 from localkube.server.rest import Query, Resources, clone, now
+from localkube.server.routing import Target
 from localkube.server.selectors import selector_text
 from localkube.server.tables import jsonpath_values
-
-if TYPE_CHECKING:
-    from localkube.server.app import Target
 
 # (namespace, pod, container, query) -> the log text, or its chunks as they come (`follow=true`).
 LogText = str | AsyncIterator[bytes]
 PodLogs = Callable[[str, str, str, Query], LogText]
 
 
-def handle(
-    resources: Resources,
-    authenticator: Authenticator,
-    pod_logs: PodLogs | None,
-    method: str,
-    target: Target,
-    body: bytes,
-    content_type: str,
-    query: Query,
-) -> tuple[int, dict[str, Any] | LogText]:
-    assert target.name is not None and target.subresource is not None
-    if target.subresource == "scale":
-        return _scale(resources, method, target, body, content_type, query)
-    if target.subresource == "log" and method == "GET":
-        return 200, _log(resources, pod_logs, target, query)
-    if target.subresource == "binding" and method == "POST":
-        return _bind(resources, target, bodies.decode(body, content_type))
-    if target.subresource == "token" and method == "POST":
-        return _token(resources, authenticator, target, bodies.decode(body, content_type))
-    if target.subresource == "finalize" and method == "PUT":
-        namespace = resources.get(target.resource_type, None, target.name)
-        namespace.setdefault("spec", {})["finalizers"] = (
-            bodies.decode(body, content_type).get("spec") or {}
-        ).get("finalizers") or []
-        return 200, resources.update(target.resource_type, None, target.name, namespace, None, query)
-    raise errors.method_not_allowed()
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request to a subresource, with what its handler may use."""
+
+    resources: Resources
+    authenticator: Authenticator
+    pod_logs: PodLogs | None
+    method: str
+    target: Target
+    body: bytes
+    content_type: str
+    query: Query
+
+    @property
+    def name(self) -> str:
+        assert self.target.name is not None
+        return self.target.name
+
+    def decoded(self) -> dict[str, Any]:
+        return bodies.decode(self.body, self.content_type)
+
+    def only(self, method: str) -> None:
+        if self.method != method:
+            raise errors.method_not_allowed()
+
+
+Handler = Callable[[Call], tuple[int, dict[str, Any] | LogText]]
 
 
 def _path_parts(json_path: str) -> list[str]:
@@ -96,20 +96,19 @@ def _scale_of(resources: Resources, target: Target) -> tuple[dict[str, Any], dic
     return obj, scale
 
 
-def _scale(
-    resources: Resources, method: str, target: Target, body: bytes, content_type: str, query: Query
-) -> tuple[int, dict[str, Any]]:
+def _scale(call: Call) -> tuple[int, dict[str, Any]]:
+    resources, target = call.resources, call.target
     obj, scale = _scale_of(resources, target)
-    if method == "GET":
+    if call.method == "GET":
         return 200, scale
-    if method == "PUT":
-        wanted = bodies.decode(body, content_type)
-    elif method == "PATCH":
-        content_type = content_type.split(";")[0].strip()
+    if call.method == "PUT":
+        wanted = call.decoded()
+    elif call.method == "PATCH":
+        content_type = call.content_type.split(";")[0].strip()
         # A Scale has no lists, so a strategic merge is a plain merge.
         if content_type == patching.STRATEGIC_MERGE_PATCH:
             content_type = patching.MERGE_PATCH
-        wanted = patching.patch(scale, body, content_type, None)
+        wanted = patching.patch(scale, call.body, content_type, None)
     else:
         raise errors.method_not_allowed()
     replicas = (wanted.get("spec") or {}).get("replicas")
@@ -125,11 +124,13 @@ def _scale(
     requested = (wanted.get("metadata") or {}).get("resourceVersion")
     if requested:
         updated["metadata"]["resourceVersion"] = requested
-    resources.update(target.resource_type, target.namespace, target.name, updated, None, query)
+    resources.update(target.resource_type, target.namespace, target.name, updated, None, call.query)
     return 200, _scale_of(resources, target)[1]
 
 
-def _log(resources: Resources, pod_logs: PodLogs | None, target: Target, query: Query) -> LogText:
+def _log(call: Call) -> tuple[int, LogText]:
+    call.only("GET")
+    resources, target, query = call.resources, call.target, call.query
     assert target.name is not None and target.namespace is not None
     pod = resources.get(target.resource_type, target.namespace, target.name)
     names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
@@ -143,10 +144,12 @@ def _log(resources: Resources, pod_logs: PodLogs | None, target: Target, query: 
     init_names = [c.get("name", "") for c in (pod.get("spec") or {}).get("initContainers") or []]
     if container not in names and container not in init_names:
         raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
-    return pod_logs(target.namespace, target.name, container, query) if pod_logs else ""
+    return 200, call.pod_logs(target.namespace, target.name, container, query) if call.pod_logs else ""
 
 
-def _bind(resources: Resources, target: Target, binding: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _bind(call: Call) -> tuple[int, dict[str, Any]]:
+    call.only("POST")
+    resources, target, binding = call.resources, call.target, call.decoded()
     assert target.name is not None
     node = (binding.get("target") or {}).get("name")
     if not node:
@@ -173,9 +176,14 @@ def _bind(resources: Resources, target: Target, binding: dict[str, Any]) -> tupl
     return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
-def _token(
-    resources: Resources, authenticator: Authenticator, target: Target, request: dict[str, Any]
-) -> tuple[int, dict[str, Any]]:
+def _token(call: Call) -> tuple[int, dict[str, Any]]:
+    call.only("POST")
+    resources, authenticator, target, request = (
+        call.resources,
+        call.authenticator,
+        call.target,
+        call.decoded(),
+    )
     assert target.name is not None and target.namespace is not None
     account = resources.get(target.resource_type, target.namespace, target.name)
     spec = request.get("spec") or {}
@@ -191,3 +199,22 @@ def _token(
         "spec": {**spec, "expirationSeconds": seconds},
         "status": {"token": token, "expirationTimestamp": expires},
     }
+
+
+def _finalize(call: Call) -> tuple[int, dict[str, Any]]:
+    call.only("PUT")
+    resource_type = call.target.resource_type
+    namespace = call.resources.get(resource_type, None, call.name)
+    finalizers = (call.decoded().get("spec") or {}).get("finalizers") or []
+    namespace.setdefault("spec", {})["finalizers"] = finalizers
+    return 200, call.resources.update(resource_type, None, call.name, namespace, None, call.query)
+
+
+# The subresources served here, by name; the application routes a request to its handler.
+HANDLERS: Mapping[str, Handler] = {
+    "scale": _scale,
+    "log": _log,
+    "binding": _bind,
+    "token": _token,
+    "finalize": _finalize,
+}
