@@ -5,8 +5,9 @@ A reconcile of a Running RayJob reads `latest(key, target)`, the latest observat
 `watch(key, target)`, which returns at once and, if the target has not been asked within `min_interval`,
 queues one poll. `workers` tasks take polls from
 the queue; each asks the dashboard for the job's info and, for an HTTPMode target the dashboard does not
-know yet, submits the job and asks again. When an answer differs from the previous one, `notify(key)` queues
-a reconcile, so status follows Ray within one poll instead of one requeue period.
+know, submits the job: the submission's outcome is then the answer, and the next poll reads the job's info.
+When an answer differs from the previous one, `notify(key)` queues a reconcile, so status follows Ray within
+one poll instead of one requeue period.
 
 Invariants:
 - at most one poll per key is queued or running at any time, so the queue is bounded by the number of
@@ -126,15 +127,16 @@ class JobStatusPoller:
             return Observation(error=error)
         try:
             await client.submit_job(target.submit)
-            log.info("submitted Ray job %s to %s", target.job_id, target.base_url)
-            return Observation(info=await client.get_job_info(target.job_id))
         except DashboardError as error:
-            return Observation(error=error)
+            log.warning("submitting Ray job %s to %s failed: %s", target.job_id, target.base_url, error)
+            return Observation(error=error, submitted=True)
+        log.info("submitted Ray job %s to %s", target.job_id, target.base_url)
+        return Observation(submitted=True)
 
 
 def _signature(observation: Observation | None) -> object:
     if observation is None:
         return None
     if observation.error is not None:
-        return (type(observation.error), str(observation.error))
-    return observation.info
+        return (observation.submitted, type(observation.error), str(observation.error))
+    return (observation.submitted, observation.info)

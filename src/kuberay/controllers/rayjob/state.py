@@ -120,10 +120,15 @@ class SubmitterFacts:
 
 @dataclass(frozen=True)
 class Observation:
-    """The latest answer of the dashboard about the job: its info, or the error of asking."""
+    """The latest answer of the dashboard about the job: its info, or the error of asking.
+
+    `submitted`: the dashboard did not know an HTTPMode job, so it was submitted (again); `error` is then the
+    submission's error, if it failed, and the job's status is read by a later poll (upstream
+    `reconcileHTTPModeJobNotFound`)."""
 
     info: JobInfo | None = None
     error: DashboardError | None = None
+    submitted: bool = False
 
 
 @dataclass(frozen=True)
@@ -391,15 +396,23 @@ def _running(job: RayJob, facts: Facts, settings: Settings, decision: Decision) 
     if observation is None:
         decision.requeue_after = REQUEUE_SECONDS
         return True
-    if isinstance(observation.error, JobNotFound):
+    if observation.submitted and observation.error is None:
+        # A successful submission ends a run of failed checks; the status is written only if one was running.
+        if not status.get("jobStatusCheckFailureStartTime"):
+            decision.requeue_after = REQUEUE_SECONDS
+            return True
+        status.pop("jobStatusCheckFailureStartTime")
+        return False
+    if isinstance(observation.error, JobNotFound) and not observation.submitted:
         if with_submitter and submitter.finished_at is not None:
             _fail(
                 status, JobFailedReason.APP_FAILED, "Submitter completed but Ray job not found in RayCluster."
             )
             return False
-        decision.requeue_after = REQUEUE_SECONDS  # HTTPMode: the poller submits it
+        decision.requeue_after = REQUEUE_SECONDS
         return True
     if observation.error is not None or observation.info is None:
+        # A failed check (or failed submission) starts the failure timer; the status is written only then.
         if status.get("jobStatusCheckFailureStartTime"):
             decision.requeue_after = REQUEUE_SECONDS
             return True

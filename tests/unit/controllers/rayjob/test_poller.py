@@ -23,6 +23,7 @@ class FakeDashboard:
         self.jobs: dict[str, str] = {}
         self.calls: list[str] = []
         self.gate: asyncio.Event | None = None
+        self.refuse_submissions = False
         self.in_flight = self.most_in_flight = 0
 
     async def __call__(self, request: httpx.Request) -> httpx.Response:
@@ -32,6 +33,8 @@ class FakeDashboard:
         try:
             if self.gate is not None:
                 await self.gate.wait()
+            if request.method == "POST" and self.refuse_submissions:
+                return httpx.Response(500, text="Internal Server Error")
             if request.method == "POST":
                 body = json.loads(request.content)
                 self.jobs[body["submission_id"]] = "PENDING"
@@ -99,13 +102,30 @@ async def test_answers_are_kept_per_target_and_change_notifies(dashboard: FakeDa
 
 
 async def test_http_mode_submits_a_job_the_dashboard_does_not_know(dashboard: FakeDashboard) -> None:
+    notified: list[ObjectKey] = []
+    poller = poller_for(dashboard, notified)
+    target = PollTarget("http://head:8265", "job-1", submit=JobSubmitRequest("python x.py", "job-1"))
+    async with running(poller):
+        poller.watch(KEY, target)
+        await settle(poller, KEY, target)
+        submitted = poller.latest(KEY, target)
+        assert submitted.submitted and submitted.error is None and submitted.info is None
+        assert notified == [KEY]  # the submission's outcome is an answer of its own
+        poller.watch(KEY, target)
+        await asyncio.sleep(0.05)
+        assert poller.latest(KEY, target).info.status == "PENDING"
+    assert dashboard.calls == ["GET /api/jobs/job-1", "POST /api/jobs/", "GET /api/jobs/job-1"]
+
+
+async def test_http_mode_failed_submission_is_the_answer(dashboard: FakeDashboard) -> None:
+    dashboard.refuse_submissions = True
     poller = poller_for(dashboard, [])
     target = PollTarget("http://head:8265", "job-1", submit=JobSubmitRequest("python x.py", "job-1"))
     async with running(poller):
         poller.watch(KEY, target)
         await settle(poller, KEY, target)
-    assert poller.latest(KEY, target).info.status == "PENDING"
-    assert dashboard.calls == ["GET /api/jobs/job-1", "POST /api/jobs/", "GET /api/jobs/job-1"]
+    answer = poller.latest(KEY, target)
+    assert answer.submitted and answer.error is not None and not isinstance(answer.error, JobNotFound)
 
 
 async def test_one_poll_per_key_and_no_more_in_flight_than_workers(dashboard: FakeDashboard) -> None:

@@ -377,9 +377,33 @@ CASES: dict[str, Case] = {
         actions=[A.POLL],
         write=False,
     ),
-    "Running: HTTPMode job not found yet (the poller submits)": Case(
-        rayjob(running(jobStatus=""), submissionMode="HTTPMode"),
-        F(observation=Observation(error=JobNotFound("x"))),
+    "Running: submitter still running and the job unknown yet": Case(
+        rayjob(running(jobStatus="")),
+        F(submitter=K8S_RUNNING, observation=Observation(error=JobNotFound("x"))),
+        actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
+        write=False,
+    ),
+    "Running: HTTPMode job resubmitted, the failure timer cleared": Case(
+        rayjob(running(jobStatusCheckFailureStartTime=at(-10)), submissionMode="HTTPMode"),
+        F(observation=Observation(submitted=True)),
+        actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
+        expect={"jobDeploymentStatus": "Running", "jobStatusCheckFailureStartTime": None, "reason": None},
+    ),
+    "Running: HTTPMode job resubmitted, no failure timer to clear": Case(
+        rayjob(running(), submissionMode="HTTPMode"),
+        F(observation=Observation(submitted=True)),
+        actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
+        write=False,
+    ),
+    "Running: HTTPMode resubmission failed, the failure timer starts": Case(
+        rayjob(running(), submissionMode="HTTPMode"),
+        F(observation=Observation(error=DashboardError("refused"), submitted=True)),
+        actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
+        expect={"jobDeploymentStatus": "Running", "jobStatusCheckFailureStartTime": at(0)},
+    ),
+    "Running: HTTPMode resubmission failed again, no write": Case(
+        rayjob(running(jobStatusCheckFailureStartTime=at(-10)), submissionMode="HTTPMode"),
+        F(observation=Observation(error=DashboardError("refused"), submitted=True)),
         actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
         write=False,
     ),
@@ -571,3 +595,20 @@ def test_deletion_policy_gate_off_makes_deletion_strategy_invalid() -> None:
     gates = FeatureGates.parse("RayJobDeletionPolicy=false")
     decision = step(job, Facts(NOW), Settings(gates=gates))
     assert decision.status["jobDeploymentStatus"] == "ValidationFailed"
+
+
+def test_http_mode_job_resubmitted_on_every_check_outlives_the_status_check_timeout() -> None:
+    """A dashboard that keeps forgetting an HTTPMode job gets it resubmitted each time; every successful
+    submission resets the failure timer, so the job stays Running past the timeout (upstream keeps it so)."""
+    settings = Settings(status_check_timeout=60)
+    status = running(jobStatusCheckFailureStartTime=at(-50))
+    for seconds in (0, 30, 61, 200):
+        moment = NOW + timedelta(seconds=seconds)
+        decision = step(
+            rayjob(status, submissionMode="HTTPMode"),
+            Facts(moment, cluster=READY, observation=Observation(submitted=True)),
+            settings,
+        )
+        status = decision.status
+        assert status["jobDeploymentStatus"] == "Running", seconds
+        assert "jobStatusCheckFailureStartTime" not in status
