@@ -26,6 +26,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import ClusterState, RayClusterConditionReason, RayClusterConditionType
 from kuberay.builders import names, quantity
+from kuberay.builders.raystart import is_gpu_resource_key
 
 JSON = dict[str, Any]
 Obj = Mapping[str, Any]
@@ -33,8 +34,6 @@ Obj = Mapping[str, Any]
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
 TPU_RESOURCE = "google.com/tpu"
-# Extended resource names counted as GPUs in `desiredGPU` (upstream's `sumGPUs`: any name ending in "gpu").
-GPU_SUFFIX = "gpu"
 # Beyond upstream: the condition and Event reason that name a pod that cannot make progress.
 POD_FAILURE_CONDITION = "PodFailure"
 # Container waiting reasons after which a pod will not become ready without a change from outside.
@@ -216,7 +215,8 @@ def desired_resources(spec: Obj) -> dict[str, str]:
         amount = total.get(name)
         return format_quantity(amount.value, amount.binary) if amount else "0"
 
-    gpus = [a for n, a in total.items() if n.endswith(GPU_SUFFIX) and a.value != 0]
+    # upstream `sumGPUs`: every GPU resource name, the one `ray start`'s `num-gpus` reads (MIG slices too).
+    gpus = [a for n, a in total.items() if is_gpu_resource_key(n) and a.value != 0]
     gpu = format_quantity(sum((a.value for a in gpus), Fraction(0)), gpus[0].binary) if gpus else "0"
     return {
         "desiredCPU": text("cpu"),

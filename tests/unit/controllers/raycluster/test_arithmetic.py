@@ -73,3 +73,19 @@ def test_desired_resources_count_requests_then_limits_times_hosts_and_raw_replic
         "desiredGPU": "1",
         "desiredTPU": "24",
     }
+
+
+def test_desired_gpu_counts_every_gpu_resource_name_nvidia_mig_slices_included() -> None:
+    def group(replicas: int, limits: dict[str, object]) -> dict[str, object]:
+        template = {"spec": {"containers": [{"resources": {"limits": limits}}]}}
+        return {"replicas": replicas, "template": template}
+
+    spec = {
+        "headGroupSpec": {"template": {"spec": {"containers": [{"resources": {"limits": {"cpu": "1"}}}]}}},
+        "workerGroupSpecs": [
+            group(2, {"nvidia.com/mig-1g.10gb": 1}),
+            group(1, {"nvidia.com/mig-3g.40gb": 2, "amd.com/gpu": 1}),
+            group(4, {"example.com/mig-1g.10gb": 1}),  # only NVIDIA names MIG slices so
+        ],
+    }
+    assert status.desired_resources(spec)["desiredGPU"] == "5"
