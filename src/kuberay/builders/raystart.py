@@ -199,7 +199,11 @@ def render_flags(params: Mapping[str, str]) -> str:
     return "".join(rendered)
 
 
-def ray_start_command(node_type: NodeType, params: Mapping[str, str]) -> str:
-    """The `ray start` line for a head or a worker from fully completed params."""
-    prefix = "ray start --head " if node_type == "head" else "ray start "
-    return prefix + render_flags(params)
+def ray_start_command(node_type: str, params: Mapping[str, str]) -> str:
+    """The `ray start` line for a head or a worker from fully completed params; for any other node type
+    upstream renders nothing (it logs the mistake), and so does this."""
+    if node_type == "head":
+        return "ray start --head " + render_flags(params)
+    if node_type == "worker":
+        return "ray start " + render_flags(params)
+    return ""

@@ -161,3 +161,8 @@ def test_flags_render_booleans_as_switches() -> None:
 
 def test_head_port() -> None:
     assert raystart.head_port({}) == "6379" and raystart.head_port({"port": "6380"}) == "6380"
+
+
+@pytest.mark.parametrize("node_type", ["redis-cleanup", "Head", ""])
+def test_an_unknown_node_type_renders_no_command(node_type: str) -> None:
+    assert raystart.ray_start_command(node_type, {"block": "true", "num-cpus": "1"}) == ""
