@@ -116,7 +116,7 @@ async def test_status_is_written_only_when_it_changes(kube: Kube, operator: Oper
         url = f"http://127.0.0.1:{operator.metrics_port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as response:
             lines = response.read().decode().splitlines()
-        prefix = 'controller_runtime_reconcile_total{controller="raycluster-controller"'
+        prefix = 'controller_runtime_reconcile_total{controller="raycluster"'
         return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(prefix))
 
     counted = reconciles()

@@ -41,7 +41,8 @@ from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, SERVICE
 
-CONTROLLER_NAME = "rayjob-controller"
+# controller-runtime names an unnamed controller after its kind in lowercase (the `controller` label).
+CONTROLLER_NAME = "rayjob"
 CLUSTER_START_TIMEOUT_ENV = "RAYJOB_CLUSTER_START_TIMEOUT_SECONDS"
 DEFAULT_CLUSTER_START_TIMEOUT = 300
 POLLER_WORKERS = 8
