@@ -30,7 +30,7 @@ from kuberay.runtime.leaderelection import (
     default_identity,
 )
 from kuberay.runtime.manager import Manager
-from kuberay.runtime.metrics import RuntimeMetrics
+from kuberay.runtime.metrics import RestClientMetrics, RuntimeMetrics
 from kuberay.runtime.serving import EndpointServer, Route, parse_bind_address
 
 log = logging.getLogger("setup")
@@ -77,8 +77,15 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
     log.info("feature gates: %s", {f.value: operator_settings.feature_gates.enabled(f) for f in Feature})
     kube = load_config(operator_settings.kubeconfig)
     clock = SystemClock()
-    client = Client.from_config(kube, user_agent=USER_AGENT, qps=config.qps, burst=config.burst, clock=clock)
     registry = CollectorRegistry()
+    client = Client.from_config(
+        kube,
+        user_agent=USER_AGENT,
+        qps=config.qps,
+        burst=config.burst,
+        clock=clock,
+        metrics=RestClientMetrics(registry),
+    )
     identity = default_identity()
     elector = None
     if config.enable_leader_election:

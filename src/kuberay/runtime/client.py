@@ -7,7 +7,10 @@ JSON-shaped dict, built-in kinds and custom resources alike, and no typed model 
 the cache.
 
 Invariants:
-- Every request first takes a token from the client's bucket (`--qps`, `--burst`).
+- Every request first takes a token from the client's bucket (`--qps`, `--burst`); a retry takes another.
+- An answer of 429 or 5xx with a `Retry-After` header (seconds) is retried after that many seconds, at most
+  `MAX_RETRIES` times, as client-go does (the API server's priority and fairness asks for it).
+- Every request is measured in client-go's `rest_client_*` metrics (`RestClientMetrics`).
 - Every failure surfaces as a `kuberay.runtime.errors.KubeError` subclass chained to its cause; nothing
   from httpx2 escapes.
 - Writes carry `fieldManager` (the operator's name) so server-side field ownership is attributed.
@@ -27,13 +30,17 @@ import orjson
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import DEFAULT_KUBECONFIG, SERVICE_ACCOUNT, KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError
+from prometheus_client import CollectorRegistry
 
 from kuberay.runtime import errors
 from kuberay.runtime.clock import Clock, SystemClock
+from kuberay.runtime.metrics import RestClientMetrics
 from kuberay.runtime.ratelimit import TokenBucket
 from kuberay.runtime.resources import Resource
 
 Object = dict[str, Any]
+
+MAX_RETRIES = 10  # client-go's default for a request the server asks to retry
 
 
 class PatchType(StrEnum):
@@ -85,10 +92,15 @@ class Client:
         burst: int = 200,
         clock: Clock | None = None,
         field_manager: str = "kuberay-operator",
+        metrics: RestClientMetrics | None = None,
     ) -> None:
         self._http = http
-        self._bucket = TokenBucket(qps, burst, clock or SystemClock())
+        self._clock = clock or SystemClock()
+        self._bucket = TokenBucket(qps, burst, self._clock)
         self.field_manager = field_manager
+        # Unregistered by default: measured all the same, served by nobody.
+        self._metrics = metrics or RestClientMetrics(CollectorRegistry())
+        self._host = http.base_url.netloc.decode() or "none"
 
     @classmethod
     def from_config(
@@ -243,19 +255,24 @@ class Client:
             fieldSelector=field_selector,
             timeoutSeconds=str(timeout_seconds),
         )
-        await self._bucket.acquire()
+        await self._throttle("GET")
         # A silent connection is dead once the server's own timeout has long passed.
         timeout = httpx2.Timeout(30.0, read=timeout_seconds + 30.0)
+        answered = False
         try:
             async with self._http.stream(
                 "GET", resource.path(namespace), params=params, timeout=timeout
             ) as response:
+                answered = True
+                self._metrics.attempted("GET", self._host, response.status_code, 0)
                 if response.status_code >= 400:
                     raise _status_error(response, await response.aread())
                 async for line in response.aiter_lines():
                     if line.strip():
                         yield _decode_event(line)
         except httpx2.HTTPError as e:
+            if not answered:
+                self._metrics.attempted("GET", self._host, None, 0)
             raise errors.Unavailable(f"watch {resource}: {e}") from e
 
     def _write_params(self) -> dict[str, str]:
@@ -271,20 +288,68 @@ class Client:
         content: bytes | None = None,
         content_type: str = "application/json",
     ) -> Object:
-        await self._bucket.acquire()
-        if body is not None:
-            content = orjson.dumps(body)
-        headers = {"Content-Type": content_type} if content is not None else None
+        started = self._clock.monotonic()
         try:
-            response = await self._http.request(method, path, params=params, content=content, headers=headers)
-        except httpx2.HTTPError as e:
-            raise errors.Unavailable(f"{method} {path}: {e}") from e
+            response = await self._send(method, path, params, body, content, content_type)
+        finally:
+            self._metrics.finished(method, self._host, self._clock.monotonic() - started)
+        self._metrics.received(method, self._host, len(response.content))
         if response.status_code >= 400:
             raise _status_error(response, response.content)
         if not response.content:
             return {}
         decoded: Object = orjson.loads(response.content)
         return decoded
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: Any,
+        content: bytes | None,
+        content_type: str,
+    ) -> httpx2.Response:
+        """The request's attempts: the first, and one more per answer that asks for a retry."""
+        if body is not None:
+            content = orjson.dumps(body)
+        headers = {"Content-Type": content_type} if content is not None else None
+        await self._throttle(method)
+        retries = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    method, path, params=params, content=content, headers=headers
+                )
+            except httpx2.HTTPError as e:
+                self._metrics.attempted(method, self._host, None, len(content or b""))
+                raise errors.Unavailable(f"{method} {path}: {e}") from e
+            self._metrics.attempted(method, self._host, response.status_code, len(content or b""))
+            if retries > 0:
+                self._metrics.retries.labels(str(response.status_code), method, self._host).inc()
+            wait = _retry_after(response)
+            if wait is None or retries >= MAX_RETRIES:
+                return response
+            retries += 1
+            await self._clock.sleep(wait)
+            await self._throttle(method)
+
+    async def _throttle(self, verb: str) -> None:
+        started = self._clock.monotonic()
+        await self._bucket.acquire()
+        self._metrics.throttled(verb, self._host, self._clock.monotonic() - started)
+
+
+def _retry_after(response: httpx2.Response) -> int | None:
+    """client-go's `checkWait`: the seconds a 429 or 5xx answer asks the client to wait before retrying."""
+    if response.status_code != 429 and response.status_code < 500:
+        return None
+    value = response.headers.get("Retry-After", "")
+    try:
+        seconds = int(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
 
 
 def _status_error(response: httpx2.Response, content: bytes) -> errors.KubeError:

@@ -1,10 +1,13 @@
-"""The runtime's own metrics, with controller-runtime's names, labels and buckets.
+"""The runtime's own metrics, with controller-runtime's and client-go's names, labels and buckets.
 
 One `RuntimeMetrics` per process, on a `prometheus_client.CollectorRegistry` that the operator serves on
 `--metrics-addr` (and on which the controllers register their `kuberay_*` metrics). Controllers get a
 `ControllerMetrics` (labels `controller`), work queues a `QueueMetrics` (labels `name`, `controller`).
 Gauges that describe a moment (queue depth, unfinished work, longest-running processor) are computed at
 scrape time from the queue itself, so they can never drift.
+
+`RestClientMetrics` is client-go's `rest_client_*` set, fed by the API client (`runtime.client`) for every
+request it makes; upstream registers all of them unconditionally, so they are on the same registry.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ RECONCILE_TIME_BUCKETS = (
 )  # fmt: skip
 # prometheus.ExponentialBuckets(10e-9, 10, 12): 1 ns .. 1000 s.
 QUEUE_TIME_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+REST_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+REST_SIZE_BUCKETS = tuple(
+    float(n) for n in (64, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+)
 
 
 class ReconcileResult:
@@ -175,3 +182,67 @@ class QueueMetrics:
 
     def finished(self, worked_seconds: float) -> None:
         self.metrics.work_duration.labels(self.name, self.name).observe(worked_seconds)
+
+
+class RestClientMetrics:
+    """client-go's API-client metrics: `verb` is the HTTP method, `host` the API server's `host:port`, and
+    `code` the response's status code, or `<error>` when no response came."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        vh = ["verb", "host"]
+        self.requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=registry,
+        )
+        self.request_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            vh,
+            buckets=REST_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.request_size = Histogram(
+            "rest_client_request_size_bytes",
+            "Request size in bytes. Broken down by verb and host.",
+            vh,
+            buckets=REST_SIZE_BUCKETS,
+            registry=registry,
+        )
+        self.response_size = Histogram(
+            "rest_client_response_size_bytes",
+            "Response size in bytes. Broken down by verb and host.",
+            vh,
+            buckets=REST_SIZE_BUCKETS,
+            registry=registry,
+        )
+        self.rate_limiter_duration = Histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            vh,
+            buckets=REST_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.retries = Counter(
+            "rest_client_request_retries_total",
+            "Number of request retries, partitioned by status code, verb, and host.",
+            ["code", "verb", "host"],
+            registry=registry,
+        )
+
+    def throttled(self, verb: str, host: str, seconds: float) -> None:
+        """The wait for a token of the client's rate limiter (observed for every request, zero included)."""
+        self.rate_limiter_duration.labels(verb, host).observe(seconds)
+
+    def attempted(self, verb: str, host: str, status: int | None, request_bytes: int) -> None:
+        """One attempt on the wire: its outcome and the size of the body sent (0 without one)."""
+        self.requests.labels("<error>" if status is None else str(status), verb, host).inc()
+        self.request_size.labels(verb, host).observe(request_bytes)
+
+    def finished(self, verb: str, host: str, seconds: float) -> None:
+        """A whole request, rate-limiter wait included, however it ended."""
+        self.request_duration.labels(verb, host).observe(seconds)
+
+    def received(self, verb: str, host: str, response_bytes: int) -> None:
+        self.response_size.labels(verb, host).observe(response_bytes)

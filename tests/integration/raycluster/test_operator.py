@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from kuberay.runtime.resources import NETWORK_POLICY, Resource
 from operator_process import OperatorProcess
@@ -127,3 +131,44 @@ async def test_status_is_written_only_when_it_changes(kube: Kube, operator: Oper
 
     await kube.wait_for(reconciled_again)
     assert (await kube.cluster("still"))["status"] == before  # nothing changed, nothing written
+
+
+async def test_metrics_measure_the_operators_api_traffic_under_upstreams_controller_names(
+    kube: Kube, operator: OperatorProcess
+) -> None:
+    """After the operator built a cluster: client-go's rest_client_* families hold samples of that work
+    (pods created by POST, labelled with the API server's host), and the controllers are labelled by kind."""
+    await kube.create_cluster(small_cluster("counted", replicas=1))
+    await wait_ready_with(kube, "counted", 1)
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=5) as response:
+        families = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
+    server = yaml.safe_load(operator.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    host = urlsplit(server).netloc
+
+    def value(family: str, sample: str, **labels: str) -> float:
+        return sum(
+            s.value
+            for s in families[family].samples
+            if s.name == sample and labels.items() <= s.labels.items()
+        )
+
+    assert (
+        value("rest_client_requests", "rest_client_requests_total", code="201", method="POST", host=host) >= 3
+    )
+    for family in ("rest_client_request_duration_seconds", "rest_client_rate_limiter_duration_seconds"):
+        assert value(family, f"{family}_count", verb="POST", host=host) >= 3, family
+        assert value(family, f"{family}_count", verb="GET", host=host) >= 1, family
+    sent = "rest_client_request_size_bytes"
+    assert value(sent, f"{sent}_count", verb="POST", host=host) >= 3
+    assert value(sent, f"{sent}_sum", verb="POST", host=host) > 0  # pod bodies are not empty
+    received = "rest_client_response_size_bytes"
+    assert value(received, f"{received}_sum", verb="POST", host=host) > 0
+    assert families["rest_client_request_retries"].type == "counter"  # registered, as upstream does
+    controllers = {
+        s.labels["controller"] for s in families["controller_runtime_max_concurrent_reconciles"].samples
+    }
+    assert {"raycluster", "rayjob"} <= controllers
+    assert (
+        value("controller_runtime_reconcile", "controller_runtime_reconcile_total", controller="raycluster")
+        > 0
+    )
