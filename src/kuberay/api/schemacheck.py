@@ -27,43 +27,36 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-import cel
 import jsonschema  # type: ignore[import-untyped]
-from cel import stdlib
 from jsonschema import Draft4Validator, ValidationError
 
 from kuberay.api import crd
 from kuberay.api.validation import FieldError
+from kubesemantics import cellib
+from kubesemantics.jsonvalue import json_type
+from kubesemantics.schema import (
+    DUPLICATE,
+    INVALID,
+    REQUIRED,
+    ROOT_OWNED,
+    TOO_LONG,
+    TOO_MANY,
+    UNSUPPORTED,
+    apply_defaults,
+    list_identity,
+    render_number,
+    render_value,
+)
+from kubesemantics.schema import pattern as re2_pattern
 
-_ROOT_OWNED = ("apiVersion", "kind", "metadata")
 # Stands for the field's own path inside a message; replaced once the error's full path is known.
 _HERE = "\x00path\x00"
 _JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
 
 
 def _render(value: Any) -> str:
-    """A value as the API server prints it in an error: strings quoted, numbers and booleans bare."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if value is None:
-        return '"null"'
-    return json.dumps(value if isinstance(value, str) else _json_type(value), ensure_ascii=False)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+    """A value as the API server prints it in an error; an object or array by its JSON type name."""
+    return render_value(json_type(value) if isinstance(value, dict | list) else value)
 
 
 def _is_type(value: Any, expected: str) -> bool:
@@ -77,7 +70,7 @@ def _is_type(value: Any, expected: str) -> bool:
 
 
 def _invalid(value: Any, detail: str) -> ValidationError:
-    return ValidationError(f"Invalid value: {_render(value)}: {detail}")
+    return ValidationError(f"{INVALID}: {_render(value)}: {detail}")
 
 
 def _in_body(detail: str) -> str:
@@ -94,9 +87,9 @@ def _type(_: Any, expected: str, value: Any, node: Mapping[str, Any]) -> Keyword
     if value is None and node.get("nullable"):
         return
     if not _is_type(value, expected):
-        actual = _json_type(value)
+        actual = json_type(value)
         yield ValidationError(
-            f"Invalid value: {json.dumps(actual)}: "
+            f"{INVALID}: {json.dumps(actual)}: "
             + _in_body(f"must be of type {expected}: {json.dumps(actual)}")
         )
 
@@ -104,9 +97,9 @@ def _type(_: Any, expected: str, value: Any, node: Mapping[str, Any]) -> Keyword
 def _any_of(_: Any, branches: list[Any], value: Any, node: Mapping[str, Any]) -> Keyword:
     # The only anyOf in our schemas is int-or-string's pair of types.
     if node.get("x-kubernetes-int-or-string") and not (_is_type(value, "integer") or isinstance(value, str)):
-        actual = _json_type(value)
+        actual = json_type(value)
         yield ValidationError(
-            f"Invalid value: {json.dumps(actual)}: "
+            f"{INVALID}: {json.dumps(actual)}: "
             + _in_body(f"must be of type integer,string: {json.dumps(actual)}")
         )
 
@@ -115,17 +108,17 @@ def _required(_: Any, names: list[str], value: Any, __: Any) -> Keyword:
     if isinstance(value, dict):
         for name in names:
             if name not in value:
-                yield ValidationError("Required value", path=(name,))
+                yield ValidationError(REQUIRED, path=(name,))
 
 
 def _enum(_: Any, allowed: list[Any], value: Any, __: Any) -> Keyword:
     if value not in allowed:
         supported = ", ".join(_render(item) for item in allowed)
-        yield ValidationError(f"Unsupported value: {_render(value)}: supported values: {supported}")
+        yield ValidationError(f"{UNSUPPORTED}: {_render(value)}: supported values: {supported}")
 
 
 def _pattern(_: Any, pattern: str, value: Any, __: Any) -> Keyword:
-    if isinstance(value, str) and re.search(pattern, value) is None:
+    if isinstance(value, str) and re2_pattern(pattern).search(value) is None:
         yield _invalid(value, _in_body(f"should match '{pattern}'"))
 
 
@@ -156,8 +149,7 @@ def _format(_: Any, fmt: str, value: Any, __: Any) -> Keyword:
 
 
 def _bound(relation: str, limit: float) -> str:
-    shown = str(int(limit)) if float(limit).is_integer() else str(limit)
-    return _in_body(f"should be {relation} {shown}")
+    return _in_body(f"should be {relation} {render_number(limit)}")
 
 
 def _minimum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
@@ -178,7 +170,7 @@ def _maximum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keywo
 
 def _max_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
     if isinstance(value, str) and len(value) > limit:
-        yield ValidationError(f"Too long: may not be more than {limit} bytes")
+        yield ValidationError(f"{TOO_LONG}: may not be more than {limit} bytes")
 
 
 def _min_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
@@ -189,7 +181,7 @@ def _min_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
 def _max_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
     if isinstance(value, list) and len(value) > limit:
         yield ValidationError(
-            f"Too many: {len(value)}: must have at most {limit} {'item' if limit == 1 else 'items'}"
+            f"{TOO_MANY}: {len(value)}: must have at most {limit} {'item' if limit == 1 else 'items'}"
         )
 
 
@@ -198,67 +190,33 @@ def _min_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
         yield _invalid(len(value), _in_body(f"should have at least {limit} items"))
 
 
-@cache
-def _cel_functions() -> dict[str, Any]:
-    context = cel.Context()
-    stdlib.add_stdlib_to_context(context)
-    functions: dict[str, Any] = context.functions
-    return functions
-
-
-@cache
-def _compiled(expression: str) -> tuple[Any, bool]:
-    program = cel.compile(expression)
-    return program, "oldSelf" in program.variables()
-
-
-def _to_cel(value: Any, node: Mapping[str, Any]) -> Any:
-    """A JSON value typed by its schema, as the API server hands it to CEL (numbers as doubles)."""
-    if node.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, dict):
-        properties = node.get("properties") or {}
-        extra = node.get("additionalProperties")
-        return {
-            k: _to_cel(v, properties.get(k, extra if isinstance(extra, dict) else {}))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        items = node.get("items")
-        return [_to_cel(v, items if isinstance(items, dict) else {}) for v in value]
-    return value
-
-
 def _cel_rules(_: Any, rules: list[Mapping[str, Any]], value: Any, node: Mapping[str, Any]) -> Keyword:
     shown_type = json.dumps(node.get("type", ""))
     for rule in rules:
         expression = str(rule.get("rule", ""))
-        program, transition = _compiled(expression)
+        program, transition = cellib.compile_rule(expression)
         if transition:
             continue
-        context = cel.Context(variables={"self": _to_cel(value, node)}, functions=_cel_functions())
+        context = cellib.context({"self": cellib.to_cel(value, node)})
         try:
             passed = program.execute(context) is True
             detail = str(rule.get("message") or f"failed rule: {expression}")
         except (KeyError, ValueError, TypeError, RuntimeError) as error:
             passed, detail = False, f"{error} evaluating rule: {rule.get('message') or expression}"
         if not passed:
-            yield ValidationError(f"Invalid value: {shown_type}: {detail}")
+            yield ValidationError(f"{INVALID}: {shown_type}: {detail}")
 
 
 def _list_type(_: Any, list_type: str, value: Any, node: Mapping[str, Any]) -> Keyword:
     """Items of a ``set`` list, and the key fields of a ``map`` list's items, must be unique."""
     if list_type not in ("set", "map") or not isinstance(value, list):
         return
-    keys = node.get("x-kubernetes-list-map-keys") or []
     seen: list[Any] = []
     for index, item in enumerate(value):
-        identity = (
-            {k: item[k] for k in keys if k in item} if list_type == "map" and isinstance(item, dict) else item
-        )
+        identity = list_identity(item, node)
         if identity in seen:
             shown = json.dumps(identity, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-            yield ValidationError(f"Duplicate value: {shown}", path=(index,))
+            yield ValidationError(f"{DUPLICATE}: {shown}", path=(index,))
         else:
             seen.append(identity)
 
@@ -316,28 +274,6 @@ _Validator = jsonschema.validators.create(
 # --- defaults ------------------------------------------------------------------------------------------------
 
 
-def _apply_defaults(value: Any, node: Mapping[str, Any]) -> None:
-    """Defaults in place. As the API server does, a null in a field that is not `nullable` is dropped
-    first, so that the field reads as absent and takes its default."""
-    if isinstance(value, dict):
-        properties: Mapping[str, Any] = node.get("properties") or {}
-        extra = node.get("additionalProperties")
-        for key in list(value):
-            child_node = properties.get(key, extra if isinstance(extra, dict) else None)
-            if value[key] is None and child_node is not None and not child_node.get("nullable"):
-                del value[key]
-        for key, child in properties.items():
-            if key not in value and "default" in child:
-                value[key] = copy.deepcopy(child["default"])
-        for key, item in value.items():
-            child_node = properties.get(key, extra if isinstance(extra, dict) else None)
-            if child_node is not None:
-                _apply_defaults(item, child_node)
-    elif isinstance(value, list) and isinstance(node.get("items"), dict):
-        for item in value:
-            _apply_defaults(item, node["items"])
-
-
 @cache
 def _schema(kind: str, version: str) -> dict[str, Any]:
     return crd.schema(kind, version)
@@ -347,14 +283,14 @@ def _body_schema(kind: str, version: str) -> dict[str, Any]:
     schema = _schema(kind, version)
     return {
         **schema,
-        "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in _ROOT_OWNED},
+        "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in ROOT_OWNED},
     }
 
 
 def defaulted(obj: Mapping[str, Any], kind: str, version: str = "v1") -> dict[str, Any]:
     """A copy of `obj` with the CRD schema's defaults applied, as the API server stores it."""
     result = copy.deepcopy(dict(obj))
-    _apply_defaults(result, _schema(kind, version))
+    apply_defaults(result, _schema(kind, version))
     return result
 
 
@@ -368,7 +304,7 @@ def _path(error: ValidationError) -> str:
 def check(obj: Mapping[str, Any], kind: str, version: str = "v1") -> list[FieldError]:
     """The schema errors of `obj` (a JSON-shaped ray.io object of `kind`, written at `version`) after
     defaulting; `KeyError` for a kind or version that ray.io does not serve."""
-    body = {k: v for k, v in defaulted(obj, kind, version).items() if k not in _ROOT_OWNED}
+    body = {k: v for k, v in defaulted(obj, kind, version).items() if k not in ROOT_OWNED}
     return errors_against(body, _body_schema(kind, version))
 
 

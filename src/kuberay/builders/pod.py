@@ -31,8 +31,8 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster, WorkerGroupSpec
-from kuberay.api.validation import goparse
 from kuberay.builders import auth, autoscaler, collector, container, gcsft, names, ownership, raystart, tls
+from kubesemantics import goparse
 
 JSON = container.JSON
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster
-from kuberay.builders import ownership, quantity
+from kuberay.builders import ownership
+from kubesemantics import quantity
 
 DEFAULT_ACCESS_MODES = ("ReadWriteOnce",)
 RETAIN = "Retain"

@@ -27,7 +27,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from kuberay.builders import goformat, quantity
+from kuberay.builders import goformat
+from kubesemantics import quantity
 
 NodeType = Literal["head", "worker"]
 

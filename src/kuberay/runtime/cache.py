@@ -15,6 +15,7 @@ from typing import Any
 
 from kuberay.runtime.frozen import freeze
 from kuberay.runtime.resources import ObjectKey
+from kubesemantics.selectors import matches_labels
 
 CachedObject = Mapping[str, Any]
 IndexFunc = Callable[[CachedObject], Iterable[str]]
@@ -36,11 +37,6 @@ def prepare(obj: dict[str, Any]) -> CachedObject:
     obj.get("metadata", {}).pop("managedFields", None)
     frozen: CachedObject = freeze(obj)
     return frozen
-
-
-def labels_match(obj: CachedObject, selector: Mapping[str, str]) -> bool:
-    labels = obj["metadata"].get("labels") or {}
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 class Store:
@@ -101,7 +97,11 @@ class Store:
                 objects = self.by_index(self._label_indexes[indexed], f"{namespace}/{labels[indexed]}")
             else:
                 objects = self.by_index(NAMESPACE_INDEX, namespace)
-        return [obj for obj in objects if labels is None or labels_match(obj, labels)]
+        return [
+            obj
+            for obj in objects
+            if labels is None or matches_labels(labels, obj["metadata"].get("labels") or {})
+        ]
 
     def by_index(self, index: str, value: str) -> builtins.list[CachedObject]:
         if index not in self._indexes:

@@ -12,15 +12,35 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-REQUIRED: Final = "Required value"
-INVALID: Final = "Invalid value"
-UNSUPPORTED: Final = "Unsupported value"
-FORBIDDEN: Final = "Forbidden"
-TOO_LONG: Final = "Too long"
-TOO_MANY: Final = "Too many"
-DUPLICATE: Final = "Duplicate value"
-NOT_FOUND: Final = "Not found"
-INTERNAL: Final = "Internal error"
+# The cause types are re-exported: callers name them `errors.INVALID`, next to `FieldError`.
+from kubesemantics.schema import (
+    DUPLICATE as DUPLICATE,
+)
+from kubesemantics.schema import (
+    FORBIDDEN as FORBIDDEN,
+)
+from kubesemantics.schema import (
+    INTERNAL as INTERNAL,
+)
+from kubesemantics.schema import (
+    INVALID as INVALID,
+)
+from kubesemantics.schema import (
+    NOT_FOUND as NOT_FOUND,
+)
+from kubesemantics.schema import (
+    REQUIRED as REQUIRED,
+)
+from kubesemantics.schema import (
+    TOO_LONG as TOO_LONG,
+)
+from kubesemantics.schema import (
+    TOO_MANY as TOO_MANY,
+)
+from kubesemantics.schema import (
+    UNSUPPORTED as UNSUPPORTED,
+)
+from kubesemantics.schema import render_value
 
 _REASONS: Final = {
     REQUIRED: "FieldValueRequired",
@@ -45,28 +65,6 @@ class _Omitted:
 
 OMITTED: Final = _Omitted()
 """A `FieldError.value` that is not shown (apimachinery's omitValue)."""
-
-
-def render_value(value: Any) -> str:
-    """A value as Go's API server prints it inside an error: bare scalars, quoted strings, JSON otherwise."""
-    if value is None:
-        return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return render_number(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-def render_number(number: float) -> str:
-    """A number as Go's `%v` prints a float64: integral values without a fraction."""
-    if isinstance(number, float) and number.is_integer() and abs(number) < 1e21:
-        return str(int(number))
-    return str(number)
 
 
 @dataclass(frozen=True)

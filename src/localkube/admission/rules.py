@@ -12,60 +12,18 @@ Compiled programs are cached by expression text; evaluation has no side effects.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import cel
 
-from localkube.admission import cellib, errors, validation
+from kubesemantics import cellib
+from kubesemantics.jsonvalue import ABSENT, json_equal
+from kubesemantics.schema import ROOT_OWNED, additional
+from localkube.admission import errors, validation
 from localkube.admission.errors import FieldError
-from localkube.admission.jsonvalue import ABSENT, json_equal
-
-
-@lru_cache(maxsize=4096)
-def compile_rule(expression: str) -> tuple[Any, bool]:
-    """The compiled program of an expression and whether it reads `oldSelf`; raises ValueError when invalid,
-    with cel-go's text (`ERROR: <input>:1:8: Syntax error: ...`)."""
-    try:
-        program = cel.compile(expression)
-    except ValueError as error:
-        raise ValueError(str(error).removeprefix(f"Failed to parse expression '{expression}': ")) from None
-    return program, "oldSelf" in program.variables()
-
 
 # What the cel package raises when an expression fails at run time (no such overload, overflow, bad index...).
 _EVALUATION_ERRORS = (ArithmeticError, LookupError, ValueError, TypeError, RuntimeError)
-
-
-def _context(variables: dict[str, Any]) -> Any:
-    return cel.Context(variables=variables, functions=cellib.functions())
-
-
-def to_cel(value: Any, node: dict[str, Any]) -> Any:
-    """A JSON value as the API server hands it to CEL: typed by its schema (numbers as double, integers as int)."""
-    kind = node.get("type")
-    if value is None:
-        return None
-    if kind == "number" and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if kind == "integer" and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if kind == "string" and isinstance(value, str) and node.get("format"):
-        return cellib.formatted(value, str(node["format"]))
-    if isinstance(value, dict):
-        props = node.get("properties") or {}
-        extra = node.get("additionalProperties")
-        extra_node = extra if isinstance(extra, dict) else {}
-        # Declared properties are CEL fields, named by their escaped form; map keys stay as they are.
-        return {
-            (cellib.escape(k) if k in props else k): to_cel(v, props.get(k, extra_node))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        items = node.get("items")
-        items_node = items if isinstance(items, dict) else {}
-        return [to_cel(v, items_node) for v in value]
-    return value
 
 
 def _error_for(path: str, node: dict[str, Any], rule: dict[str, Any], detail: str) -> FieldError:
@@ -94,8 +52,8 @@ def _message(rule: dict[str, Any], variables: dict[str, Any]) -> str:
     expression = rule.get("messageExpression")
     if expression:
         try:
-            program, _ = compile_rule(expression)
-            text = program.execute(_context(variables))
+            program, _ = cellib.compile_rule(expression)
+            text = program.execute(cellib.context(variables))
         except _EVALUATION_ERRORS:
             text = None
         if isinstance(text, str) and text.strip():
@@ -107,7 +65,7 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
     """The failures of the rules declared at one schema node, for the value at `path`."""
     found: list[FieldError] = []
     unchanged = old is not ABSENT and json_equal(old, value)
-    self_value = to_cel(value, node)
+    self_value = cellib.to_cel(value, node)
     for rule in node.get("x-kubernetes-validations") or []:
         expression = str(rule.get("rule", ""))
         rule_path = path
@@ -116,7 +74,7 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
                 f"{path}{rule['fieldPath']}" if path != "<nil>" else str(rule["fieldPath"]).lstrip(".")
             )
         try:
-            program, uses_old = compile_rule(expression)
+            program, uses_old = cellib.compile_rule(expression)
         except ValueError as error:
             found.append(
                 FieldError(path, errors.INVALID, node.get("type", ""), f"rule compile error: {error}")
@@ -129,12 +87,12 @@ def evaluate_rules(value: Any, old: Any, node: dict[str, Any], path: str) -> lis
             continue
         variables: dict[str, Any] = {"self": self_value}
         if uses_old:
-            old_value = None if old is ABSENT else to_cel(old, node)
+            old_value = None if old is ABSENT else cellib.to_cel(old, node)
             if optional_old:
                 old_value = cel.OptionalValue.none() if old is ABSENT else cel.OptionalValue.of(old_value)
             variables["oldSelf"] = old_value
         try:
-            result = program.execute(_context(variables))
+            result = program.execute(cellib.context(variables))
         except KeyError as error:
             detail = (
                 f"no such key: {error.args[0] if error.args else error} evaluating rule: {_rule_text(rule)}"
@@ -180,10 +138,10 @@ def _check_rules(
     base = "" if path == "<nil>" else path
     if isinstance(value, dict):
         props: dict[str, Any] = node.get("properties") or {}
-        extra = validation.additional(node)
+        extra = additional(node)
         old_map = old if isinstance(old, dict) else {}
         for key, child in value.items():
-            if root and key in validation.ROOT_OWNED:
+            if root and key in ROOT_OWNED:
                 continue
             old_child = old_map.get(key, ABSENT)
             if key in props:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubesemantics.jsonvalue import ABSENT
+from kubesemantics.schema import ROOT_OWNED, additional, apply_defaults
 from localkube.admission import errors, rules, validation
 from localkube.admission.errors import FieldError, SchemaInvalid
-from localkube.admission.jsonvalue import ABSENT
 from localkube.admission.structural import structural_errors
-from localkube.admission.validation import ROOT_OWNED, additional, join
+from localkube.admission.validation import join
 
 __all__ = ["SchemaInvalid", "admit", "check_structural", "unknown_fields"]
 
@@ -85,7 +86,7 @@ def admit(schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | Non
     """The object pruned, defaulted and validated against `schema`; raises SchemaInvalid with every cause."""
     admitted = copy.deepcopy(obj)
     prune(admitted, schema, root=True)
-    default(admitted, schema, root=True)
+    apply_defaults(admitted, schema, root=True)
     old_root = ABSENT if old is None else old
     found = validation.validate_root(admitted, old_root, schema)
     found += validation.embedded_errors(admitted, schema)
@@ -169,48 +170,3 @@ def _prune(value: Any, node: dict[str, Any], root: bool, path: str, dropped: lis
 def unknown_fields(schema: dict[str, Any], obj: dict[str, Any]) -> list[str]:
     """The paths of the fields of `obj` that its schema does not know (what pruning would drop), sorted."""
     return prune(copy.deepcopy(obj), schema, root=True)
-
-
-# --- defaulting --------------------------------------------------------------------------------------------
-
-
-def _drops_null(node: dict[str, Any] | None) -> bool:
-    return node is not None and not node.get("nullable")
-
-
-def default(value: Any, node: dict[str, Any], *, root: bool = False) -> None:
-    """Apply schema defaults in place, top-down, and drop nulls of non-nullable fields that have no default."""
-    if isinstance(value, list):
-        items = node.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
-                if item is None and _drops_null(items) and "default" in items:
-                    value[index] = copy.deepcopy(items["default"])
-                default(value[index], items)
-        return
-    if not isinstance(value, dict):
-        return
-    props: dict[str, Any] = node.get("properties") or {}
-    for key, prop in props.items():
-        if root and key in ROOT_OWNED:
-            continue
-        present = key in value
-        if present and value[key] is None and _drops_null(prop):
-            del value[key]
-            present = False
-        if not present and "default" in prop:
-            value[key] = copy.deepcopy(prop["default"])
-    extra = additional(node)
-    for key in list(value):
-        if root and key in ROOT_OWNED:
-            continue
-        child = props.get(key, extra)
-        if child is None:
-            continue
-        if value[key] is None and key not in props and _drops_null(child):
-            if "default" in child:
-                value[key] = copy.deepcopy(child["default"])
-            else:
-                del value[key]
-                continue
-        default(value[key], child)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from localkube.admission import errors, rules
+from kubesemantics import cellib
+from localkube.admission import errors
 from localkube.admission.errors import FieldError
 
 _TYPES: Final = ("array", "boolean", "integer", "number", "object", "string")
@@ -392,7 +393,7 @@ def _check_rules(node: dict[str, Any], path: str, found: list[FieldError]) -> No
             if not rule.get(key):
                 continue
             try:
-                rules.compile_rule(str(rule[key]))
+                cellib.compile_rule(str(rule[key]))
             except ValueError as error:
                 found.append(
                     FieldError(f"{rule_path}.{key}", errors.INVALID, rule, f"compilation failed: {error}")

@@ -16,21 +16,13 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import date
-from functools import lru_cache
 from typing import Any
 
-from localkube.admission import cellib, errors
-from localkube.admission.errors import FieldError, render_number
-from localkube.admission.jsonvalue import ABSENT, json_equal, json_type
-
-ROOT_OWNED = ("apiVersion", "kind", "metadata")
-"""The root fields that belong to the API server rather than to the schema."""
-
-
-def additional(node: dict[str, Any]) -> dict[str, Any] | None:
-    """The schema of a node's map values, if it has one."""
-    extra = node.get("additionalProperties")
-    return extra if isinstance(extra, dict) else None
+from kubesemantics import cellib, goparse
+from kubesemantics.jsonvalue import ABSENT, json_equal, json_type
+from kubesemantics.schema import ROOT_OWNED, additional, list_identity, pattern, render_number, render_value
+from localkube.admission import errors
+from localkube.admission.errors import FieldError
 
 
 def join(name: str, key: str) -> str:
@@ -143,8 +135,8 @@ def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list
     elif isinstance(value, list):
         _validate_array(value, old, node, name, found)
     if "enum" in node and not any(json_equal(value, allowed) for allowed in node["enum"]):
-        supported = [v if isinstance(v, str) else errors.render_value(v) for v in node["enum"]]
-        detail = "supported values: " + ", ".join(errors.render_value(s) for s in supported)
+        supported = [v if isinstance(v, str) else render_value(v) for v in node["enum"]]
+        detail = "supported values: " + ", ".join(render_value(s) for s in supported)
         found.append(FieldError(name, errors.UNSUPPORTED, value, detail))
     if isinstance(value, dict):
         _validate_properties(value, old, node, name, found)
@@ -177,14 +169,6 @@ def _validate_composition(value: Any, node: dict[str, Any], name: str, found: li
         found.append(FieldError("<nil>", errors.INVALID, "", f'"{name}" must not validate the schema (not)'))
 
 
-@lru_cache(maxsize=1024)
-def _pattern(pattern: str) -> re.Pattern[str]:
-    """A Go (RE2) pattern as a Python one: `$` and `\\z` end the text (Python's `$` also matches before a
-    final newline), and the character classes are ASCII, as in RE2."""
-    translated = re.sub(r"(?<!\\)\$$", r"\\Z", pattern).replace(r"\z", r"\Z")
-    return re.compile(translated, re.ASCII)
-
-
 def _validate_string(value: str, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
     length = len(value)
     if "maxLength" in node and length > node["maxLength"]:
@@ -194,12 +178,12 @@ def _validate_string(value: str, node: dict[str, Any], name: str, found: list[Fi
     if "minLength" in node and length < node["minLength"]:
         detail = f"{_in_body(name)} should be at least {node['minLength']} chars long"
         found.append(FieldError(name, errors.INVALID, value, detail))
-    if "pattern" in node and not _pattern(node["pattern"]).search(value):
+    if "pattern" in node and not pattern(node["pattern"]).search(value):
         detail = f"{_in_body(name)} should match '{node['pattern']}'"
         found.append(FieldError(name, errors.INVALID, value, detail))
     checker = _FORMATS.get(str(node.get("format", "")).replace("-", ""))
     if checker is not None and not checker(value):
-        detail = f"{_in_body(name)} must be of type {node['format']}: {errors.render_value(value)}"
+        detail = f"{_in_body(name)} must be of type {node['format']}: {render_value(value)}"
         found.append(FieldError(name, errors.INVALID, value, detail, reason="FieldValueTypeInvalid"))
 
 
@@ -309,7 +293,7 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
     "ipv4": _parses(ipaddress.IPv4Address),
     "ipv6": _parses(ipaddress.IPv6Address),
     "cidr": _parses(lambda text: ipaddress.ip_network(text, strict=False)),
-    "duration": _parses(cellib.parse_duration),
+    "duration": _parses(goparse.to_timedelta),
     "hostname": lambda text: bool(_HOSTNAME.match(text)),
     "email": lambda text: bool(re.fullmatch(r"[^@\s]+@[^@\s]+", text)),
 }
@@ -356,14 +340,9 @@ def _check_list_types(value: Any, node: dict[str, Any], path: str, found: list[F
                 _check_list_types(child, extra, f"{path}[{key}]", found)
     elif isinstance(value, list):
         list_type = node.get("x-kubernetes-list-type")
-        keys = node.get("x-kubernetes-list-map-keys") or []
         seen: list[Any] = []
         for index, item in enumerate(value):
-            identity = (
-                {k: item.get(k) for k in keys if k in item}
-                if list_type == "map" and isinstance(item, dict)
-                else item
-            )
+            identity = list_identity(item, node)
             if list_type in ("set", "map"):
                 if _seen(identity, seen):
                     found.append(FieldError(f"{path}[{index}]", errors.DUPLICATE, identity))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kubesemantics.selectors import matches_labels
 from localkube.controllers.api import ControllerApi
 from localkube.storage import Event, Store
 
@@ -66,7 +67,7 @@ class EndpointsController:
             labels = _labels(pod)
             for pair in _pairs(namespace, pod):
                 for key in self._services_by_label.get(pair, ()):
-                    if _matches(self._selectors[key], labels):
+                    if matches_labels(self._selectors[key], labels):
                         wanted.add(key)
         return sorted(wanted)
 
@@ -89,7 +90,7 @@ class EndpointsController:
         pods = [
             pod
             for pod in (self._pods[k] for k in candidates)
-            if _matches(selector, _labels(pod))
+            if matches_labels(selector, _labels(pod))
             and (pod.get("status") or {}).get("podIP")
             and not pod["metadata"].get("deletionTimestamp")
         ]
@@ -135,10 +136,6 @@ def _labels(pod: dict[str, Any] | None) -> dict[str, str]:
 
 def _pairs(namespace: str, pod: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     return [(namespace, k, v) for k, v in _labels(pod).items()]
-
-
-def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def _counts_ready(service: dict[str, Any], pod: dict[str, Any]) -> bool:

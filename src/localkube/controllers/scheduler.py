@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from localkube.controllers.scheduling import (
@@ -38,7 +38,7 @@ class Scheduler:
         self._nodes: dict[str, dict[str, Any]] = {}
         self._usage: dict[str, NodeUsage] = {}
         # What each bound pod that holds resources counts for, so that a change can be undone exactly.
-        self._holding: dict[str, tuple[str, dict[str, Decimal]]] = {}  # pod key -> (node, requests)
+        self._holding: dict[str, tuple[str, dict[str, Fraction]]] = {}  # pod key -> (node, requests)
         self._waiting: set[str] = set()
 
     def observe(self, event: Event) -> Iterable[str]:

@@ -13,37 +13,17 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
-_SUFFIXES = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9, "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
-}  # fmt: skip
+from kubesemantics import quantity
+from kubesemantics.selectors import matches_labels, requirement_matches
 
 
-def parse_quantity(value: str | int | float) -> Decimal:
-    """A Kubernetes quantity ("500m", "2Gi", "1e3", 4) as an exact decimal; ValueError when malformed."""
-    text = str(value).strip()
-    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
-        if suffix and text.endswith(suffix):
-            number = text[: -len(suffix)]
-            break
-    else:
-        suffix, number = "", text
-    try:
-        return Decimal(number) * _SUFFIXES[suffix]
-    except ArithmeticError as err:
-        raise ValueError(f"quantities must match the regular expression: {value!r}") from err
-
-
-def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, Fraction]:
     """The resources kube-scheduler reserves for a pod, as exact amounts (cpu in cores, memory in bytes)."""
     spec = pod.get("spec") or {}
-    total: defaultdict[str, Decimal] = defaultdict(Decimal)
+    total: defaultdict[str, Fraction] = defaultdict(Fraction)
     for container in spec.get("containers") or []:
         for name, amount in _container_requests(container).items():
             total[name] += amount
@@ -51,25 +31,25 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
         for name, amount in _container_requests(container).items():
             total[name] = max(total[name], amount)
     for name, amount in (spec.get("overhead") or {}).items():
-        total[name] += parse_quantity(amount)
+        total[name] += quantity.parse(amount)
     return dict(total)
 
 
-def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
     resources = container.get("resources") or {}
     # A limit without a request defaults the request to the limit (API server defaulting).
     merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return {name: parse_quantity(amount) for name, amount in merged.items()}
+    return {name: quantity.parse(amount) for name, amount in merged.items()}
 
 
 @dataclass
 class NodeUsage:
     """What the pods bound to one node hold: the sum of their requests and their number."""
 
-    requests: defaultdict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
+    requests: defaultdict[str, Fraction] = field(default_factory=lambda: defaultdict(Fraction))
     pods: int = 0
 
-    def add(self, requests: Mapping[str, Decimal], sign: int = 1) -> None:
+    def add(self, requests: Mapping[str, Fraction], sign: int = 1) -> None:
         for name, amount in requests.items():
             self.requests[name] += sign * amount
         self.pods += sign
@@ -89,21 +69,19 @@ def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], usage: NodeUsage) ->
     labels = (node.get("metadata") or {}).get("labels") or {}
     spec = pod.get("spec") or {}
     selector = spec.get("nodeSelector") or {}
-    if any(labels.get(key) != value for key, value in selector.items()) or not _affinity_matches(
-        spec, labels
-    ):
+    if not matches_labels(selector, labels) or not _affinity_matches(spec, labels):
         return ["node(s) didn't match Pod's node affinity/selector"]
     taint = _untolerated_taint(node_spec.get("taints") or [], spec.get("tolerations") or [])
     if taint is not None:
         return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"]
     allocatable = {
-        name: parse_quantity(v) for name, v in ((node.get("status") or {}).get("allocatable") or {}).items()
+        name: quantity.parse(v) for name, v in ((node.get("status") or {}).get("allocatable") or {}).items()
     }
     reasons = []
     if "pods" in allocatable and usage.pods + 1 > allocatable["pods"]:
         reasons.append("Too many pods")
     for name, amount in sorted(pod_requests(pod).items()):
-        if amount > 0 and usage.requests[name] + amount > allocatable.get(name, Decimal(0)):
+        if amount > 0 and usage.requests[name] + amount > allocatable.get(name, Fraction(0)):
             reasons.append(f"Insufficient {name}")
     return reasons
 
@@ -131,32 +109,8 @@ def _affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) -> boo
     if not required:
         return True
     return any(
-        all(_expression_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
+        all(requirement_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
     )
-
-
-def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator, values = (
-        expression.get("key", ""),
-        expression.get("operator"),
-        expression.get("values") or [],
-    )
-    present = key in labels
-    if operator == "In":
-        return present and labels[key] in values
-    if operator == "NotIn":
-        return not present or labels[key] not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt") and present and values:
-        try:
-            ours, theirs = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return ours > theirs if operator == "Gt" else ours < theirs
-    return False
 
 
 def _untolerated_taint(

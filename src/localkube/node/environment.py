@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from localkube.controllers.scheduling import parse_quantity
+from kubesemantics import quantity
 
 _VALID_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
@@ -203,7 +203,7 @@ def resource_value(
         amount = limits.get(resource, allocatable.get(resource, 0))
     else:
         amount = {**limits, **(resources.get("requests") or {})}.get(resource, 0)
-    divisor = parse_quantity(ref.get("divisor") or "1")
+    divisor = quantity.parse(ref.get("divisor") or "1")
     if divisor == 0:
         raise ContainerConfigError("env valueFrom.resourceFieldRef: divisor must not be 0")
-    return str(math.ceil(parse_quantity(amount) / divisor))
+    return str(math.ceil(quantity.parse(amount) / divisor))

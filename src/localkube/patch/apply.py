@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from kubesemantics.jsonvalue import json_equal
 from localkube.admission import builtin
-from localkube.admission.jsonvalue import json_equal
 from localkube.patch.errors import ApplyConflict, PatchError
 
 Path = tuple[str, ...]

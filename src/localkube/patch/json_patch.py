@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from localkube.admission.jsonvalue import json_equal
+from kubesemantics.jsonvalue import json_equal
 from localkube.patch.errors import PatchError
 
 _OPS = ("add", "remove", "replace", "move", "copy", "test")

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
 from localkube.server import bodies, errors, proxy, subresources
 from localkube.server.auth import Authenticator
@@ -41,7 +42,6 @@ from localkube.server.routing import (
     Target,
     request_verb,
 )
-from localkube.server.selectors import SelectorError, field_matcher, label_matcher
 from localkube.server.tables import table
 from localkube.server.watch import stream
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import yaml
 
-from localkube.admission.schema import default
+from kubesemantics.schema import apply_defaults
 from localkube.patch import (
     ApplyConflict,
     PatchError,
@@ -95,7 +95,7 @@ def apply(
     fields have defaults (a port's `protocol`) are matched with the live items that were defaulted."""
     if resource_type.custom and resource_type.schema:
         applied = orjson.loads(orjson.dumps(applied))
-        default(applied, resource_type.schema, root=True)
+        apply_defaults(applied, resource_type.schema, root=True)
     try:
         return server_side_apply(
             live,

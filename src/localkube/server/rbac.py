@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubesemantics.selectors import label_selector_matches
+
 MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
@@ -135,32 +137,9 @@ def _cluster_role_rules(
         if _name(other) in seen:
             continue
         labels = (other.get("metadata") or {}).get("labels") or {}
-        if any(selector_matches(selector, labels) for selector in selectors):
+        if any(label_selector_matches(selector, labels) for selector in selectors):
             rules.extend(_cluster_role_rules(other, cluster_roles, seen))
     return rules
-
-
-def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    """Whether a metav1.LabelSelector (matchLabels and matchExpressions) selects the labels."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator, values = (
-            expression.get("key"),
-            expression.get("operator"),
-            expression.get("values") or [],
-        )
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def _covers(allowed: Iterable[str], wanted: str) -> bool:

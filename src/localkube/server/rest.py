@@ -30,12 +30,12 @@ from typing import Any
 
 import orjson
 
+from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
 from localkube.admission.schema import admit, prune
 from localkube.server import builtin, crds, errors, events, patching
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
-from localkube.server.selectors import SelectorError, field_matcher, label_matcher
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
 from localkube.storage import AlreadyExists, Conflict, NotFound, Store
 

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesemantics.selectors import selector_text
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
 from localkube.server.rest import Query, Resources, clone, now
 from localkube.server.routing import Target
-from localkube.server.selectors import selector_text
 from localkube.server.tables import jsonpath_values
 
 # (namespace, pod, container, query) -> the log text, or its chunks as they come (`follow=true`).

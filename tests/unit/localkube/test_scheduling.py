@@ -1,13 +1,10 @@
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
-
-import pytest
 
 from localkube.controllers.scheduling import (
     NodeUsage,
     holds_resources,
     misfit,
-    parse_quantity,
     pod_requests,
     unschedulable_message,
 )
@@ -23,25 +20,11 @@ def _pod(requests: dict[str, str] | None = None, phase: str = "Running", **spec:
     return {"spec": {"containers": [container], **spec}, "status": {"phase": phase}}
 
 
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("500m", Decimal("0.5")),
-        ("2Gi", Decimal(2**31)),
-        ("1k", Decimal(1000)),
-        (3, Decimal(3)),
-        ("1e3", Decimal(1000)),
-    ],
-)
-def test_parse_quantity(text: str | int, value: Decimal) -> None:
-    assert parse_quantity(text) == value
-
-
 def test_requests_take_the_larger_of_containers_and_init_containers() -> None:
     pod = _pod(
         {"cpu": "1"}, initContainers=[{"name": "i", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]
     )
-    assert pod_requests(pod) == {"cpu": Decimal(2), "memory": Decimal(2**30)}
+    assert pod_requests(pod) == {"cpu": Fraction(2), "memory": Fraction(2**30)}
 
 
 def _usage(*bound: dict[str, Any]) -> NodeUsage:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kuberay.api.validation.goparse import GoParseError, atoi, parse_duration
+from kubesemantics.goparse import GoParseError, atoi, parse_duration
 
 
 class CronError(ValueError):

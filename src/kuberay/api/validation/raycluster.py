@@ -18,9 +18,10 @@ from collections.abc import Iterator, Mapping
 from kuberay.api import constants as c
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayClusterConditionType
-from kuberay.api.validation import goparse, names, wire
+from kuberay.api.validation import names, wire
 from kuberay.api.validation.field import FieldError
 from kuberay.api.validation.wire import JSON
+from kubesemantics import goparse
 
 Errors = Iterator[FieldError]
 

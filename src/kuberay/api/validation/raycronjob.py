@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from kuberay.api import constants as c
 from kuberay.api.features import FeatureGates
-from kuberay.api.validation import cron, goparse, rayjob, wire
+from kuberay.api.validation import cron, rayjob, wire
 from kuberay.api.validation.field import FieldError
 from kuberay.api.validation.raycluster import Errors
 from kuberay.api.validation.wire import JSON
+from kubesemantics import goparse
 
 
 def cronjob(meta: JSON, spec: JSON, gates: FeatureGates) -> Errors:

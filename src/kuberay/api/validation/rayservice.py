@@ -11,10 +11,11 @@ from collections.abc import Mapping
 
 from kuberay.api import constants as c
 from kuberay.api.features import Feature, FeatureGates
-from kuberay.api.validation import goparse, names, raycluster, wire
+from kuberay.api.validation import names, raycluster, wire
 from kuberay.api.validation.field import FieldError
 from kuberay.api.validation.raycluster import Errors
 from kuberay.api.validation.wire import JSON
+from kubesemantics import goparse
 
 SPEC_INVALID = "The RayService spec is invalid: "
 METADATA_INVALID = "The RayService metadata is invalid: "

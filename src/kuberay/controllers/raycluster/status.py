@@ -25,8 +25,9 @@ from typing import Any
 
 from kuberay.api import constants
 from kuberay.api.raycluster import ClusterState, RayClusterConditionReason, RayClusterConditionType
-from kuberay.builders import names, quantity
+from kuberay.builders import names
 from kuberay.builders.raystart import is_gpu_resource_key
+from kubesemantics import quantity
 
 JSON = dict[str, Any]
 Obj = Mapping[str, Any]
@@ -168,32 +169,8 @@ def _pod_resources(pod_spec: Obj) -> dict[str, _Amount]:
             if name in total:
                 total[name].value += amount
             else:
-                total[name] = _Amount(amount, str(value).endswith("i"))
+                total[name] = _Amount(amount, quantity.is_binary(value))
     return total
-
-
-def format_quantity(value: Fraction, binary: bool) -> str:
-    """Go's canonical text of a quantity (`resource.Quantity.String()`), for the formats sums produce."""
-    if value == 0:
-        return "0"
-    if binary and value.denominator == 1 and abs(value) >= 1024:
-        number, suffix = int(value), ""
-        for candidate in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
-            if number % 1024:
-                break
-            number, suffix = number // 1024, candidate
-        return f"{number}{suffix}"
-    for exponent, suffix in ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, "")):
-        scaled = value / Fraction(10**exponent)
-        if scaled.denominator == 1 and abs(value) >= 10**exponent:
-            return f"{scaled.numerator}{suffix}"
-    for exponent, suffix in ((3, "m"), (6, "u"), (9, "n")):
-        scaled = value * 10**exponent
-        if scaled.denominator == 1:
-            return f"{scaled.numerator}{suffix}"
-    # Go rounds finer values up to the nanounit.
-    scaled = value * 10**9
-    return f"{-(-scaled.numerator // scaled.denominator)}n"
 
 
 def desired_resources(spec: Obj) -> dict[str, str]:
@@ -213,11 +190,11 @@ def desired_resources(spec: Obj) -> dict[str, str]:
 
     def text(name: str) -> str:
         amount = total.get(name)
-        return format_quantity(amount.value, amount.binary) if amount else "0"
+        return quantity.canonical(amount.value, amount.binary) if amount else "0"
 
     # upstream `sumGPUs`: every GPU resource name, the one `ray start`'s `num-gpus` reads (MIG slices too).
     gpus = [a for n, a in total.items() if is_gpu_resource_key(n) and a.value != 0]
-    gpu = format_quantity(sum((a.value for a in gpus), Fraction(0)), gpus[0].binary) if gpus else "0"
+    gpu = quantity.canonical(sum((a.value for a in gpus), Fraction(0)), gpus[0].binary) if gpus else "0"
     return {
         "desiredCPU": text("cpu"),
         "desiredMemory": text("memory"),

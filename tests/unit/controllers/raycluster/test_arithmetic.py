@@ -1,5 +1,3 @@
-from fractions import Fraction
-
 import pytest
 
 from kuberay.controllers.raycluster import status
@@ -34,22 +32,6 @@ def test_cluster_min_and_max_skip_suspended_groups_and_clamp_to_int32() -> None:
     assert status.desired_worker_replicas(spec) == 1 * 2 + 0 + 2
     assert status.min_worker_replicas(spec) == 2
     assert status.max_worker_replicas(spec) == MAX  # 2*MAX + 3 does not fit an int32
-
-
-@pytest.mark.parametrize(
-    ("value", "binary", "text"),
-    [
-        (Fraction(0), False, "0"),
-        (Fraction(3, 2), False, "1500m"),
-        (Fraction(2000), False, "2k"),
-        (Fraction(4), False, "4"),
-        (Fraction(6 * 2**30), True, "6Gi"),
-        (Fraction(1536 * 2**20), True, "1536Mi"),
-        (Fraction(512), True, "512"),  # below 1Ki binary quantities print as decimal
-    ],
-)
-def test_format_quantity(value: Fraction, binary: bool, text: str) -> None:
-    assert status.format_quantity(value, binary) == text
 
 
 def test_desired_resources_count_requests_then_limits_times_hosts_and_raw_replicas() -> None:

@@ -1,42 +1,36 @@
-"""Label and field selectors: parsing the query-string syntax and matching objects.
+"""Label and field selectors: parsing the query-string syntax, and matching labels and objects.
 
 Label selectors take the full syntax of the real server: `k=v`, `k==v`, `k!=v`, `k in (a,b)`,
 `k notin (a,b)`, `k` (exists) and `!k` (does not exist), joined by commas, all of which must hold.
 Field selectors take `f=v`, `f==v` and `f!=v` on any dotted path (`metadata.name`, `spec.nodeName`,
 `status.phase`, `involvedObject.uid`, ...); a missing field reads as the empty string, as on a real server.
-A syntax error raises `SelectorError`, which the REST layer answers with 400 BadRequest.
+A syntax error raises `SelectorError` (the API server answers it with 400 BadRequest).
+
+Selectors written as objects match too: a map of labels (a Service's `spec.selector`, a pod's
+`nodeSelector`: `matches_labels`), a `metav1.LabelSelector` (`matchLabels` and `matchExpressions`:
+`label_selector_matches`) and one requirement of it or of a node selector term (`In`, `NotIn`, `Exists`,
+`DoesNotExist`, and the node selector's `Gt`, `Lt`: `requirement_matches`). `selector_text` writes a
+`metav1.LabelSelector` in the query-string syntax.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 Match = Callable[[dict[str, Any]], bool]
 
 
 class SelectorError(ValueError):
-    pass
+    """A selector that does not parse."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Requirement:
-    key: str
-    operator: str  # "=", "!=", "in", "notin", "exists", "!"
-    values: frozenset[str]
+Requirement = dict[str, Any]
+"""One requirement as `matchExpressions` writes it: `key`, `operator` (`In`, `NotIn`, `Exists`, ...), `values`."""
 
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator == "exists":
-            return present
-        if self.operator == "!":
-            return not present
-        if self.operator in ("=", "in"):
-            return present and labels[self.key] in self.values
-        # "!=" and "notin" also match objects without the label, as on a real server.
-        return not present or labels[self.key] not in self.values
+# The query syntax's operators as requirement operators: `k=v` is `k in (v)`, `k!=v` is `k notin (v)`.
+_OPERATORS = {"=": "In", "==": "In", "in": "In", "!=": "NotIn", "notin": "NotIn"}
 
 
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\(([^)]*)\)\s*$")
@@ -67,17 +61,17 @@ def _split_requirements(text: str) -> list[str]:
     return parts
 
 
-def _parse_label_requirement(text: str) -> _Requirement:
+def _parse_label_requirement(text: str) -> Requirement:
     if match := _SET_RE.match(text):
         key, operator, raw_values = match.groups()
-        values = frozenset(v.strip() for v in raw_values.split(",") if v.strip())
-        return _Requirement(key, operator, values)
+        values = sorted({v.strip() for v in raw_values.split(",") if v.strip()})
+        return {"key": key, "operator": _OPERATORS[operator], "values": values}
     if match := _EQUALITY_RE.match(text):
         key, operator, value = match.groups()
-        return _Requirement(key, "!=" if operator == "!=" else "=", frozenset((value,)))
+        return {"key": key, "operator": _OPERATORS[operator], "values": [value]}
     if match := _EXISTS_RE.match(text):
         negated, key = match.groups()
-        return _Requirement(key, "!" if negated else "exists", frozenset())
+        return {"key": key, "operator": "DoesNotExist" if negated else "Exists"}
     raise SelectorError(f"unable to parse requirement: {text.strip()!r}")
 
 
@@ -89,7 +83,7 @@ def label_matcher(text: str | None) -> Match | None:
 
     def matches(obj: dict[str, Any]) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}
-        return all(requirement.matches(labels) for requirement in requirements)
+        return all(requirement_matches(requirement, labels) for requirement in requirements)
 
     return matches
 
@@ -145,3 +139,42 @@ def selector_text(selector: dict[str, Any] | None) -> str:
         elif operator == "DoesNotExist":
             parts.append(f"!{key}")
     return ",".join(parts)
+
+
+def matches_labels(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """Whether every label of an equality map (`spec.selector`, `nodeSelector`) is set to its value."""
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def requirement_matches(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether labels meet one `matchExpressions` requirement (`key`, `operator`, `values`); an unknown
+    operator selects nothing, as the API server cannot turn it into a selector."""
+    key, operator, values = (
+        requirement.get("key", ""),
+        requirement.get("operator"),
+        requirement.get("values") or [],
+    )
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and values:
+        try:
+            ours, theirs = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return ours > theirs if operator == "Gt" else ours < theirs
+    return False
+
+
+def label_selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a `metav1.LabelSelector` (`matchLabels` and `matchExpressions`, all of which must hold)
+    selects the labels; an empty selector selects everything."""
+    return matches_labels(selector.get("matchLabels") or {}, labels) and all(
+        requirement_matches(requirement, labels) for requirement in selector.get("matchExpressions") or []
+    )

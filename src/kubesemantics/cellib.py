@@ -1,28 +1,33 @@
-"""The parts of Kubernetes' CEL environment that the `cel` package lacks.
+"""The Kubernetes CEL environment, over the `cel` package: compiling rules and handing them values.
 
-Property names that are not CEL identifiers are escaped as Kubernetes escapes them (`escape`).
-Functions: the list library (`isSorted`, `indexOf`/`lastIndexOf` on lists, besides the `cel` package's
-`sum`, `min`, `max` and string functions) and the regex library (`find`, `findAll`). Values: strings with
-format `date-time`, `duration` and `byte` reach CEL as timestamps, durations and bytes, as in Kubernetes;
-the parsers here are also the format checks of admission. Everything is pure.
+`compile_rule` compiles an expression (cached by its text) and says whether it reads `oldSelf`; `context`
+is the evaluation context with every function a rule may call; `to_cel` types a JSON value by its schema
+node as the API server does (numbers as doubles, integers as ints, formatted strings as timestamps,
+durations and bytes, declared property names escaped).
+
+What the `cel` package lacks is added here: property names that are not CEL identifiers are escaped as
+Kubernetes escapes them (`escape`); the list library (`isSorted`, `indexOf`/`lastIndexOf` on lists, besides
+the `cel` package's `sum`, `min`, `max` and string functions) and the regex library (`find`, `findAll`).
+The format parsers (`parse_timestamp`, `parse_bytes`, and Go durations from `goparse`) are also the format
+checks of admission. Everything is pure.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 import cel
 from cel import stdlib
 
+from kubesemantics import goparse
+
 # RFC 3339, and the zone-less local form go-openapi's strfmt also accepts (read as UTC).
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -33,22 +38,6 @@ def parse_timestamp(text: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def parse_duration(text: str) -> timedelta:
-    """A Go duration (`1h30m`, `-1.5s`, `0`); ValueError otherwise."""
-    sign, body = (-1, text[1:]) if text.startswith("-") else (1, text.removeprefix("+"))
-    if body == "0":
-        return timedelta(0)
-    position, seconds = 0, 0.0
-    for part in _DURATION_PART.finditer(body):
-        if part.start() != position:
-            break
-        seconds += float(part.group(1)) * _UNITS[part.group(2)]
-        position = part.end()
-    if not body or position != len(body):
-        raise ValueError(f"not a duration: {text!r}")
-    return timedelta(seconds=sign * seconds)
-
-
 def parse_bytes(text: str) -> bytes:
     """Base64 data; ValueError otherwise."""
     return base64.b64decode(text, validate=True)
@@ -57,7 +46,7 @@ def parse_bytes(text: str) -> bytes:
 _FORMAT_PARSERS: dict[str, Callable[[str], Any]] = {
     "date-time": parse_timestamp,
     "datetime": parse_timestamp,
-    "duration": parse_duration,
+    "duration": goparse.to_timedelta,
     "byte": parse_bytes,
 }
 
@@ -128,3 +117,45 @@ def functions() -> dict[str, Callable[..., Any]]:
         "find": _find,
         "findAll": _find_all,
     }
+
+
+def context(variables: dict[str, Any]) -> Any:
+    """The evaluation context of a rule: its variables (`self`, `oldSelf`) and every function."""
+    return cel.Context(variables=variables, functions=functions())
+
+
+@lru_cache(maxsize=4096)
+def compile_rule(expression: str) -> tuple[Any, bool]:
+    """The compiled program of an expression and whether it reads `oldSelf`; raises ValueError when invalid,
+    with cel-go's text (`ERROR: <input>:1:8: Syntax error: ...`)."""
+    try:
+        program = cel.compile(expression)
+    except ValueError as error:
+        raise ValueError(str(error).removeprefix(f"Failed to parse expression '{expression}': ")) from None
+    return program, "oldSelf" in program.variables()
+
+
+def to_cel(value: Any, node: Mapping[str, Any]) -> Any:
+    """A JSON value as the API server hands it to CEL: typed by its schema (numbers as double, integers as int)."""
+    kind = node.get("type")
+    if value is None:
+        return None
+    if kind == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kind == "string" and isinstance(value, str) and node.get("format"):
+        return formatted(value, str(node["format"]))
+    if isinstance(value, dict):
+        props = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        extra_node = extra if isinstance(extra, dict) else {}
+        # Declared properties are CEL fields, named by their escaped form; map keys stay as they are.
+        return {
+            (escape(k) if k in props else k): to_cel(v, props.get(k, extra_node)) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        items = node.get("items")
+        items_node = items if isinstance(items, dict) else {}
+        return [to_cel(v, items_node) for v in value]
+    return value

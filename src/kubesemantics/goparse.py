@@ -1,10 +1,11 @@
-"""Go parsers whose error texts surface in upstream's validation messages.
+"""Go parsers whose error texts surface in Kubernetes' and upstream KubeRay's messages.
 
 Each function accepts exactly what its Go counterpart accepts and fails with the same text, so a message
 such as ``invalid cron schedule: failed to parse duration @every 5x: time: unknown unit "x" in duration
 "5x"`` reads the same here as from the Go operator:
 
-- `parse_duration`: Go's `time.ParseDuration` (units ns, us, µs, μs, ms, s, m, h; a bare ``0``).
+- `parse_duration`: Go's `time.ParseDuration` (units ns, us, µs, μs, ms, s, m, h; a bare ``0``), the
+  duration syntax of Kubernetes too (CEL's `duration()`, the `duration` string format); `to_timedelta`.
 - `atoi`: Go's `strconv.Atoi` (optional sign, ASCII digits, int64 range).
 - `parse_generic_version`: apimachinery's `version.ParseGeneric` (``v1.2``, ``2.52.0rc1``: at least two
   numeric components, anything after them ignored); versions compare component-wise.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import re
 import zoneinfo
+from datetime import timedelta
+from fractions import Fraction
 
 _NANOSECONDS_PER_UNIT = {
     "ns": 1,
@@ -83,6 +86,11 @@ def parse_duration(value: str) -> int:
         if total > _MAX_DURATION + (1 if negative else 0):
             raise invalid
     return -total if negative else total
+
+
+def to_timedelta(value: str) -> timedelta:
+    """A Go duration as a `timedelta`, rounded to whole microseconds (the finest a `timedelta` holds)."""
+    return timedelta(microseconds=round(Fraction(parse_duration(value), 1000)))
 
 
 def atoi(value: str) -> int:

@@ -1,9 +1,10 @@
-"""Kubernetes resource quantities (`resource.Quantity`), reduced to what the builders compute with.
+"""Kubernetes resource quantities (`resource.Quantity`): parsing, comparing and canonical text.
 
 A quantity is a signed decimal number with an optional suffix: a decimal SI suffix (`n u m k M G T P E`),
 a binary one (`Ki Mi Gi Ti Pi Ei`) or a decimal exponent (`e3`, `E-2`). Values are parsed into exact
-fractions so that arithmetic never loses a digit; the two conversions upstream uses are reproduced exactly:
-`Quantity.Value()` (rounds up, away from zero: `500m` -> 1) and `AsApproximateFloat64()`.
+fractions, so arithmetic and comparison never lose a digit; the conversions upstream uses are reproduced
+exactly: `Quantity.Value()` (rounds up, away from zero: `500m` -> 1), `AsApproximateFloat64()` and
+`String()` (`canonical`).
 
 Manifests may carry a quantity as a YAML number (`cpu: 1`, `cpu: 0.5`); numbers are read through their
 decimal text, as the Kubernetes JSON decoder does.
@@ -56,3 +57,33 @@ def approximate_float(value: str | int | float) -> float:
 
 def is_zero(value: str | int | float) -> bool:
     return parse(value) == 0
+
+
+def is_binary(value: str | int | float) -> bool:
+    """Whether a quantity is written with a binary suffix (its sums print in binary form)."""
+    return str(value).endswith("i")
+
+
+def canonical(value: Fraction, binary: bool) -> str:
+    """Go's canonical text of a quantity (`resource.Quantity.String()`), in binary form (`Ki`, `Mi`, ...)
+    or decimal form (`k`, `M`, `m`, ...)."""
+    if value == 0:
+        return "0"
+    if binary and value.denominator == 1 and abs(value) >= 1024:
+        number, suffix = int(value), ""
+        for candidate in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"):
+            if number % 1024:
+                break
+            number, suffix = number // 1024, candidate
+        return f"{number}{suffix}"
+    for exponent, suffix in ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, "")):
+        scaled = value / Fraction(10**exponent)
+        if scaled.denominator == 1 and abs(value) >= 10**exponent:
+            return f"{scaled.numerator}{suffix}"
+    for exponent, suffix in ((3, "m"), (6, "u"), (9, "n")):
+        scaled = value * 10**exponent
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    # Go rounds finer values up to the nanounit.
+    scaled = value * 10**9
+    return f"{-(-scaled.numerator // scaled.denominator)}n"

@@ -1,0 +1,10 @@
+"""Kubernetes semantics shared by the operator (`kuberay`) and the control plane (`localkube`).
+
+One home for the knowledge both sides need to read objects as Kubernetes reads them: resource quantities
+(`quantity`), Go's parsers whose texts surface in Kubernetes messages, durations among them (`goparse`),
+label and field selectors (`selectors`), the Kubernetes CEL library (`cellib`) and the JSON-value and
+message primitives of structural-schema checks (`schema`).
+
+A leaf: pure functions, no I/O, and it imports neither `kuberay` nor `localkube` (pyproject's
+import-linter contracts hold it to that).
+"""

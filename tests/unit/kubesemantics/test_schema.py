@@ -1,0 +1,66 @@
+"""The primitives of structural-schema checks: rendered values, RE2 patterns, list identity, defaulting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesemantics import schema
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, '"null"'),
+        (True, "true"),
+        (7, "7"),
+        (2.0, "2"),
+        (0.5, "0.5"),
+        ("é", '"é"'),
+        ({"b": 1, "a": [1]}, '{"a":[1],"b":1}'),
+    ],
+)
+def test_values_render_as_go_prints_them(value: Any, text: str) -> None:
+    assert schema.render_value(value) == text
+
+
+def test_patterns_read_as_re2() -> None:
+    assert schema.pattern("^[a-z]+$").search("abc\n") is None  # $ ends the text, not a line
+    assert schema.pattern(r"^\d+\z").search("12") is not None
+    assert schema.pattern(r"^\w+$").search("é") is None  # ASCII classes
+
+
+def test_list_identity() -> None:
+    as_map = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"]}
+    item = {"name": "http", "port": 80}
+    assert schema.list_identity(item, as_map) == {"name": "http"}
+    assert schema.list_identity(item, {"x-kubernetes-list-type": "set"}) == item
+
+
+def test_defaults_fill_absent_and_null_fields_top_down() -> None:
+    node = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string", "default": "v9"},
+            "spec": {
+                "type": "object",
+                "default": {},
+                "properties": {
+                    "replicas": {"type": "integer", "default": 1},
+                    "note": {"type": "string", "nullable": True, "default": "n"},
+                    "ports": {"type": "array", "items": {"type": "integer", "default": 80}},
+                },
+            },
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
+    value: dict[str, Any] = {
+        "spec": {"replicas": None, "note": None, "ports": [None, 81]},
+        "labels": {"a": None},
+    }
+    schema.apply_defaults(value, node, root=True)
+    assert value == {"spec": {"replicas": 1, "note": None, "ports": [80, 81]}, "labels": {}}
+    empty: dict[str, Any] = {}
+    schema.apply_defaults(empty, node)
+    assert empty == {"apiVersion": "v9", "spec": {"replicas": 1, "note": "n"}}
