@@ -19,12 +19,13 @@ Invariants:
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import httpx
 import httpx2
 import orjson
 from lightkube.config import client_adapter
@@ -81,6 +82,47 @@ def load_config(kubeconfig: str | None = None, context: str | None = None) -> Si
     if single is None:
         raise ConfigurationError("cannot load Kubernetes configuration: no current context")
     return single
+
+
+class _LightkubeAuth(httpx.Auth):
+    """lightkube's authentication of a kubeconfig user (bearer token, token file re-read on 401, exec plugin,
+    basic auth), on the requests of an httpx client. lightkube's flows only set the Authorization header and
+    read the response's status code, which httpx's requests and responses have as httpx2's do."""
+
+    def __init__(self, auth: httpx2.Auth) -> None:
+        self._auth = auth
+
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        flow = self._auth.sync_auth_flow(cast(httpx2.Request, request))
+        outgoing = next(flow)
+        while True:
+            response = yield cast(httpx.Request, outgoing)
+            try:
+                outgoing = flow.send(cast(httpx2.Response, response))
+            except StopIteration:
+                return
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        flow = self._auth.async_auth_flow(cast(httpx2.Request, request))
+        outgoing = await flow.__anext__()
+        while True:
+            response = yield cast(httpx.Request, outgoing)
+            try:
+                outgoing = await flow.asend(cast(httpx2.Response, response))
+            except StopAsyncIteration:
+                return
+
+
+def api_server_http(config: SingleConfig, timeout: float) -> httpx.AsyncClient:
+    """A plain httpx client for raw requests to the API server (its service proxy), trusting and
+    authenticating as lightkube's own client does: the cluster's CA, the user's client certificate, and the
+    user's token, token file, exec plugin or basic auth."""
+    user = config.user
+    if user is None:
+        return httpx.AsyncClient(timeout=timeout)
+    verify = client_adapter.verify_cluster(config.cluster, user, config.abs_file)
+    auth = client_adapter.user_auth(user)
+    return httpx.AsyncClient(timeout=timeout, verify=verify, auth=_LightkubeAuth(auth) if auth else None)
 
 
 class Client:

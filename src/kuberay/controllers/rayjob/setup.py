@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import httpx
-from lightkube.config import client_adapter
 
 from kuberay.api import constants
 from kuberay.api.config import Configuration
@@ -36,7 +35,7 @@ from kuberay.controllers.rayjob.reconciler import (
 )
 from kuberay.controllers.rayjob.state import Settings
 from kuberay.rayclient.dashboard import DIRECT_TIMEOUT, PROXY_TIMEOUT
-from kuberay.runtime.client import load_config
+from kuberay.runtime.client import api_server_http, load_config
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, SERVICE
@@ -117,16 +116,7 @@ def dashboard_access(use_kubernetes_proxy: bool, kubeconfig: str | None) -> Dash
     if not use_kubernetes_proxy:
         return DashboardAccess(httpx.AsyncClient(timeout=DIRECT_TIMEOUT))
     kube = load_config(kubeconfig)
-    user = kube.user
-    headers = {}
-    token = user.token if user is not None else None
-    if user is not None and not token and user.token_file:
-        with open(kube.abs_file(user.token_file)) as f:
-            token = f.read().strip()
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    verify = client_adapter.verify_cluster(kube.cluster, user, kube.abs_file) if user is not None else True
-    http = httpx.AsyncClient(timeout=PROXY_TIMEOUT, verify=verify, headers=headers)
+    http = api_server_http(kube, PROXY_TIMEOUT)
     return DashboardAccess(http, api_server=kube.cluster.server)
 
 
