@@ -3,7 +3,8 @@
 - The cause types of apimachinery's `field.Error` (`Required value`, `Invalid value`, ...) and how a value
   prints inside one (`render_value`: bare scalars, Go-quoted strings, JSON otherwise; `render_number`:
   a float64 as Go's `%v` prints it).
-- `pattern`: a schema's RE2 `pattern` as a Python regular expression.
+- `pattern`: a schema's RE2 `pattern` as a Python regular expression; `is_date_time`: the `date-time`
+  format as kube-openapi checks it.
 - `list_identity`: what makes an item of an `x-kubernetes-list-type: set|map` list unique.
 - `apply_defaults`: the API server's structural defaulting, in place; `additional`: a node's map-value
   schema; `ROOT_OWNED`: the root fields a schema does not own.
@@ -63,6 +64,26 @@ def pattern(text: str) -> re.Pattern[str]:
     final newline), and the character classes are ASCII, as in RE2."""
     translated = re.sub(r"(?<!\\)\$$", r"\\Z", text).replace(r"\z", r"\Z")
     return re.compile(translated, re.ASCII)
+
+
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
+
+
+def is_date_time(text: str) -> bool:
+    """kube-openapi's `IsDateTime`: a date, ``T``, a time with a zone; fields range-checked, not calendars."""
+    parts = text.lower().split("t")
+    date = _DATE.fullmatch(parts[0])
+    time = _TIME.fullmatch(parts[1]) if len(parts) > 1 else None
+    if len(text) < 4 or date is None or time is None:
+        return False
+    return (
+        "01" <= date[2] <= "12"
+        and "01" <= date[3] <= "31"
+        and time[1] <= "23"
+        and time[2] <= "59"
+        and time[3] <= "59"
+    )
 
 
 def list_identity(item: Any, node: Mapping[str, Any]) -> Any:

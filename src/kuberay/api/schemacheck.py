@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -43,6 +42,7 @@ from kubesemantics.schema import (
     TOO_MANY,
     UNSUPPORTED,
     apply_defaults,
+    is_date_time,
     list_identity,
     render_number,
     render_value,
@@ -122,29 +122,9 @@ def _pattern(_: Any, pattern: str, value: Any, __: Any) -> Keyword:
         yield _invalid(value, _in_body(f"should match '{pattern}'"))
 
 
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
-_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
-
-
-def _is_date_time(text: str) -> bool:
-    """kube-openapi's `IsDateTime`: a date, ``T``, a time with a zone; fields range-checked, not calendars."""
-    parts = text.lower().split("t")
-    date = _DATE.fullmatch(parts[0])
-    time = _TIME.fullmatch(parts[1]) if len(parts) > 1 else None
-    if len(text) < 4 or date is None or time is None:
-        return False
-    return (
-        "01" <= date[2] <= "12"
-        and "01" <= date[3] <= "31"
-        and time[1] <= "23"
-        and time[2] <= "59"
-        and time[3] <= "59"
-    )
-
-
 def _format(_: Any, fmt: str, value: Any, __: Any) -> Keyword:
     # int32/int64 are not range-checked by the API server; date-time is the only other format we emit.
-    if fmt == "date-time" and isinstance(value, str) and not _is_date_time(value):
+    if fmt == "date-time" and isinstance(value, str) and not is_date_time(value):
         yield _invalid(value, _in_body(f"must be of type date-time: {_render(value)}"))
 
 

@@ -20,7 +20,15 @@ from typing import Any
 
 from kubesemantics import cellib, goparse
 from kubesemantics.jsonvalue import ABSENT, json_equal, json_type
-from kubesemantics.schema import ROOT_OWNED, additional, list_identity, pattern, render_number, render_value
+from kubesemantics.schema import (
+    ROOT_OWNED,
+    additional,
+    is_date_time,
+    list_identity,
+    pattern,
+    render_number,
+    render_value,
+)
 from localkube.admission import errors
 from localkube.admission.errors import FieldError
 
@@ -286,7 +294,7 @@ _HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
 _FORMATS: dict[str, Callable[[str], bool]] = {
-    "datetime": _parses(cellib.parse_timestamp),
+    "datetime": is_date_time,
     "date": _parses(date.fromisoformat),
     "byte": _parses(cellib.parse_bytes),
     "uuid": _parses(uuid.UUID),

@@ -210,23 +210,6 @@ def test_v1alpha1_uses_its_own_schema() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "valid"),
-    [
-        ("2026-01-01T00:00:00Z", True),
-        ("2026-01-01t23:59:59.123+05:30", True),
-        ("2026-02-30T00:00:00Z", True),  # fields are range-checked, calendars are not
-        ("2026-13-01T00:00:00Z", False),
-        ("2026-01-01T24:00:00Z", False),
-        ("2026-01-01T00:00:00", False),
-        ("2026-01-01", False),
-    ],
-)
-def test_date_time_format_as_kube_openapi_reads_it(text: str, valid: bool) -> None:
-    errors = schemacheck.errors_against(text, {"type": "string", "format": "date-time"})
-    assert (errors == []) is valid
-
-
-@pytest.mark.parametrize(
     ("schema", "value", "expected"),
     [
         (

@@ -31,6 +31,22 @@ def test_patterns_read_as_re2() -> None:
     assert schema.pattern(r"^\w+$").search("é") is None  # ASCII classes
 
 
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("2026-01-01T00:00:00Z", True),
+        ("2026-01-01t23:59:59.123+05:30", True),
+        ("2026-02-30T00:00:00Z", True),  # fields are range-checked, calendars are not
+        ("2026-13-01T00:00:00Z", False),
+        ("2026-01-01T24:00:00Z", False),
+        ("2026-01-01T00:00:00", False),
+        ("2026-01-01", False),
+    ],
+)
+def test_date_time_format_as_kube_openapi_reads_it(text: str, valid: bool) -> None:
+    assert schema.is_date_time(text) is valid
+
+
 def test_list_identity() -> None:
     as_map = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"]}
     item = {"name": "http", "port": 80}
