@@ -1,4 +1,4 @@
-"""Decoded JSON values as JSON sees them: their schema type names, strict equality, and absence.
+"""Decoded JSON values as JSON sees them: their schema type names and types, strict equality, and absence.
 
 Python's own comparison is not JSON's: `True == 1` and `1 == 1.0` hold in Python, while for the API
 server a boolean is never a number. Integers and integral floats are the same JSON number.
@@ -27,6 +27,17 @@ def json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def has_json_type(value: Any, expected: str) -> bool:
+    """Whether a value is of a schema type, as OpenAPI validation reads it: an integer is also a number, and
+    a number with no fraction is also an integer."""
+    actual = json_type(value)
+    if actual == expected:
+        return True
+    if actual == "integer":
+        return expected == "number"
+    return actual == "number" and expected == "integer" and float(value).is_integer()
 
 
 def json_equal(a: Any, b: Any) -> bool:

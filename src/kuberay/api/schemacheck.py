@@ -32,7 +32,7 @@ from jsonschema import Draft4Validator, ValidationError
 from kuberay.api import crd
 from kuberay.api.validation import FieldError
 from kubesemantics import cellib
-from kubesemantics.jsonvalue import json_type
+from kubesemantics.jsonvalue import has_json_type, json_type
 from kubesemantics.schema import (
     DUPLICATE,
     INVALID,
@@ -51,22 +51,11 @@ from kubesemantics.schema import pattern as re2_pattern
 
 # Stands for the field's own path inside a message; replaced once the error's full path is known.
 _HERE = "\x00path\x00"
-_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
 
 
 def _render(value: Any) -> str:
     """A value as the API server prints it in an error; an object or array by its JSON type name."""
     return render_value(json_type(value) if isinstance(value, dict | list) else value)
-
-
-def _is_type(value: Any, expected: str) -> bool:
-    if expected == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if expected == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return isinstance(value, _JSON_TYPES.get(expected, object))
 
 
 def _invalid(value: Any, detail: str) -> ValidationError:
@@ -86,7 +75,7 @@ def _type(_: Any, expected: str, value: Any, node: Mapping[str, Any]) -> Keyword
         return
     if value is None and node.get("nullable"):
         return
-    if not _is_type(value, expected):
+    if not has_json_type(value, expected):
         actual = json_type(value)
         yield ValidationError(
             f"{INVALID}: {json.dumps(actual)}: "
@@ -96,7 +85,9 @@ def _type(_: Any, expected: str, value: Any, node: Mapping[str, Any]) -> Keyword
 
 def _any_of(_: Any, branches: list[Any], value: Any, node: Mapping[str, Any]) -> Keyword:
     # The only anyOf in our schemas is int-or-string's pair of types.
-    if node.get("x-kubernetes-int-or-string") and not (_is_type(value, "integer") or isinstance(value, str)):
+    if node.get("x-kubernetes-int-or-string") and not (
+        has_json_type(value, "integer") or isinstance(value, str)
+    ):
         actual = json_type(value)
         yield ValidationError(
             f"{INVALID}: {json.dumps(actual)}: "
@@ -133,7 +124,7 @@ def _bound(relation: str, limit: float) -> str:
 
 
 def _minimum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
-    if _is_type(value, "number"):
+    if has_json_type(value, "number"):
         if node.get("exclusiveMinimum") and value <= limit:
             yield _invalid(value, _bound("greater than", limit))
         elif value < limit:
@@ -141,7 +132,7 @@ def _minimum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keywo
 
 
 def _maximum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
-    if _is_type(value, "number"):
+    if has_json_type(value, "number"):
         if node.get("exclusiveMaximum") and value >= limit:
             yield _invalid(value, _bound("less than", limit))
         elif value > limit:

@@ -19,7 +19,7 @@ from datetime import date
 from typing import Any
 
 from kubesemantics import cellib, goparse
-from kubesemantics.jsonvalue import ABSENT, json_equal, json_type
+from kubesemantics.jsonvalue import ABSENT, has_json_type, json_equal, json_type
 from kubesemantics.schema import (
     ROOT_OWNED,
     additional,
@@ -64,15 +64,6 @@ def list_type_errors(obj: dict[str, Any], schema: dict[str, Any]) -> list[FieldE
     found: list[FieldError] = []
     _check_list_types(obj, schema, "", found)
     return found
-
-
-def _type_matches(value: Any, expected: list[str]) -> bool:
-    actual = json_type(value)
-    if actual in expected:
-        return True
-    if actual == "integer" and "number" in expected:
-        return True
-    return actual == "number" and "integer" in expected and float(value).is_integer()
 
 
 def _expected_types(node: dict[str, Any]) -> list[str]:
@@ -130,7 +121,7 @@ def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list
             detail = f'{_in_body(name)} must be of type {",".join(expected)}: "null"'
             found.append(FieldError(name, errors.INVALID, "null", detail, reason="FieldValueTypeInvalid"))
         return
-    if expected and not _type_matches(value, expected):
+    if expected and not any(has_json_type(value, kind) for kind in expected):
         actual = json_type(value)
         detail = f'{_in_body(name)} must be of type {",".join(expected)}: "{actual}"'
         found.append(FieldError(name, errors.INVALID, actual, detail, reason="FieldValueTypeInvalid"))
