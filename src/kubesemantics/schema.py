@@ -2,7 +2,8 @@
 
 - The cause types of apimachinery's `field.Error` (`Required value`, `Invalid value`, ...) and how a value
   prints inside one (`render_value`: bare scalars, Go-quoted strings, JSON otherwise; `render_number`:
-  a float64 as Go's `%v` prints it).
+  a float64 as Go's `%v` prints it); the details of kube-openapi's value errors (`*_detail`,
+  `supported_values`).
 - `pattern`: a schema's RE2 `pattern` as a Python regular expression; `is_date_time`: the `date-time`
   format as kube-openapi checks it.
 - `list_identity`: what makes an item of an `x-kubernetes-list-type: set|map` list unique.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Final
 
@@ -56,6 +57,45 @@ def render_number(number: float) -> str:
     if isinstance(number, float) and number.is_integer() and abs(number) < 1e21:
         return str(int(number))
     return str(number)
+
+
+# --- the details of kube-openapi's value errors, which name the field once more ("spec.x in body ...") ------
+
+
+def type_detail(name: str, expected: Sequence[str], actual: str) -> str:
+    return f'{name} in body must be of type {",".join(expected)}: "{actual}"'
+
+
+def format_detail(name: str, fmt: str, value: str) -> str:
+    return f"{name} in body must be of type {fmt}: {render_value(value)}"
+
+
+def pattern_detail(name: str, regex: str) -> str:
+    return f"{name} in body should match '{regex}'"
+
+
+def min_length_detail(name: str, limit: int) -> str:
+    return f"{name} in body should be at least {limit} chars long"
+
+
+def max_length_detail(limit: int) -> str:
+    return f"may not be more than {limit} bytes"
+
+
+def bound_detail(name: str, relation: str, limit: float) -> str:
+    """`relation`: "greater than", "greater than or equal to", "less than", ... (or "a multiple of")."""
+    return f"{name} in body should be {relation} {render_number(limit)}"
+
+
+def min_items_detail(name: str, limit: int) -> str:
+    return f"{name} in body should have at least {limit} items"
+
+
+def supported_values(allowed: Sequence[Any]) -> str:
+    """An enum's values as `field.NotSupported` lists them: each printed with `%v`, then quoted."""
+    return "supported values: " + ", ".join(
+        render_value(value if isinstance(value, str) else render_value(value)) for value in allowed
+    )
 
 
 @lru_cache(maxsize=1024)

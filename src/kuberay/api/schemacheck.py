@@ -42,10 +42,17 @@ from kubesemantics.schema import (
     TOO_MANY,
     UNSUPPORTED,
     apply_defaults,
+    bound_detail,
+    format_detail,
     is_date_time,
     list_identity,
-    render_number,
+    max_length_detail,
+    min_items_detail,
+    min_length_detail,
+    pattern_detail,
     render_value,
+    supported_values,
+    type_detail,
 )
 from kubesemantics.schema import pattern as re2_pattern
 
@@ -62,10 +69,6 @@ def _invalid(value: Any, detail: str) -> ValidationError:
     return ValidationError(f"{INVALID}: {_render(value)}: {detail}")
 
 
-def _in_body(detail: str) -> str:
-    return f"{_HERE} in body {detail}"
-
-
 # --- keywords, in the API server's wording -------------------------------------------------------------------
 Keyword = Iterator[ValidationError]
 
@@ -77,10 +80,7 @@ def _type(_: Any, expected: str, value: Any, node: Mapping[str, Any]) -> Keyword
         return
     if not has_json_type(value, expected):
         actual = json_type(value)
-        yield ValidationError(
-            f"{INVALID}: {json.dumps(actual)}: "
-            + _in_body(f"must be of type {expected}: {json.dumps(actual)}")
-        )
+        yield ValidationError(f"{INVALID}: {json.dumps(actual)}: " + type_detail(_HERE, [expected], actual))
 
 
 def _any_of(_: Any, branches: list[Any], value: Any, node: Mapping[str, Any]) -> Keyword:
@@ -90,8 +90,7 @@ def _any_of(_: Any, branches: list[Any], value: Any, node: Mapping[str, Any]) ->
     ):
         actual = json_type(value)
         yield ValidationError(
-            f"{INVALID}: {json.dumps(actual)}: "
-            + _in_body(f"must be of type integer,string: {json.dumps(actual)}")
+            f"{INVALID}: {json.dumps(actual)}: " + type_detail(_HERE, ["integer", "string"], actual)
         )
 
 
@@ -104,49 +103,44 @@ def _required(_: Any, names: list[str], value: Any, __: Any) -> Keyword:
 
 def _enum(_: Any, allowed: list[Any], value: Any, __: Any) -> Keyword:
     if value not in allowed:
-        supported = ", ".join(_render(item) for item in allowed)
-        yield ValidationError(f"{UNSUPPORTED}: {_render(value)}: supported values: {supported}")
+        yield ValidationError(f"{UNSUPPORTED}: {_render(value)}: {supported_values(allowed)}")
 
 
 def _pattern(_: Any, pattern: str, value: Any, __: Any) -> Keyword:
     if isinstance(value, str) and re2_pattern(pattern).search(value) is None:
-        yield _invalid(value, _in_body(f"should match '{pattern}'"))
+        yield _invalid(value, pattern_detail(_HERE, pattern))
 
 
 def _format(_: Any, fmt: str, value: Any, __: Any) -> Keyword:
     # int32/int64 are not range-checked by the API server; date-time is the only other format we emit.
     if fmt == "date-time" and isinstance(value, str) and not is_date_time(value):
-        yield _invalid(value, _in_body(f"must be of type date-time: {_render(value)}"))
-
-
-def _bound(relation: str, limit: float) -> str:
-    return _in_body(f"should be {relation} {render_number(limit)}")
+        yield _invalid(value, format_detail(_HERE, fmt, value))
 
 
 def _minimum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
     if has_json_type(value, "number"):
         if node.get("exclusiveMinimum") and value <= limit:
-            yield _invalid(value, _bound("greater than", limit))
+            yield _invalid(value, bound_detail(_HERE, "greater than", limit))
         elif value < limit:
-            yield _invalid(value, _bound("greater than or equal to", limit))
+            yield _invalid(value, bound_detail(_HERE, "greater than or equal to", limit))
 
 
 def _maximum(_: Any, limit: float, value: Any, node: Mapping[str, Any]) -> Keyword:
     if has_json_type(value, "number"):
         if node.get("exclusiveMaximum") and value >= limit:
-            yield _invalid(value, _bound("less than", limit))
+            yield _invalid(value, bound_detail(_HERE, "less than", limit))
         elif value > limit:
-            yield _invalid(value, _bound("less than or equal to", limit))
+            yield _invalid(value, bound_detail(_HERE, "less than or equal to", limit))
 
 
 def _max_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
     if isinstance(value, str) and len(value) > limit:
-        yield ValidationError(f"{TOO_LONG}: may not be more than {limit} bytes")
+        yield ValidationError(f"{TOO_LONG}: {max_length_detail(limit)}")
 
 
 def _min_length(_: Any, limit: int, value: Any, __: Any) -> Keyword:
     if isinstance(value, str) and len(value) < limit:
-        yield _invalid(value, _in_body(f"should be at least {limit} chars long"))
+        yield _invalid(value, min_length_detail(_HERE, limit))
 
 
 def _max_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
@@ -158,7 +152,7 @@ def _max_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
 
 def _min_items(_: Any, limit: int, value: Any, __: Any) -> Keyword:
     if isinstance(value, list) and len(value) < limit:
-        yield _invalid(len(value), _in_body(f"should have at least {limit} items"))
+        yield _invalid(len(value), min_items_detail(_HERE, limit))
 
 
 def _cel_rules(_: Any, rules: list[Mapping[str, Any]], value: Any, node: Mapping[str, Any]) -> Keyword:
@@ -186,8 +180,7 @@ def _list_type(_: Any, list_type: str, value: Any, node: Mapping[str, Any]) -> K
     for index, item in enumerate(value):
         identity = list_identity(item, node)
         if identity in seen:
-            shown = json.dumps(identity, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-            yield ValidationError(f"{DUPLICATE}: {shown}", path=(index,))
+            yield ValidationError(f"{DUPLICATE}: {render_value(identity)}", path=(index,))
         else:
             seen.append(identity)
 

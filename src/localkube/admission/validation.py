@@ -23,11 +23,17 @@ from kubesemantics.jsonvalue import ABSENT, has_json_type, json_equal, json_type
 from kubesemantics.schema import (
     ROOT_OWNED,
     additional,
+    bound_detail,
+    format_detail,
     is_date_time,
     list_identity,
+    max_length_detail,
+    min_items_detail,
+    min_length_detail,
     pattern,
-    render_number,
-    render_value,
+    pattern_detail,
+    supported_values,
+    type_detail,
 )
 from localkube.admission import errors
 from localkube.admission.errors import FieldError
@@ -118,12 +124,12 @@ def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list
     expected = _expected_types(node)
     if value is None:
         if expected and "null" not in expected and not node.get("nullable"):
-            detail = f'{_in_body(name)} must be of type {",".join(expected)}: "null"'
+            detail = type_detail(name, expected, "null")
             found.append(FieldError(name, errors.INVALID, "null", detail, reason="FieldValueTypeInvalid"))
         return
     if expected and not any(has_json_type(value, kind) for kind in expected):
         actual = json_type(value)
-        detail = f'{_in_body(name)} must be of type {",".join(expected)}: "{actual}"'
+        detail = type_detail(name, expected, actual)
         found.append(FieldError(name, errors.INVALID, actual, detail, reason="FieldValueTypeInvalid"))
     # As in kube-openapi, a type error does not stop the other validators that apply to the value's kind.
     _validate_composition(value, node, name, found)
@@ -134,9 +140,7 @@ def _validate(value: Any, old: Any, node: dict[str, Any], name: str, found: list
     elif isinstance(value, list):
         _validate_array(value, old, node, name, found)
     if "enum" in node and not any(json_equal(value, allowed) for allowed in node["enum"]):
-        supported = [v if isinstance(v, str) else render_value(v) for v in node["enum"]]
-        detail = "supported values: " + ", ".join(render_value(s) for s in supported)
-        found.append(FieldError(name, errors.UNSUPPORTED, value, detail))
+        found.append(FieldError(name, errors.UNSUPPORTED, value, supported_values(node["enum"])))
     if isinstance(value, dict):
         _validate_properties(value, old, node, name, found)
 
@@ -171,24 +175,22 @@ def _validate_composition(value: Any, node: dict[str, Any], name: str, found: li
 def _validate_string(value: str, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
     length = len(value)
     if "maxLength" in node and length > node["maxLength"]:
-        found.append(
-            FieldError(name, errors.TOO_LONG, detail=f"may not be more than {node['maxLength']} bytes")
-        )
+        found.append(FieldError(name, errors.TOO_LONG, detail=max_length_detail(node["maxLength"])))
     if "minLength" in node and length < node["minLength"]:
-        detail = f"{_in_body(name)} should be at least {node['minLength']} chars long"
+        detail = min_length_detail(name, node["minLength"])
         found.append(FieldError(name, errors.INVALID, value, detail))
     if "pattern" in node and not pattern(node["pattern"]).search(value):
-        detail = f"{_in_body(name)} should match '{node['pattern']}'"
+        detail = pattern_detail(name, node["pattern"])
         found.append(FieldError(name, errors.INVALID, value, detail))
     checker = _FORMATS.get(str(node.get("format", "")).replace("-", ""))
     if checker is not None and not checker(value):
-        detail = f"{_in_body(name)} must be of type {node['format']}: {render_value(value)}"
+        detail = format_detail(name, node["format"], value)
         found.append(FieldError(name, errors.INVALID, value, detail, reason="FieldValueTypeInvalid"))
 
 
 def _validate_number(value: float, node: dict[str, Any], name: str, found: list[FieldError]) -> None:
     def fail(message: str, bound: float) -> None:
-        detail = f"{_in_body(name)} should be {message} {render_number(bound)}"
+        detail = bound_detail(name, message, bound)
         found.append(FieldError(name, errors.INVALID, value, detail))
 
     factor = node.get("multipleOf")
@@ -216,7 +218,7 @@ def _validate_array(
         for index, item in enumerate(value):
             _validate(item, olds[index], items, f"{name}[{index}]", found)
     if "minItems" in node and len(value) < node["minItems"]:
-        detail = f"{_in_body(name)} should have at least {node['minItems']} items"
+        detail = min_items_detail(name, node["minItems"])
         found.append(FieldError(name, errors.INVALID, len(value), detail))
     if "maxItems" in node and len(value) > node["maxItems"]:
         detail = f"must have at most {node['maxItems']} items"  # Kubernetes 1.32 has no singular here

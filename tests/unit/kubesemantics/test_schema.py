@@ -80,3 +80,17 @@ def test_defaults_fill_absent_and_null_fields_top_down() -> None:
     empty: dict[str, Any] = {}
     schema.apply_defaults(empty, node)
     assert empty == {"apiVersion": "v9", "spec": {"replicas": 1, "note": "n"}}
+
+
+def test_enum_values_print_quoted_whatever_their_type() -> None:
+    assert schema.supported_values(["a", 1, 2.0, True]) == 'supported values: "a", "1", "2", "true"'
+
+
+def test_value_error_details_name_the_field_in_body() -> None:
+    assert schema.type_detail("spec.x", ["integer", "string"], "boolean") == (
+        'spec.x in body must be of type integer,string: "boolean"'
+    )
+    assert (
+        schema.bound_detail("spec.x", "less than or equal to", 10.0)
+        == "spec.x in body should be less than or equal to 10"
+    )
