@@ -8,8 +8,8 @@ durations and bytes, declared property names escaped).
 What the `cel` package lacks is added here: property names that are not CEL identifiers are escaped as
 Kubernetes escapes them (`escape`); the list library (`isSorted`, `indexOf`/`lastIndexOf` on lists, besides
 the `cel` package's `sum`, `min`, `max` and string functions) and the regex library (`find`, `findAll`).
-The format parsers (`parse_timestamp`, `parse_bytes`, and Go durations from `goparse`) are also the format
-checks of admission. Everything is pure.
+The parsers of formatted strings (`parse_timestamp`, `parse_bytes`, and Go durations from `goparse`) are
+what CEL sees; `parse_bytes` is also admission's `byte` format check. Everything is pure.
 """
 
 from __future__ import annotations
