@@ -24,6 +24,11 @@ _QUANTITY = re.compile(
 )
 
 
+OPENAPI_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+"""The `pattern` apimachinery publishes for a quantity in OpenAPI schemas (CRDs carry it as is). It is looser
+than `parse`: it lets an exponent have a fraction."""
+
+
 class QuantityError(ValueError):
     """The text is not a Kubernetes quantity."""
 

@@ -25,6 +25,8 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
+from kubesemantics import quantity
+
 
 @dataclass(frozen=True)
 class Embedded:
@@ -63,8 +65,9 @@ class Required:
 Int32 = Annotated[int, OpenAPI({"format": "int32"})]
 Int64 = Annotated[int, OpenAPI({"format": "int64"})]
 # A resource.Quantity: an integer or a string such as "500m" or "1Gi" (the pattern is apimachinery's).
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-Quantity = Annotated[int | str, OpenAPI({"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN})]
+Quantity = Annotated[
+    int | str, OpenAPI({"x-kubernetes-int-or-string": True, "pattern": quantity.OPENAPI_PATTERN})
+]
 # A metav1.Time, RFC 3339.
 Time = Annotated[str, OpenAPI({"format": "date-time"})]
 

@@ -27,7 +27,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from kuberay.api.base import QUANTITY_PATTERN
+from kubesemantics import quantity
 
 # Upstream KubeRay builds against k8s.io/api v0.36 (Kubernetes 1.36).
 KUBERNETES_VERSION = "1.36"
@@ -46,7 +46,7 @@ _STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type"
 
 # Definitions replaced whole, never expanded from the JSON schemas.
 _REPLACED: dict[str, dict[str, Any]] = {
-    "io.k8s.apimachinery.pkg.api.resource.Quantity": {**_INT_OR_STRING, "pattern": QUANTITY_PATTERN},
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": {**_INT_OR_STRING, "pattern": quantity.OPENAPI_PATTERN},
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": _INT_OR_STRING,
     # generateEmbeddedObjectMeta=true: the API server prunes every other key of an embedded ObjectMeta.
     _META + "ObjectMeta": {

@@ -12,8 +12,9 @@ import yaml
 from typer.testing import CliRunner
 
 from kuberay.api import crd, k8sschema
-from kuberay.api.base import QUANTITY_PATTERN, KubeModel, OpenAPI
+from kuberay.api.base import KubeModel, OpenAPI
 from kuberay.cli import app
+from kubesemantics.quantity import OPENAPI_PATTERN
 from shared import UPSTREAM_CRDS
 
 DEPLOYED = Path(__file__).resolve().parents[3] / "deploy" / "crds"
@@ -227,7 +228,7 @@ def test_model_schema_follows_the_markers() -> None:
             "size": {
                 "anyOf": INT_OR_STRING,
                 "x-kubernetes-int-or-string": True,
-                "pattern": QUANTITY_PATTERN,
+                "pattern": OPENAPI_PATTERN,
             },
             "innerList": {
                 "type": "array",
