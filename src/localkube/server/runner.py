@@ -143,6 +143,9 @@ def serve(options: ServeOptions) -> None:
         access_log=False,
         lifespan="off",
         http="httptools",
+        # wsproto accepts kubectl's port-forward subprotocol ("SPDY/3.1+portforward.k8s.io"), which the
+        # websockets library refuses as not a token.
+        ws="wsproto",
         loop="none",
         timeout_keep_alive=120,
         timeout_graceful_shutdown=2,
@@ -162,8 +165,10 @@ def serve(options: ServeOptions) -> None:
                 data_dir=data_dir,
             )
             await controllers.start()
-            if controllers.kubelet is not None and app.pod_proxy is not None:
-                app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
+            if controllers.kubelet is not None:
+                app.pod_streams.lookup = controllers.kubelet.container_process
+                if app.pod_proxy is not None:
+                    app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
         try:
             await server.serve(sockets=[sock])
         finally:
