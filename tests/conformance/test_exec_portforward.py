@@ -7,7 +7,9 @@ connection to the pod, no listening port of kubectl's.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import json
 import os
 import re
 import signal
@@ -22,6 +24,9 @@ import kubernetes
 import pytest
 import yaml
 from kubernetes.stream import portforward, stream
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect as ws_connect
+from websockets.typing import Subprotocol
 
 from conformance.support import free_port, run_kubectl, web_pod_and_service
 from localkube_process import LocalKubeProcess
@@ -284,3 +289,52 @@ def test_exec_on_a_simulated_node_is_refused_with_the_reason(
     refused = kubectl("exec", "-n", namespace, "p", "--", "true", check=False)
     assert refused.returncode != 0
     assert "--node-mode process" in refused.stderr
+
+
+def test_attach_follows_the_container_output_stream_by_stream(
+    server: LocalKubeProcess, web_port: int
+) -> None:
+    attached = subprocess.Popen(
+        _kubectl(server, "attach", POD), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        time.sleep(2)  # attach shows only what the container writes once it is attached
+        url = f"http://localhost:{web_port}/attach-marker"
+        fetch = f"import urllib.request, urllib.error\ntry: urllib.request.urlopen({url!r})\nexcept urllib.error.HTTPError: pass"
+        run_kubectl(server, "exec", POD, "--", "python", "-c", fetch)
+        time.sleep(2)  # the log is followed every 0.2 s
+    finally:
+        attached.send_signal(signal.SIGINT)
+        out, err = attached.communicate(timeout=30)
+    assert '"GET /attach-marker HTTP/1.1" 404' in err  # http.server logs requests on stderr
+    assert "attach-marker" not in out
+    refused = run_kubectl(server, "attach", "-i", POD, check=False)
+    assert refused.returncode != 0 and "stdin closed" in refused.stderr
+
+
+@pytest.mark.parametrize("protocol", ["v4.channel.k8s.io", "v3.channel.k8s.io", "channel.k8s.io"])
+def test_older_channel_protocols_report_the_exit(
+    server: LocalKubeProcess, web_port: int, protocol: str
+) -> None:
+    """Clients that fall back to an older protocol: v4 reports the exit code in a Status on the error
+    channel, older ones only the failure's text."""
+    query = "command=sh&command=-c&command=echo%20hi%3B%20exit%205&stdout=true&stderr=true"
+    url = server.url.replace("https://", "wss://") + f"/api/v1/namespaces/default/pods/{POD}/exec?{query}"
+    headers = {"Authorization": f"Bearer {server.token}"}
+    messages: list[bytes] = []
+    with ws_connect(
+        url, ssl=server.ssl_context(), additional_headers=headers, subprotocols=[Subprotocol(protocol)]
+    ) as ws:
+        assert ws.subprotocol == protocol
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                message = ws.recv(timeout=30)
+                messages.append(message if isinstance(message, bytes) else message.encode())
+    assert b"".join(m[1:] for m in messages if m[0] == 1) == b"hi\n"
+    (error,) = [m[1:] for m in messages if m[0] == 3]
+    if protocol == "v4.channel.k8s.io":
+        status = json.loads(error)
+        assert status["reason"] == "NonZeroExitCode"
+        assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "5"}]
+    else:
+        assert b"exit code 5" in error

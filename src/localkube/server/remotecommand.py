@@ -1,4 +1,5 @@
-"""pods/exec over WebSocket: the channel protocols of `kubectl exec`, `kubectl cp` and the official clients.
+"""pods/exec and pods/attach over WebSocket: the channel protocols of `kubectl exec`, `kubectl cp`,
+`kubectl attach` and the official clients.
 
     GET /api/v1/namespaces/{ns}/pods/{name}/exec?command=sh&command=-c&...&container=c
         &stdin=true&stdout=true&stderr=true&tty=false        (Upgrade: websocket)
@@ -9,6 +10,9 @@ Subprotocols, the client's most preferred first: `v5.channel.k8s.io`, `v4.channe
 255 close (v5: `[255, channel]`, the client has no more stdin). The error channel ends the session: from
 v4 on a `Status` (Success, or Failure with reason NonZeroExitCode and an `ExitCode` cause the client turns
 into its exit code); before v4 only a failure's text. With a TTY, stderr is the terminal too.
+
+pods/attach takes the same options without a command; the session then carries what the container
+writes from now on, until it stops.
 
 The request is checked as the API server checks it (the pod exists, is bound and not completed, the
 container is the pod's, at least one stream, a command) before the upgrade, so a refusal is a Status.
@@ -21,11 +25,10 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from localkube.node.exec import Execution
 from localkube.server import errors
 from localkube.server.errors import ApiError
 from localkube.server.streams import Disconnected, WebSocket
@@ -42,6 +45,23 @@ PROTOCOLS = (
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 
 
+class Process(Protocol):
+    """What a session runs: a command in a container (`localkube.node.exec.Execution`), or an attachment to
+    a container's output."""
+
+    readers: dict[int, Callable[[], Awaitable[bytes]]]  # by channel (1 stdout, 2 stderr): b"" at the end
+
+    async def write_stdin(self, data: bytes) -> None: ...
+
+    def close_stdin(self) -> None: ...
+
+    def resize(self, width: int, height: int) -> None: ...
+
+    async def wait(self) -> int: ...
+
+    async def stop(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class ExecOptions:
     container: str
@@ -56,14 +76,17 @@ def flag(values: Sequence[str]) -> bool:
     return bool(values) and values[-1].lower() in ("true", "1")
 
 
-def exec_options(pod: dict[str, Any], container: str, query: dict[str, list[str]]) -> ExecOptions:
-    """The request's options, checked as the API server checks them."""
+def exec_options(
+    pod: dict[str, Any], container: str, query: dict[str, list[str]], *, attach: bool
+) -> ExecOptions:
+    """The request's options, checked as the API server checks them (an attach has no command)."""
     name = pod["metadata"]["name"]
     if not (pod.get("spec") or {}).get("nodeName"):
         raise errors.bad_request(f"pod {name} does not have a host assigned")
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
-        raise errors.bad_request(f"cannot exec into a container in a completed pod; current phase is {phase}")
+        verb = "attach to" if attach else "exec into"
+        raise errors.bad_request(f"cannot {verb} a container in a completed pod; current phase is {phase}")
     options = ExecOptions(
         container,
         list(query.get("command") or []),
@@ -74,7 +97,7 @@ def exec_options(pod: dict[str, Any], container: str, query: dict[str, list[str]
     )
     if not (options.stdin or options.stdout or options.stderr):
         raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
-    if not options.command:
+    if not options.command and not attach:
         raise errors.bad_request("you must specify at least one command for the container")
     return options
 
@@ -108,7 +131,7 @@ async def serve(
     socket: WebSocket,
     protocol: str,
     options: ExecOptions,
-    start: Callable[[tuple[int, int] | None], Awaitable[Execution]],
+    start: Callable[[tuple[int, int] | None], Awaitable[Process]],
 ) -> None:
     """Runs one exec session on an accepted WebSocket until the command ends or the client goes."""
     try:
@@ -140,7 +163,7 @@ async def serve(
         await execution.stop()
 
 
-async def _finish(execution: Execution, pumps: Sequence[asyncio.Future[None]]) -> int:
+async def _finish(execution: Process, pumps: Sequence[asyncio.Future[None]]) -> int:
     """The exit code, once the command has exited and its output has been sent."""
     code = await execution.wait()
     with contextlib.suppress(TimeoutError):
@@ -157,7 +180,7 @@ async def _pump(socket: WebSocket, channel: int, read: Callable[[], Awaitable[by
             await socket.send(bytes([channel]) + data)
 
 
-async def _inbound(socket: WebSocket, execution: Execution, protocol: str) -> None:
+async def _inbound(socket: WebSocket, execution: Process, protocol: str) -> None:
     """The client's messages: stdin, terminal sizes, and (v5) the end of stdin."""
     while True:
         message = await socket.receive()
