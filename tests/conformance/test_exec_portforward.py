@@ -338,3 +338,17 @@ def test_older_channel_protocols_report_the_exit(
         assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "5"}]
     else:
         assert b"exit code 5" in error
+
+
+def test_a_spdy_upgrade_is_refused_with_the_reason(server: LocalKubeProcess, web_port: int) -> None:
+    spdy = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"}
+    with server.client(timeout=30) as api:
+        refused = api.post(
+            f"/api/v1/namespaces/default/pods/{POD}/exec?command=true&stdout=true", headers=spdy
+        )
+        missing = api.post(
+            "/api/v1/namespaces/default/pods/missing/exec?command=true&stdout=true", headers=spdy
+        )
+    assert refused.status_code == 400
+    assert "SPDY upgrades are not supported" in refused.json()["message"]
+    assert missing.status_code == 404  # the request is checked before the upgrade is refused

@@ -26,7 +26,8 @@ SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDAT
 FLAG_FIN = 0x01
 # RST_STREAM status codes.
 PROTOCOL_ERROR, REFUSED_STREAM, CANCEL = 1, 3, 5
-MAX_DATA = 32 * 1024  # what one data frame this side sends carries at most
+# The control frames that name a stream (in their first 4 bytes).
+_STREAM_FRAMES = frozenset({SYN_STREAM, SYN_REPLY, RST_STREAM, HEADERS, WINDOW_UPDATE})
 
 
 def _dictionary() -> bytes:
@@ -150,7 +151,9 @@ class FrameReader:
         version, kind = (first >> 16) & 0x7FFF, first & 0xFFFF
         if version != VERSION:
             raise ProtocolError(f"SPDY version {version} is not supported")
-        stream = struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF if len(payload) >= 4 else 0
+        if kind not in _STREAM_FRAMES or len(payload) < 4:
+            return Frame(kind, flags, 0, payload)
+        stream = struct.unpack(">I", payload[:4])[0] & 0x7FFFFFFF
         if kind == SYN_STREAM:
             return Frame(kind, flags, stream, payload, self._headers(payload[10:]))
         if kind in (SYN_REPLY, HEADERS):
