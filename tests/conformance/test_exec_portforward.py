@@ -8,7 +8,6 @@ connection to the pod, no listening port of kubectl's.
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import os
 import re
@@ -32,6 +31,11 @@ from conformance.support import free_port, run_kubectl, web_pod_and_service
 from localkube_process import LocalKubeProcess
 
 POD = "web"
+# The official client's `stream(...)` never closes its TLS socket once the server has ended the session; the
+# garbage collector reports it whenever it runs, possibly during a later test.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <ssl.SSLSocket:pytest.PytestUnraisableExceptionWarning"
+)
 SETTLE_TIMEOUT = 30.0
 
 
@@ -253,12 +257,8 @@ def _official_client_session(server: LocalKubeProcess, web_port: int) -> None:
         assert reply.startswith(b"HTTP/1.0 200 OK") and b"Directory listing" in reply
 
 
-# The client's `stream(...)` never closes its own socket once the server has closed the session: the
-# warnings about them are collected (and ignored) inside this test.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_the_official_client_execs_and_port_forwards(server: LocalKubeProcess, web_port: int) -> None:
     _official_client_session(server, web_port)
-    gc.collect()
     _until(lambda: _pod_connections(server, web_port) == 0, "a connection to the pod outlived the forward")
 
 
