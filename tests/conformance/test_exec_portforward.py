@@ -8,11 +8,16 @@ connection to the pod, no listening port of kubectl's.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import pty
 import re
+import select
 import signal
+import struct
 import subprocess
+import termios
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -352,3 +357,34 @@ def test_a_spdy_upgrade_is_refused_with_the_reason(server: LocalKubeProcess, web
     assert refused.status_code == 400
     assert "SPDY upgrades are not supported" in refused.json()["message"]
     assert missing.status_code == 404  # the request is checked before the upgrade is refused
+
+
+def test_exec_with_a_terminal_sized_as_kubectls(server: LocalKubeProcess, web_port: int) -> None:
+    """`kubectl exec -it` on a terminal of 33 rows and 111 columns: the shell's terminal has that size, and
+    the exit code comes back."""
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: kubectl on the pseudo-terminal (never back into pytest)
+        try:
+            os.execvp("kubectl", _kubectl(server, "exec", "-it", POD, "--", "sh"))
+        finally:
+            os._exit(127)
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
+    seen = bytearray()
+
+    def read_until(marker: bytes) -> None:
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while marker not in seen:
+            assert time.monotonic() < deadline, f"no {marker!r} in {bytes(seen)!r}"
+            if select.select([terminal], [], [], 0.2)[0]:
+                with contextlib.suppress(OSError):  # EIO once kubectl has exited
+                    seen.extend(os.read(terminal, 4096))
+
+    try:
+        read_until(b"# ")
+        os.write(terminal, b"echo size=$(stty size)\n")
+        read_until(b"size=33 111")
+        os.write(terminal, b"exit 7\n")
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(terminal)
+    assert os.waitstatus_to_exitcode(status) == 7
