@@ -197,10 +197,14 @@ async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[i
     """One connection per port, on channels 2i (data) and 2i+1 (error), for the WebSocket's lifetime."""
     inbound: dict[int, asyncio.Queue[bytes | None]] = {}
     tasks: list[asyncio.Future[None]] = []
+    try:
+        for index, port in enumerate(wanted):
+            prefix = port.to_bytes(2, "little")
+            await socket.send(bytes([2 * index]) + prefix)
+            await socket.send(bytes([2 * index + 1]) + prefix)
+    except Disconnected:
+        return
     for index, port in enumerate(wanted):
-        prefix = port.to_bytes(2, "little")
-        await socket.send(bytes([2 * index]) + prefix)
-        await socket.send(bytes([2 * index + 1]) + prefix)
         inbound[2 * index] = asyncio.Queue()
         tasks.append(
             asyncio.ensure_future(_forward_channel(socket, dial, pod, index, port, inbound[2 * index]))

@@ -137,7 +137,8 @@ async def serve(
     try:
         execution = await start(None)
     except ApiError as error:
-        await socket.send(bytes([ERROR]) + _failure(protocol, error))
+        with contextlib.suppress(Disconnected):
+            await socket.send(bytes([ERROR]) + _failure(protocol, error))
         await socket.close()
         return
     inbound = asyncio.ensure_future(_inbound(socket, execution, protocol))

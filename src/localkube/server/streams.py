@@ -7,6 +7,7 @@ instead of the upgrade) / send / receive / close; `negotiate` picks the subproto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 import orjson
@@ -53,15 +54,23 @@ class WebSocket:
                 return data if data is not None else (message.get("text") or "").encode()
 
     async def send(self, data: bytes) -> None:
+        """Sends a binary message; Disconnected when the client has gone (the server reports that as an
+        OSError)."""
         async with self._lock:
-            if not self.closed:
+            if self.closed:
+                raise Disconnected
+            try:
                 await self._send({"type": "websocket.send", "bytes": data})
+            except OSError:
+                self.closed = True
+                raise Disconnected from None
 
     async def close(self, code: int = 1000) -> None:
         async with self._lock:
             if not self.closed:
                 self.closed = True
-                await self._send({"type": "websocket.close", "code": code})
+                with contextlib.suppress(OSError):  # the client went first
+                    await self._send({"type": "websocket.close", "code": code})
 
 
 def negotiate(offered: Sequence[str], supported: Sequence[str]) -> str | None:
