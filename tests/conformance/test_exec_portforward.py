@@ -388,3 +388,21 @@ def test_exec_with_a_terminal_sized_as_kubectls(server: LocalKubeProcess, web_po
     finally:
         os.close(terminal)
     assert os.waitstatus_to_exitcode(status) == 7
+
+
+def test_exec_reaches_a_running_init_container_and_refuses_one_not_started(
+    server: LocalKubeProcess, web_port: int
+) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "initializing"}, "spec": {
+        "initContainers": [{"name": "init", "image": "busybox", "command": ["sleep", "3600"]}],
+        "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}  # fmt: skip
+    run_kubectl(server, "apply", "-f", "-", input=yaml.safe_dump(pod))
+    path = "jsonpath={.status.initContainerStatuses[0].state.running.startedAt}"
+    _until(
+        lambda: bool(run_kubectl(server, "get", "pod", "initializing", "-o", path).stdout), "init never ran"
+    )
+    assert run_kubectl(server, "exec", "initializing", "-c", "init", "--", "echo", "hi").stdout == "hi\n"
+    refused = run_kubectl(server, "exec", "initializing", "-c", "main", "--", "true", check=False)
+    assert refused.returncode != 0
+    assert 'container not found ("main")' in refused.stderr
+    run_kubectl(server, "delete", "pod", "initializing", "--grace-period=1")

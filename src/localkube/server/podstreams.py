@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from localkube.node import exec as node_exec
 from localkube.node.exec import ContainerProcess, Execution
@@ -86,6 +87,7 @@ class PodStreams:
         options = remotecommand.exec_options(pod, container, query, attach=attach)
         protocol = _protocol(offered, remotecommand.PROTOCOLS, target.subresource)
         node = self._node()
+        self._running(node.lookup, target.namespace, target.name, container)  # checked again at the start
         start: Callable[[tuple[int, int] | None], Awaitable[remotecommand.Process]]
         if attach:
             if options.stdin or options.tty:
@@ -138,11 +140,10 @@ class PodStreams:
         except node_exec.ExecError as failure:
             raise ApiError(500, "InternalError", f"error executing command in container: {failure}") from None
 
-    async def _dial(self, lookup: Lookup, pod: dict[str, object], port: int) -> node_exec.Connection:
+    async def _dial(self, lookup: Lookup, pod: dict[str, Any], port: int) -> node_exec.Connection:
+        """A connection to the port in the pod's network namespace, entered through any running container."""
         metadata = pod["metadata"]
-        spec = pod.get("spec")
-        assert isinstance(metadata, dict) and isinstance(spec, dict)
-        for container in spec.get("containers") or []:
+        for container in (pod.get("spec") or {}).get("containers") or []:
             process = lookup(metadata["namespace"], metadata["name"], container.get("name", ""))
             if process is not None:
                 return await node_exec.dial(process.pid, port)
