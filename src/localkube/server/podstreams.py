@@ -76,7 +76,7 @@ class PodStreams:
             protocol = _protocol(offered, portforward.PROTOCOLS, "portforward")
             lookup = self._node().lookup
             dial = partial(self._dial, lookup, pod)
-            if protocol == portforward.TUNNEL_PROTOCOL:
+            if protocol in portforward.TUNNEL_PROTOCOLS:
                 return _session(protocol, partial(portforward.serve_tunnel, dial=dial, pod=target.name))
             if not wanted:
                 raise errors.bad_request("at least one port must be specified")

@@ -2,18 +2,19 @@
 
     GET /api/v1/namespaces/{ns}/pods/{name}/portforward[?ports=8080&ports=9090]   (Upgrade: websocket)
 
-- `SPDY/3.1+portforward.k8s.io` (kubectl 1.30+): a SPDY/3.1 session tunnelled through the WebSocket
-  (`spdy.py`). For every local connection the client opens an `error` stream and a `data` stream with the
-  headers `streamType`, `port` and `requestID`; once both of a request are there the pod's port is dialled
-  and the data stream carries the bytes both ways, each side ending its half with FIN. A dial that fails
-  writes its reason to the error stream. Connections are independent: any number side by side.
+- `SPDY/3.1+portforward.k8s.io` (kubectl 1.31+; 1.30 named it `v2.portforward.k8s.io`): a SPDY/3.1
+  session tunnelled through the WebSocket (`spdy.py`). For every local connection the client opens an
+  `error` stream and a `data` stream with the headers `streamType`, `port` and `requestID`; once both of a
+  request are there the pod's port is dialled and the data stream carries the bytes both ways, each side
+  ending its half with FIN. A dial that fails writes its reason to the error stream. Connections are
+  independent: any number side by side.
 - `v4.channel.k8s.io` or no subprotocol (the official Python client and other WebSocket clients): the ports
   come from the query; port i has the data channel 2i and the error channel 2i+1, each of which first
   carries the port number (2 bytes, little-endian); then a message on a data channel is `[channel, data]`.
   One connection per port for the WebSocket's lifetime.
 
-Either way the pod's port is reached at `localhost` inside the pod's network namespace (`PodRuntime.dial`),
-and everything ends with the WebSocket: no connection to the pod outlives it.
+Either way the pod's port is reached at `localhost` inside the pod's network namespace
+(`localkube.node.exec.dial`), and everything ends with the WebSocket: no connection to the pod outlives it.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from localkube.server.streams import Disconnected, WebSocket
 
 log = logging.getLogger(__name__)
 
-TUNNEL_PROTOCOL = "SPDY/3.1+portforward.k8s.io"
+# The SPDY tunnel: its name since Kubernetes 1.31, the name kubectl 1.30's alpha tunnel used, and SPDY's own
+# port-forward protocol name (a WebSocket port-forward by that name can only be the tunnel).
+TUNNEL_PROTOCOLS = ("SPDY/3.1+portforward.k8s.io", "v2.portforward.k8s.io", "portforward.k8s.io")
 CHANNEL_PROTOCOLS = ("v4.channel.k8s.io",)
-PROTOCOLS = (TUNNEL_PROTOCOL, *CHANNEL_PROTOCOLS)
+PROTOCOLS = (*TUNNEL_PROTOCOLS, *CHANNEL_PROTOCOLS)
 READ_SIZE = 32 * 1024
 Dial = Callable[[int], Awaitable[Connection]]
 
