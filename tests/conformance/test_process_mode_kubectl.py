@@ -4,21 +4,13 @@ and deleting the pod ends the stream and leaves no process behind."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import Callable
 
 import yaml
 
-from conformance.support import run_kubectl
+from conformance.support import free_port, run_kubectl, web_pod_and_service
 from localkube_process import LocalKubeProcess
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _running(pattern: str) -> bool:
@@ -29,22 +21,8 @@ def test_a_web_pod_is_ready_logged_proxied_and_leaves_nothing(
     localkube_factory: Callable[..., LocalKubeProcess],
 ) -> None:
     server = localkube_factory(extra_args=["--node-mode", "process"])
-    port = _free_port()
-    command = ["python", "-u", "-m", "http.server", str(port)]
-    container = {
-        "name": "web",
-        "image": "python:3.11",
-        "command": command,
-        "ports": [{"name": "http", "containerPort": port}],
-        "readinessProbe": {"httpGet": {"path": "/", "port": port}, "periodSeconds": 1},
-    }
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web"}}, "spec": {"containers": [container]}}  # fmt: skip
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "web"},
-        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
-    }
+    port = free_port()
+    pod, service = web_pod_and_service(port)
     run_kubectl(server, "apply", "-f", "-", input=yaml.safe_dump_all([pod, service]))
     run_kubectl(server, "wait", "--for=condition=Ready", "pod/web", "--timeout=60s")
     listing = run_kubectl(

@@ -135,11 +135,12 @@ def _chosen_run(root: Path, namespace: str, pod: str, uid: str, container: str, 
     return directory / f"{runs[-1]}.log"
 
 
-def _render(entries: list[bytes], timestamps: bool) -> bytes:
+def _render(entries: list[bytes], timestamps: bool, stream: bytes | None = None) -> bytes:
+    """The content of the entries (of one stream only, when `stream` says which)."""
     out = bytearray()
     for entry in entries:
         parts = entry.split(b" ", 3)
-        if len(parts) < 3:
+        if len(parts) < 3 or (stream is not None and parts[1] != stream):
             continue
         stamp, _, tag = parts[:3]
         content = parts[3] if len(parts) == 4 else b""
@@ -198,8 +199,11 @@ async def follow_log(
     timestamps: bool = False,
     stop: Callable[[], bool] | None = None,
     interval: float = FOLLOW_INTERVAL,
+    stream: str | None = None,
 ) -> AsyncIterator[bytes]:
-    """`read_log` of the current run, then its new lines as they come (see the module docstring)."""
+    """`read_log` of the current run, then its new lines as they come (see the module docstring); of one
+    stream only ("stdout" or "stderr") when `stream` says which (what `kubectl attach` shows)."""
+    tag = stream.encode() if stream is not None else None
     path = _chosen_run(root, namespace, pod, uid, container, previous=False)
     budget = limit_bytes
     with path.open("rb") as f:
@@ -207,7 +211,7 @@ async def follow_log(
         complete = data[: data.rfind(b"\n") + 1]
         f.seek(len(complete))
         pending = b""
-        chunk = _render(_tail(complete.splitlines(), tail_lines), timestamps)
+        chunk = _render(_tail(complete.splitlines(), tail_lines), timestamps, tag)
         while True:
             if chunk:
                 if budget is not None:
@@ -219,7 +223,7 @@ async def follow_log(
             data = pending + f.read()
             cut = data.rfind(b"\n") + 1
             pending = data[cut:]
-            chunk = _render(data[:cut].splitlines(), timestamps)
+            chunk = _render(data[:cut].splitlines(), timestamps, tag)
             if chunk:
                 continue
             runs = _runs(path.parent)

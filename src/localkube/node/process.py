@@ -54,6 +54,7 @@ from localkube.node.environment import (
     command_line,
     container_environment,
 )
+from localkube.node.exec import ContainerProcess
 from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
 from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
@@ -205,6 +206,18 @@ class ProcessKubelet:
             if candidate.name == container and candidate.run is not None:
                 context = candidate.run.context
                 return [*context.exec_prefix, *argv], dict(context.env)
+        return None
+
+    def container_process(self, namespace: str, name: str, container: str) -> ContainerProcess | None:
+        """The running container's main process, environment and working directory (what `exec.py` needs
+        to run a command in it or dial its pod); None when it is not running here."""
+        state = self._pods.get(f"{PODS_PREFIX}{namespace}/{name}")
+        if state is None or state.stopping:
+            return None
+        for candidate in state.containers:
+            run = candidate.run
+            if candidate.name == container and run is not None and run.stop_deadline is None:
+                return ContainerProcess(run.process.pid, run.context.env, candidate.spec.get("workingDir"))
         return None
 
     async def shutdown(self) -> None:

@@ -15,13 +15,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qs, parse_qsl
 
 import orjson
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
-from localkube.server import bodies, errors, proxy, subresources
+from localkube.server import bodies, errors, podstreams, proxy, subresources
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
@@ -42,6 +42,7 @@ from localkube.server.routing import (
     Target,
     request_verb,
 )
+from localkube.server.streams import WebSocket
 from localkube.server.tables import table
 from localkube.server.watch import stream
 
@@ -89,6 +90,7 @@ class App:
         self.openapi = OpenApi(self.registry)
         self.pod_logs = pod_logs
         self.reviews = Reviews(authenticator, self.authorizer)
+        self.pod_streams = podstreams.PodStreams(resources)
         self.ready = True
 
     # -- ASGI -------------------------------------------------------------------------------------------
@@ -96,6 +98,9 @@ class App:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
+            return
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
             return
         if scope["type"] != "http":
             return
@@ -157,6 +162,53 @@ class App:
                 request.user.name if request.user else "-",
             )
 
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket request: pods/exec and pods/portforward (see podstreams.py); anything else is refused
+        before the upgrade, with a Status."""
+        socket = WebSocket(receive, send)
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+        }
+        query_string = scope["query_string"].decode("latin-1")
+        try:
+            user = self.authenticator.authenticate(headers.get("authorization"))
+            if user is None:
+                raise errors.unauthorized()
+            segments = [s for s in scope["path"].split("/") if s]
+            if not segments or segments[0] not in ("api", "apis") or len(segments) < 3:
+                raise errors.page_not_found()
+            target = self._route(segments)
+            if target.resource_type.plural != "pods" or target.subresource not in podstreams.SUBRESOURCES:
+                raise errors.bad_request(
+                    "only pods/exec, pods/attach and pods/portforward are served over WebSocket"
+                )
+            self._authorize_stream(user, target, websocket=True)
+            session = self.pod_streams.prepare(
+                target, parse_qs(query_string), list(scope.get("subprotocols") or [])
+            )
+        except ApiError as error:
+            await socket.refuse(error)
+            return
+        started = time.perf_counter()
+        try:
+            await session(socket)
+        except Exception:
+            log.exception("a %s session on %s failed", target.subresource, scope["path"])
+        finally:
+            await socket.close()
+        log.debug("WEBSOCKET %s?%s %.1fms user=%s", scope["path"], query_string,
+                  (time.perf_counter() - started) * 1000, user.name)  # fmt: skip
+
+    def _authorize_stream(self, user: UserInfo, target: Target, *, websocket: bool) -> None:
+        """pods/exec, attach and portforward need `create`; a WebSocket (a GET) needs `get` as well, as
+        the API server checks it with AuthorizePodWebsocketUpgradeCreatePermission."""
+        for verb in ("get", "create") if websocket else ("create",):
+            attributes = RequestAttributes(
+                verb, "", "pods", target.subresource or "", target.namespace or "", target.name or ""
+            )
+            if not self.authorizer.authorize(user, attributes):
+                raise _forbidden(user, attributes)
+
     # -- routing ----------------------------------------------------------------------------------------
 
     def handle(self, request: Request) -> Reply | StreamReply:
@@ -191,6 +243,11 @@ class App:
             )
             if not self.authorizer.authorize(request.user, attributes):
                 raise _forbidden(request.user, attributes)
+            if target.subresource in podstreams.SUBRESOURCES and target.resource_type.plural == "pods":
+                self._authorize_stream(request.user, target, websocket=False)
+                query = {key: [value] for key, value in request.query.items()}
+                self.pod_streams.prepare(target, query, [])
+                raise podstreams.PodStreams.refuse_upgrade(target)
             if target.resource_type.virtual:
                 return self._review(request, target)
             return self._resource(request, target, verb)

@@ -23,6 +23,14 @@ _SUBRESOURCE_VERBS = {
     "binding": ["create"],
     "finalize": ["update"],
     "token": ["create"],
+    "exec": ["create", "get"],
+    "attach": ["create", "get"],
+    "portforward": ["create", "get"],
+}
+_OPTIONS_KINDS = {
+    "exec": "PodExecOptions",
+    "attach": "PodAttachOptions",
+    "portforward": "PodPortForwardOptions",
 }
 
 
@@ -34,6 +42,8 @@ def _subresource_kind(resource_type: ResourceType, subresource: str) -> tuple[st
         return "", "v1", "Binding"
     if subresource == "token":
         return "authentication.k8s.io", "v1", "TokenRequest"
+    if subresource in _OPTIONS_KINDS:
+        return "", "v1", _OPTIONS_KINDS[subresource]
     return resource_type.group, resource_type.version, resource_type.kind
 
 

@@ -120,7 +120,7 @@ _REVIEW = ("create",)
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("", "v1", "Namespace", "namespaces", namespaced=False, short=("ns",), sub=("status", "finalize")),
-    _builtin("", "v1", "Pod", "pods", short=("po",), categories=("all",), sub=("status", "log", "binding")),
+    _builtin("", "v1", "Pod", "pods", short=("po",), categories=("all",), sub=("status", "log", "binding", "exec", "attach", "portforward")),
     _builtin("", "v1", "Service", "services", short=("svc",), categories=("all",), sub=("status",)),
     _builtin("", "v1", "Endpoints", "endpoints", short=("ep",)),
     _builtin("", "v1", "ConfigMap", "configmaps", short=("cm",)),

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from localkube.node.kubelet import NodeOptions
 from localkube.server import errors
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
+from localkube.server.podstreams import Output, ProcessNode
 from localkube.server.proxy import Proxy
 from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
@@ -99,6 +100,22 @@ def build_app(data_dir: Path, store: Store) -> App:
     )
 
 
+def _attach_output(data_dir: Path, store: Store) -> Output:
+    """What `kubectl attach` shows of a process-mode container: its log's new lines, one stream at a time."""
+
+    def output(
+        namespace: str, name: str, container: str, stream: str, stop: Callable[[], bool]
+    ) -> AsyncIterator[bytes]:
+        uid = ((store.get(f"/registry/core/pods/{namespace}/{name}") or {}).get("metadata") or {}).get(
+            "uid", ""
+        )
+        return logs.follow_log(
+            data_dir, namespace, name, uid, container, tail_lines=0, stream=stream, stop=stop
+        )
+
+    return output
+
+
 async def _compact_periodically(store: Store, interval: float, keep: int) -> None:
     while True:
         await asyncio.sleep(interval)
@@ -143,6 +160,9 @@ def serve(options: ServeOptions) -> None:
         access_log=False,
         lifespan="off",
         http="httptools",
+        # wsproto accepts kubectl's port-forward subprotocol ("SPDY/3.1+portforward.k8s.io"), which the
+        # websockets library refuses as not a token.
+        ws="wsproto",
         loop="none",
         timeout_keep_alive=120,
         timeout_graceful_shutdown=2,
@@ -154,6 +174,7 @@ def serve(options: ServeOptions) -> None:
             _compact_periodically(store, options.compact_interval_seconds, options.compact_keep)
         )
         controllers = None
+        attach_output = _attach_output(data_dir, store)
         if options.node_mode != "none":
             controllers = cluster_controllers(
                 app.resources,
@@ -162,8 +183,10 @@ def serve(options: ServeOptions) -> None:
                 data_dir=data_dir,
             )
             await controllers.start()
-            if controllers.kubelet is not None and app.pod_proxy is not None:
-                app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
+            if controllers.kubelet is not None:
+                app.pod_streams.node = ProcessNode(controllers.kubelet.container_process, attach_output)
+                if app.pod_proxy is not None:
+                    app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
         try:
             await server.serve(sockets=[sock])
         finally:

@@ -133,18 +133,25 @@ def _log(call: Call) -> tuple[int, LogText]:
     resources, target, query = call.resources, call.target, call.query
     assert target.name is not None and target.namespace is not None
     pod = resources.get(target.resource_type, target.namespace, target.name)
-    names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
-    container = query.get("container")
-    if container is None:
+    container = pod_container(pod, target.name, query.get("container"))
+    return 200, call.pod_logs(target.namespace, target.name, container, query) if call.pod_logs else ""
+
+
+def pod_container(pod: dict[str, Any], name: str, wanted: str | None) -> str:
+    """The container (or init container) a pod subresource request names (the only one when it names
+    none), as the API server checks it."""
+    spec = pod.get("spec") or {}
+    names = [c.get("name", "") for c in spec.get("containers") or []]
+    if not wanted:
         if len(names) != 1:
             raise errors.bad_request(
-                f"a container name must be specified for pod {target.name}, choose one of: [{' '.join(names)}]"
+                f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]"
             )
-        container = names[0]
-    init_names = [c.get("name", "") for c in (pod.get("spec") or {}).get("initContainers") or []]
-    if container not in names and container not in init_names:
-        raise errors.bad_request(f"container {container} is not valid for pod {target.name}")
-    return 200, call.pod_logs(target.namespace, target.name, container, query) if call.pod_logs else ""
+        return str(names[0])
+    init_names = [c.get("name", "") for c in spec.get("initContainers") or []]
+    if wanted not in names and wanted not in init_names:
+        raise errors.bad_request(f"container {wanted} is not valid for pod {name}")
+    return wanted
 
 
 def _bind(call: Call) -> tuple[int, dict[str, Any]]:

@@ -1,0 +1,252 @@
+"""pods/portforward over WebSocket, in the two forms clients use.
+
+    GET /api/v1/namespaces/{ns}/pods/{name}/portforward[?ports=8080&ports=9090]   (Upgrade: websocket)
+
+- `SPDY/3.1+portforward.k8s.io` (kubectl 1.31+; 1.30 named it `v2.portforward.k8s.io`): a SPDY/3.1
+  session tunnelled through the WebSocket (`spdy.py`). For every local connection the client opens an
+  `error` stream and a `data` stream with the headers `streamType`, `port` and `requestID`; once both of a
+  request are there the pod's port is dialled and the data stream carries the bytes both ways, each side
+  ending its half with FIN. A dial that fails writes its reason to the error stream. Connections are
+  independent: any number side by side.
+- `v4.channel.k8s.io` or no subprotocol (the official Python client and other WebSocket clients): the ports
+  come from the query; port i has the data channel 2i and the error channel 2i+1, each of which first
+  carries the port number (2 bytes, little-endian); then a message on a data channel is `[channel, data]`.
+  One connection per port for the WebSocket's lifetime.
+
+Either way the pod's port is reached at `localhost` inside the pod's network namespace
+(`localkube.node.exec.dial`), and everything ends with the WebSocket: no connection to the pod outlives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from localkube.node.exec import Connection
+from localkube.server import errors, spdy
+from localkube.server.streams import Disconnected, WebSocket
+
+log = logging.getLogger(__name__)
+
+# The SPDY tunnel: its name since Kubernetes 1.31, the name kubectl 1.30's alpha tunnel used, and SPDY's own
+# port-forward protocol name (a WebSocket port-forward by that name can only be the tunnel).
+TUNNEL_PROTOCOLS = ("SPDY/3.1+portforward.k8s.io", "v2.portforward.k8s.io", "portforward.k8s.io")
+CHANNEL_PROTOCOLS = ("v4.channel.k8s.io",)
+PROTOCOLS = (*TUNNEL_PROTOCOLS, *CHANNEL_PROTOCOLS)
+READ_SIZE = 32 * 1024
+Dial = Callable[[int], Awaitable[Connection]]
+
+
+def ports(values: list[str]) -> list[int]:
+    """The `ports` query parameter (repeated, or comma-separated), checked as the kubelet checks it."""
+    found = []
+    for value in values:
+        for item in value.split(","):
+            text = item.strip()
+            if not text:
+                continue
+            if not text.isdigit() or not 0 < int(text) < 65536:
+                raise errors.bad_request(f"invalid port {text!r}: must be a number between 1 and 65535")
+            found.append(int(text))
+    return found
+
+
+def _describe(failure: BaseException) -> str:
+    return str(failure) or type(failure).__name__
+
+
+# -- the SPDY tunnel -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stream:
+    ident: int
+    kind: str
+    port: int
+    request: str
+    inbound: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)  # None: the client's FIN
+
+
+class _Tunnel:
+    """One SPDY session in a WebSocket: streams by id, forwards by request id."""
+
+    def __init__(self, socket: WebSocket, dial: Dial, pod: str) -> None:
+        self._socket = socket
+        self._dial = dial
+        self._pod = pod
+        self._reader = spdy.FrameReader()
+        self._writer = spdy.FrameWriter()
+        self._streams: dict[int, _Stream] = {}
+        self._requests: dict[str, dict[str, _Stream]] = {}
+        self._forwards: set[asyncio.Task[None]] = set()
+        self._last_stream = 0
+
+    async def run(self) -> None:
+        try:
+            while True:
+                for frame in self._reader.feed(await self._socket.receive()):
+                    if not await self._handle(frame):
+                        return
+        except (Disconnected, spdy.ProtocolError) as ended:
+            if isinstance(ended, spdy.ProtocolError):
+                log.warning("port-forward to %s: %s", self._pod, ended)
+        finally:
+            for task in self._forwards:
+                task.cancel()
+            await asyncio.gather(*self._forwards, return_exceptions=True)
+
+    async def _handle(self, frame: spdy.Frame) -> bool:
+        """Acts on one frame; False when the session is over."""
+        if frame.kind == 0:
+            stream = self._streams.get(frame.stream)
+            if stream is not None:
+                if frame.payload:
+                    stream.inbound.put_nowait(frame.payload)
+                if frame.fin:
+                    stream.inbound.put_nowait(None)
+        elif frame.kind == spdy.SYN_STREAM:
+            await self._open(frame)
+        elif frame.kind == spdy.RST_STREAM:
+            stream = self._streams.pop(frame.stream, None)
+            if stream is not None:
+                stream.inbound.put_nowait(None)
+        elif frame.kind == spdy.PING:
+            await self._socket.send(self._writer.ping(frame.payload[:4]))
+        elif frame.kind == spdy.GOAWAY:
+            return False
+        return True
+
+    async def _open(self, frame: spdy.Frame) -> None:
+        headers = frame.headers or {}
+        kind, request = headers.get("streamtype", ""), headers.get("requestid", "")
+        port = headers.get("port", "")
+        self._last_stream = max(self._last_stream, frame.stream)
+        if kind not in ("data", "error") or not port.isdigit():
+            await self._socket.send(self._writer.rst_stream(frame.stream, spdy.PROTOCOL_ERROR))
+            return
+        stream = _Stream(frame.stream, kind, int(port), request)
+        self._streams[frame.stream] = stream
+        await self._socket.send(self._writer.syn_reply(frame.stream, {}))
+        pair = self._requests.setdefault(request, {})
+        pair[kind] = stream
+        if len(pair) == 2:
+            del self._requests[request]
+            task = asyncio.ensure_future(self._forward(pair["data"], pair["error"]))
+            self._forwards.add(task)
+            task.add_done_callback(self._forwards.discard)
+
+    async def _send_data(self, stream: _Stream, data: bytes, fin: bool = False) -> None:
+        await self._socket.send(self._writer.data(stream.ident, data, fin))
+
+    async def _forward(self, data: _Stream, error: _Stream) -> None:
+        try:
+            reader, writer = await self._dial(data.port)
+        except Exception as failure:
+            message = f"error forwarding port {data.port} to pod {self._pod}: {_describe(failure)}"
+            with contextlib.suppress(Disconnected):
+                await self._send_data(error, message.encode(), fin=True)
+                await self._send_data(data, b"", fin=True)
+            return
+        try:
+            await _copy_both_ways(reader, writer, data.inbound, lambda chunk: self._send_data(data, chunk))
+            await self._send_data(data, b"", fin=True)
+            await self._send_data(error, b"", fin=True)
+        except (Disconnected, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            self._streams.pop(data.ident, None)
+            self._streams.pop(error.ident, None)
+
+
+async def _copy_both_ways(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    inbound: asyncio.Queue[bytes | None],
+    send: Callable[[bytes], Awaitable[None]],
+) -> None:
+    """Client bytes (from `inbound`, None at the client's end) to the pod, the pod's bytes to `send`, until
+    the pod's side has ended; the client's end half-closes the pod connection."""
+
+    async def upstream() -> None:
+        while (chunk := await inbound.get()) is not None:
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+
+    sending = asyncio.ensure_future(upstream())
+    try:
+        while chunk := await reader.read(READ_SIZE):
+            await send(chunk)
+    finally:
+        sending.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+            await sending
+
+
+async def serve_tunnel(socket: WebSocket, dial: Dial, pod: str) -> None:
+    await _Tunnel(socket, dial, pod).run()
+
+
+# -- the channel protocol ------------------------------------------------------------------------------------
+
+
+async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[int]) -> None:
+    """One connection per port, on channels 2i (data) and 2i+1 (error), for the WebSocket's lifetime."""
+    inbound: dict[int, asyncio.Queue[bytes | None]] = {}
+    tasks: list[asyncio.Future[None]] = []
+    try:
+        for index, port in enumerate(wanted):
+            prefix = port.to_bytes(2, "little")
+            await socket.send(bytes([2 * index]) + prefix)
+            await socket.send(bytes([2 * index + 1]) + prefix)
+    except Disconnected:
+        return
+    for index, port in enumerate(wanted):
+        inbound[2 * index] = asyncio.Queue()
+        tasks.append(
+            asyncio.ensure_future(_forward_channel(socket, dial, pod, index, port, inbound[2 * index]))
+        )
+    everything: asyncio.Future[list[None]] = asyncio.gather(*tasks)
+    receiving: asyncio.Future[None] = asyncio.ensure_future(_receive_channels(socket, inbound))
+    try:
+        either: list[asyncio.Future[Any]] = [everything, receiving]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if everything.done():
+            await socket.close()
+    except Disconnected:
+        pass
+    finally:
+        everything.cancel()
+        receiving.cancel()
+        await asyncio.gather(everything, receiving, return_exceptions=True)
+
+
+async def _receive_channels(socket: WebSocket, inbound: dict[int, asyncio.Queue[bytes | None]]) -> None:
+    while True:
+        message = await socket.receive()
+        queue = inbound.get(message[0]) if message else None
+        if queue is not None and len(message) > 1:
+            queue.put_nowait(message[1:])
+
+
+async def _forward_channel(
+    socket: WebSocket, dial: Dial, pod: str, index: int, port: int, inbound: asyncio.Queue[bytes | None]
+) -> None:
+    try:
+        reader, writer = await dial(port)
+    except Exception as failure:
+        message = f"error forwarding port {port} to pod {pod}: {_describe(failure)}"
+        await socket.send(bytes([2 * index + 1]) + message.encode())
+        return
+    try:
+        await _copy_both_ways(reader, writer, inbound, lambda chunk: socket.send(bytes([2 * index]) + chunk))
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
