@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from kuberay.api.raycluster import RayCluster
+from kuberay.api.settings import OperatorSettings
 from kuberay.builders import networkpolicy, ownership
 from kuberay.controllers.raycluster.context import RAYCLUSTER
 from kuberay.controllers.raycluster.reconciler import is_managed_elsewhere
@@ -135,12 +136,17 @@ class NetworkPolicyReconciler:
         )
 
 
-def install(manager: Manager, concurrency: int) -> NetworkPolicyReconciler:
+def install(manager: Manager, settings: OperatorSettings) -> NetworkPolicyReconciler:
     reconciler = NetworkPolicyReconciler(
         manager.client, manager.cache(RAYCLUSTER), manager.cache(NETWORK_POLICY), manager.recorder
     )
     controller = (
-        Controller(CONTROLLER_NAME, reconciler.reconcile, concurrency=concurrency, clock=manager.clock)
+        Controller(
+            CONTROLLER_NAME,
+            reconciler.reconcile,
+            concurrency=settings.config.reconcile_concurrency,
+            clock=manager.clock,
+        )
         .for_(RAYCLUSTER, _generation_changed)
         .owns(NETWORK_POLICY)
     )

@@ -17,9 +17,10 @@ from pathlib import Path
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, disable_created_metrics, generate_latest
 
 from kuberay.api.features import Feature
+from kuberay.api.settings import OperatorSettings
 from kuberay.operator import logs, settings
 from kuberay.operator.registry import BUILTIN, CACHE_SELECTORS, ControllerSetup
-from kuberay.operator.settings import OperatorSettings, SettingsError
+from kuberay.operator.settings import SettingsError
 from kuberay.runtime.client import Client, ConfigurationError, load_config
 from kuberay.runtime.clock import SystemClock
 from kuberay.runtime.events import EventRecorder
@@ -93,9 +94,9 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
         lease = LeaderElectionConfig(
             namespace=namespace,
             identity=identity,
-            lease_duration=operator_settings.lease_duration,
-            renew_deadline=operator_settings.renew_deadline,
-            retry_period=operator_settings.retry_period,
+            lease_duration=operator_settings.leader_election.lease_duration,
+            renew_deadline=operator_settings.leader_election.renew_deadline,
+            retry_period=operator_settings.leader_election.retry_period,
         )
         elector = LeaderElector(client, lease, clock)
     namespaces = operator_settings.watch_namespaces

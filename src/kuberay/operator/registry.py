@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kuberay.api.features import Feature
+from kuberay.api.settings import OperatorSettings
 from kuberay.controllers import networkpolicy
 from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.controllers.rayjob import setup as rayjob_setup
-from kuberay.operator.settings import OperatorSettings
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, Resource
 
@@ -27,20 +27,9 @@ def _always(settings: OperatorSettings) -> bool:
 @dataclass(frozen=True)
 class ControllerSetup:
     name: str
-    install: Callable[[Manager, OperatorSettings], None]
+    # Adds the controller to the manager; what it returns (its reconciler, say) is not used.
+    install: Callable[[Manager, OperatorSettings], object]
     enabled: Callable[[OperatorSettings], bool] = _always
-
-
-def _install_raycluster(manager: Manager, settings: OperatorSettings) -> None:
-    raycluster_setup.install(manager, settings.config, settings.feature_gates)
-
-
-def _install_rayjob(manager: Manager, settings: OperatorSettings) -> None:
-    rayjob_setup.install(manager, settings.config, settings.feature_gates, kubeconfig=settings.kubeconfig)
-
-
-def _install_networkpolicy(manager: Manager, settings: OperatorSettings) -> None:
-    networkpolicy.install(manager, settings.config.reconcile_concurrency)
 
 
 def _network_policy_gate(settings: OperatorSettings) -> bool:
@@ -49,9 +38,9 @@ def _network_policy_gate(settings: OperatorSettings) -> bool:
 
 # The RayCluster, RayJob, RayService and RayCronJob controllers plug in here.
 BUILTIN: tuple[ControllerSetup, ...] = (
-    ControllerSetup("raycluster", _install_raycluster),
-    ControllerSetup("rayjob", _install_rayjob),
-    ControllerSetup("networkpolicy", _install_networkpolicy, _network_policy_gate),
+    ControllerSetup("raycluster", raycluster_setup.install),
+    ControllerSetup("rayjob", rayjob_setup.install),
+    ControllerSetup("networkpolicy", networkpolicy.install, _network_policy_gate),
 )
 
 # Upstream's manager cache selectors: only the pods and batch Jobs the operator manages are cached, so

@@ -1,22 +1,24 @@
-"""The operator's settings: upstream's flags, or the `--config` file, plus feature gates and connection.
+"""Building the operator's settings tree (`kuberay.api.settings`) once at start-up: upstream's flags, or the
+`--config` file, plus feature gates, connection, and the operator's environment variables.
 
 Flags are Go-style, as upstream's: `-flag` or `--flag`, `--flag=value` or `--flag value`, and booleans as
 `--flag` or `--flag=false`. As upstream, when `--config` names a Configuration file every flag it covers is
 ignored (`--feature-gates`, `--kubeconfig` and the logging level still apply). A bad flag, an unreadable or
-invalid config file, or an unknown feature gate raises `SettingsError` with one line that names it; `main`
-prints it and exits with status 2.
+invalid config file, an unknown feature gate, or an environment variable with an unusable value raises
+`SettingsError` with one line that names it; `main` prints it and exits with status 2. This is the only place
+the operator reads its environment.
 
 Flags beyond upstream's: `--kubeconfig` (controller-runtime's), `--zap-log-level`, and the leader-election
 timings (`--leader-election-lease-duration`, `--leader-election-renew-deadline`,
-`--leader-election-retry-period`, client-go's defaults), which tests and small clusters shorten.
+`--leader-election-retry-period`, client-go's defaults), which tests and small clusters shorten, and
+`--reconcile-timeout` (seconds one reconcile may run before the runtime cancels and retries it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,30 +32,19 @@ from kuberay.api.config import (
     Configuration,
 )
 from kuberay.api.features import FeatureGateError, FeatureGates
+from kuberay.api.settings import (
+    Environment,
+    EnvVarError,
+    LeaderElectionSettings,
+    OperatorSettings,
+    RuntimeSettings,
+)
 
 LOG_LEVELS = ("debug", "info", "error")
 
 
 class SettingsError(Exception):
     """The command line or the config file is unusable; the message is one line naming the culprit."""
-
-
-@dataclass(frozen=True)
-class OperatorSettings:
-    config: Configuration
-    feature_gates: FeatureGates
-    kubeconfig: str | None = None
-    log_level: str = "info"
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    config_file: str | None = None
-    forced_cluster_upgrade: bool = False
-
-    @property
-    def watch_namespaces(self) -> list[str]:
-        """The namespaces to cache, or an empty list for all of them."""
-        return [ns.strip() for ns in self.config.watch_namespace.split(",") if ns.strip()]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,15 +131,28 @@ def _parser() -> _Parser:
     )
     flag("kubeconfig", default="", help="Path to a kubeconfig (else KUBECONFIG, in-cluster, ~/.kube/config).")
     flag("zap-log-level", default="info", choices=LOG_LEVELS, help="Minimum level logged.")
-    flag("leader-election-lease-duration", type=_positive_seconds, default=15.0)
-    flag("leader-election-renew-deadline", type=_positive_seconds, default=10.0)
-    flag("leader-election-retry-period", type=_positive_seconds, default=2.0)
+    timings = LeaderElectionSettings()
+    flag("leader-election-lease-duration", type=_positive_seconds, default=timings.lease_duration)
+    flag("leader-election-renew-deadline", type=_positive_seconds, default=timings.renew_deadline)
+    flag("leader-election-retry-period", type=_positive_seconds, default=timings.retry_period)
+    flag(
+        "reconcile-timeout",
+        type=_positive_seconds,
+        default=RuntimeSettings().reconcile_timeout,
+        help="Seconds one reconcile may run before it is cancelled and retried with backoff.",
+    )
     return parser
 
 
-def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> OperatorSettings:
-    environ = dict(os.environ) if environ is None else environ
+def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> OperatorSettings:
+    """The settings tree from the command line, the config file it names and `environ` (the process
+    environment when None)."""
+    environ = os.environ if environ is None else environ
     args = _parser().parse_args(list(argv))
+    try:
+        environment = Environment.from_mapping(environ)
+    except EnvVarError as e:
+        raise SettingsError(str(e)) from None
     try:
         gates = FeatureGates.parse(args.feature_gates)
     except FeatureGateError as e:
@@ -170,8 +174,8 @@ def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Operato
                 enable_batch_scheduler=args.enable_batch_scheduler,
                 batch_scheduler=args.batch_scheduler,
                 use_kubernetes_proxy=args.use_kubernetes_proxy,
-                delete_ray_job_after_job_finishes=environ.get("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES")
-                == "true",
+                # Upstream copies DELETE_RAYJOB_CR_AFTER_JOB_FINISHES into the flag-mode configuration.
+                delete_ray_job_after_job_finishes=environment.rayjob.delete_after_job_finishes,
                 enable_metrics=args.enable_metrics,
                 qps=args.qps,
                 burst=args.burst,
@@ -188,23 +192,29 @@ def parse(argv: Sequence[str], environ: dict[str, str] | None = None) -> Operato
         raise SettingsError(
             f"invalid client rate limits qps={config.qps} burst={config.burst}: both must be positive"
         )
-    if (
-        not args.leader_election_lease_duration
-        > args.leader_election_renew_deadline
-        > args.leader_election_retry_period
-    ):
+    leader_election = LeaderElectionSettings(
+        lease_duration=args.leader_election_lease_duration,
+        renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period,
+    )
+    if not leader_election.lease_duration > leader_election.renew_deadline > leader_election.retry_period:
         raise SettingsError("leader election needs lease-duration > renew-deadline > retry-period")
     return OperatorSettings(
         config=config,
         feature_gates=gates,
-        kubeconfig=args.kubeconfig or None,
+        environment=environment,
+        leader_election=leader_election,
+        runtime=RuntimeSettings(reconcile_timeout=args.reconcile_timeout),
+        kubeconfig=args.kubeconfig or _kubeconfig_variable(environ),
         log_level=args.zap_log_level,
-        lease_duration=args.leader_election_lease_duration,
-        renew_deadline=args.leader_election_renew_deadline,
-        retry_period=args.leader_election_retry_period,
         config_file=args.config or None,
         forced_cluster_upgrade=args.forced_cluster_upgrade,
     )
+
+
+def _kubeconfig_variable(environ: Mapping[str, str]) -> str | None:
+    # controller-runtime's rule: KUBECONFIG's first path when `--kubeconfig` is not given.
+    return environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
 
 
 def _read(path: str) -> str:

@@ -10,9 +10,9 @@ import logging
 import os
 import sys
 
+from kuberay.api.settings import OperatorSettings
 from kuberay.operator.main import run
 from kuberay.operator.registry import ControllerSetup
-from kuberay.operator.settings import OperatorSettings
 from kuberay.runtime.controller import Controller, Result
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import CONFIG_MAP, ObjectKey

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from integration.runtime.kube import client_for, new_namespace
 from kuberay.api.config import Configuration
-from kuberay.api.features import FeatureGates
+from kuberay.api.settings import Environment, OperatorSettings
 from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.controllers.rayjob import setup as rayjob_setup
 from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB, RayJobReconciler
@@ -129,11 +129,13 @@ async def operator(
     recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=clock)
     manager = Manager(client, RuntimeMetrics(registry), namespaces=[namespace], selectors=CACHE_SELECTORS,
                       recorder=recorder, clock=clock)  # fmt: skip
-    settings = Configuration(enable_metrics=True, **config)
-    gates = FeatureGates()
-    raycluster_setup.install(manager, settings, gates)
-    reconciler = rayjob_setup.install(manager, settings, gates, kubeconfig=str(localkube.kubeconfig),
-                                      environ=dict(environ or {}))  # fmt: skip
+    settings = OperatorSettings(
+        config=Configuration(enable_metrics=True, **config),
+        environment=Environment.from_mapping(environ or {}),
+        kubeconfig=str(localkube.kubeconfig),
+    )
+    raycluster_setup.install(manager, settings)
+    reconciler = rayjob_setup.install(manager, settings)
     stop = asyncio.Event()
     task = asyncio.create_task(manager.run(stop))
     try:

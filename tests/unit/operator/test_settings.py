@@ -1,6 +1,10 @@
+import os
+
 import pytest
 
 from kuberay.api.features import Feature
+from kuberay.api.settings import Environment
+from kuberay.operator.main import run
 from kuberay.operator.settings import SettingsError, parse
 
 
@@ -10,6 +14,8 @@ def test_upstream_defaults():
     assert (config.metrics_addr, config.probe_addr, config.enable_leader_election) == (":8080", ":8082", True)
     assert (config.reconcile_concurrency, config.qps, config.burst) == (1, 100.0, 200)
     assert settings.watch_namespaces == []
+    assert settings.environment == Environment() and settings.runtime.reconcile_timeout == 300
+    assert settings.kubeconfig is None
 
 
 def test_go_style_flags():
@@ -27,7 +33,7 @@ def test_go_style_flags():
     config = settings.config
     assert config.metrics_addr == ":9090" and not config.enable_leader_election
     assert config.reconcile_concurrency == 4 and config.use_kubernetes_proxy
-    assert config.delete_ray_job_after_job_finishes
+    assert config.delete_ray_job_after_job_finishes and settings.delete_rayjob_after_job_finishes
     assert settings.watch_namespaces == ["a", "b"]
 
 
@@ -55,3 +61,68 @@ def test_a_config_file_wins_over_flags_but_feature_gates_still_apply(tmp_path):
 def test_bad_settings_name_the_culprit(argv, message):
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         parse(argv, environ={})
+
+
+def test_the_environment_is_read_into_the_tree_in_flag_and_config_file_mode(tmp_path):
+    environ = {
+        "ENABLE_PROBES_INJECTION": "FALSE",
+        "USE_INGRESS_ON_OPENSHIFT": "true",
+        "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": "45",
+        "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": "600",
+        "ENABLE_ZERO_DOWNTIME": "false",
+        "KUBECONFIG": f"/a/config{os.pathsep}/b/config",
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text("deleteRayJobAfterJobFinishes: true\n")
+    for argv in ([], [f"--config={path}"]):
+        settings = parse(argv, environ=environ)
+        env = settings.environment
+        assert not env.pods.probes_injection and env.pods.init_container_injection
+        assert env.raycluster.use_ingress_on_openshift and env.rayjob.status_check_timeout == 45
+        assert (env.rayservice.upgrade_timeout, env.rayservice.zero_downtime) == (600.0, False)
+        assert settings.kubeconfig == "/a/config"
+    assert settings.delete_rayjob_after_job_finishes
+    assert parse(["--kubeconfig=/c"], environ=environ).kubeconfig == "/c"
+    assert parse([], environ={}).environment.rayservice.upgrade_timeout is None
+
+
+def test_runtime_flags():
+    settings = parse(["--reconcile-timeout=2.5", "--leader-election-lease-duration=30"], environ={})
+    assert settings.runtime.reconcile_timeout == 2.5 and settings.leader_election.lease_duration == 30
+
+
+def test_every_environment_variable_is_declared_once_with_its_rule():
+    variables = list(Environment.variables())
+    names = [variable.name for _, _, variable in variables]
+    assert len(names) == len(set(names))
+    assert {"ENABLE_INIT_CONTAINER_INJECTION", "RAYJOB_CLUSTER_START_TIMEOUT_SECONDS",
+            "ENABLE_ZERO_DOWNTIME"} <= set(names)  # fmt: skip
+    assert all(variable.rule and variable.meaning for _, _, variable in variables)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV": "soon"}, "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV='soon'"),
+        ({"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": "1.5"}, "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS='1.5'"),
+        ({"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": " 60"}, "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS=' 60'"),
+    ],
+)
+def test_a_bad_environment_value_names_the_variable(environ, message):
+    with pytest.raises(SettingsError, match=f"invalid environment variable {message}: must be an integer"):
+        parse([], environ=environ)
+
+
+@pytest.mark.parametrize("argv", [["--reconcile-timeout=0"], ["--reconcile-timeout=soon"]])
+def test_a_bad_reconcile_timeout_is_refused(argv):
+    with pytest.raises(SettingsError, match="reconcile-timeout"):
+        parse(argv, environ={})
+
+
+def test_a_bad_environment_value_stops_the_operator_with_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS", "5m")
+    assert run([], controllers=[]) == 2
+    assert capsys.readouterr().err == (
+        "kuberay-operator: invalid environment variable "
+        "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS='5m': must be an integer number of seconds\n"
+    )

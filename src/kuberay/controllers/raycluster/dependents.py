@@ -110,7 +110,7 @@ async def serves_routes(ctx: Context) -> bool:
 async def ingress_or_route(ctx: Context, cluster: Obj, model: RayCluster) -> None:
     if model.spec.head_group_spec.enable_ingress is not True:
         return
-    if not ctx.options.use_ingress_on_openshift and await serves_routes(ctx):
+    if not ctx.options.env.use_ingress_on_openshift and await serves_routes(ctx):
         found = await ctx.client.list(
             ROUTE, model.namespace, label_selector=f"{constants.RAY_CLUSTER_LABEL}={model.name}"
         )

@@ -80,7 +80,9 @@ async def handle_finalizer(ctx: Context, cluster: Obj, model: RayCluster) -> Res
     if deleting and embedded and has_finalizer:
         await _set_finalizer(ctx, cluster, present=False)
         return Result()
-    if not (ctx.options.gcs_ft_redis_cleanup and gcsft.is_enabled(spec, model.annotations) and not embedded):
+    if not (
+        ctx.options.env.gcs_ft_redis_cleanup and gcsft.is_enabled(spec, model.annotations) and not embedded
+    ):
         return None
     if not deleting:
         if has_finalizer:

@@ -291,7 +291,7 @@ class PodReconciler:
             raise PodsError("mTLS secrets not ready: cert-manager is not installed")
 
     def _random_delete_allowed(self) -> bool:
-        return not autoscaler.is_enabled(self.spec) or self.ctx.options.random_pod_delete
+        return not autoscaler.is_enabled(self.spec) or self.ctx.options.env.random_pod_delete
 
     async def _reconcile_group(self, group: Obj, model: WorkerGroupSpec) -> None:
         group_name = str(group.get("groupName") or "")

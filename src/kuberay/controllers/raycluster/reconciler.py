@@ -104,7 +104,7 @@ class RayClusterReconciler:
             raise TemporaryError(str(error)) from error
         if changed:
             return Result(requeue_after=SHORT_REQUEUE_SECONDS)
-        return Result(requeue_after=self.ctx.options.requeue_seconds)
+        return Result(requeue_after=self.ctx.options.env.requeue_seconds)
 
     def _invalid(self, cluster: Obj, reason: str, message: str) -> None:
         self.ctx.event(cluster, WARNING, reason, message, VALIDATE)

@@ -8,12 +8,8 @@ requeue, as upstream does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from kuberay.api import constants
-from kuberay.api.config import Configuration
-from kuberay.api.features import FeatureGates
+from kuberay.api.settings import OperatorSettings
 from kuberay.controllers.raycluster.context import RAYCLUSTER, ClusterOptions, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.reconciler import RayClusterReconciler
@@ -41,19 +37,9 @@ def spec_or_metadata_changed(event: Event) -> bool:
     return any(old.get(field) != new.get(field) for field in fields)
 
 
-def pod_options(config: Configuration) -> Mapping[str, Any]:
-    """The configuration file's fields that shape every pod."""
-    return {
-        "default_container_envs": tuple(config.default_container_envs or ()),
-        "head_sidecar_containers": tuple(config.head_sidecar_containers or ()),
-        "worker_sidecar_containers": tuple(config.worker_sidecar_containers or ()),
-        "default_pod_annotations": dict(config.default_pod_annotations or {}),
-        "default_pod_labels": dict(config.default_pod_labels or {}),
-    }
-
-
-def install(manager: Manager, config: Configuration, gates: FeatureGates) -> RayClusterReconciler:
-    options = ClusterOptions.from_environ(gates, pod_options(config))
+def install(manager: Manager, settings: OperatorSettings) -> RayClusterReconciler:
+    config = settings.config
+    options = ClusterOptions.from_settings(settings)
     pods = manager.cache(POD)
     # Everything a RayCluster owns is found by its ray.io/cluster label: index it rather than scan the namespace.
     for resource in (POD, SERVICE, JOB):
