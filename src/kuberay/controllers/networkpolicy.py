@@ -146,6 +146,7 @@ def install(manager: Manager, settings: OperatorSettings) -> NetworkPolicyReconc
             reconciler.reconcile,
             concurrency=settings.config.reconcile_concurrency,
             clock=manager.clock,
+            timeout=settings.runtime.reconcile_timeout,
         )
         .for_(RAYCLUSTER, _generation_changed)
         .owns(NETWORK_POLICY)

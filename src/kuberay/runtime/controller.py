@@ -9,6 +9,12 @@ The contract (controller-runtime's): `async def reconcile(key: ObjectKey) -> Res
 - Raise `TerminalError` when retrying cannot help (the reconciler has already recorded a condition and an
   Event): counted, logged, not retried until the object changes again.
 
+Each reconcile runs under the controller's `timeout` (the operator's `--reconcile-timeout`; None: no
+limit): one that outlives it is cancelled, logged as a timeout and retried with backoff, so a call that
+never answers cannot hold a worker forever. A reconciler may name the steps of its pass
+(`kuberay.runtime.steps.step`); an error or a timeout inside one is reported with its name
+(`reconcile step "pods" failed: ...`) in the log line of the failure that sends the key to backoff.
+
 Events become keys through the watches: `for_(resource)` enqueues the object itself, `owns(resource)`
 enqueues the controlling owner of the `for_` kind (ownerReference with `controller: true`), and
 `watches(resource, mapper)` enqueues whatever keys `mapper` returns. A predicate may drop events first.
@@ -25,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from kuberay.runtime import errors, logcontext
+from kuberay.runtime import errors, logcontext, steps
 from kuberay.runtime.cache import CachedObject
 from kuberay.runtime.clock import Clock, SystemClock
 from kuberay.runtime.informer import Event, EventType
@@ -91,6 +97,8 @@ class Controller:
     concurrency: int = 1
     clock: Clock = field(default_factory=SystemClock)
     rate_limiter: RequeueRateLimiter | None = None
+    # Seconds one reconcile may run before it is cancelled and retried; None: no limit.
+    timeout: float | None = None
     sources: list[Watch] = field(init=False, default_factory=list)
     _for: Resource | None = field(init=False, default=None)
     queue: WorkQueue[ObjectKey] = field(init=False)
@@ -101,6 +109,8 @@ class Controller:
             raise ValueError(
                 f"controller {self.name}: concurrency must be at least 1, got {self.concurrency}"
             )
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"controller {self.name}: timeout must be positive, got {self.timeout}")
         self.queue = WorkQueue(self.clock, rate_limiter=self.rate_limiter)
 
     def for_(self, resource: Resource, predicate: Predicate | None = None) -> Controller:
@@ -174,25 +184,19 @@ class Controller:
             metrics.reconciled(outcome, time.perf_counter() - started)
 
     async def _outcome(self, key: ObjectKey) -> str:
-        try:
-            result = await self.reconcile(key)
-        except asyncio.CancelledError:
-            raise
-        except TerminalError as e:
-            log.error("Reconciler error (terminal, not retried): %s", e)
-            self._errored(terminal=True)
-            self.queue.forget(key)
-            return ReconcileResult.ERROR
-        except Exception as e:
-            if isinstance(e, (TemporaryError, errors.KubeError)):
-                log.warning("Reconciler error: %s", e)
-            else:
-                log.exception("Reconciler error (unexpected)")
-                if self._metrics is not None:
-                    self._metrics.panicked()
-            self._errored(terminal=False)
-            self.queue.add_rate_limited(key)
-            return ReconcileResult.ERROR
+        with steps.tracing() as trace:
+            try:
+                async with asyncio.timeout(self.timeout) as deadline:
+                    result = await self.reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except TimeoutError as e:
+                if not deadline.expired():
+                    return self._failed(key, steps.describe(trace, e), e)
+                where = f'reconcile step "{trace.cancelled_in}"' if trace.cancelled_in else "reconcile"
+                return self._failed(key, f"{where} timed out after {self.timeout:g}s", None)
+            except Exception as e:
+                return self._failed(key, steps.describe(trace, e), e)
         if result.requeue_after is not None and result.requeue_after > 0:
             self.queue.forget(key)
             self.queue.add_after(key, result.requeue_after)
@@ -202,6 +206,23 @@ class Controller:
             return ReconcileResult.REQUEUE
         self.queue.forget(key)
         return ReconcileResult.SUCCESS
+
+    def _failed(self, key: ObjectKey, message: str, error: Exception | None) -> str:
+        """Logs a failed reconcile (`message` names its step) and backs off, unless it is terminal."""
+        if isinstance(error, TerminalError):
+            log.error("Reconciler error (terminal, not retried): %s", message)
+            self._errored(terminal=True)
+            self.queue.forget(key)
+            return ReconcileResult.ERROR
+        if error is None or isinstance(error, (TemporaryError, errors.KubeError)):
+            log.warning("Reconciler error: %s", message)
+        else:
+            log.error("Reconciler error (unexpected): %s", message, exc_info=error)
+            if self._metrics is not None:
+                self._metrics.panicked()
+        self._errored(terminal=False)
+        self.queue.add_rate_limited(key)
+        return ReconcileResult.ERROR
 
     def _errored(self, *, terminal: bool) -> None:
         if self._metrics is not None:

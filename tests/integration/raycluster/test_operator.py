@@ -3,6 +3,7 @@ ServiceAccount of deploy/rbac, managedBy, the NetworkPolicy controller and the Â
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -172,3 +173,20 @@ async def test_metrics_measure_the_operators_api_traffic_under_upstreams_control
         value("controller_runtime_reconcile", "controller_runtime_reconcile_total", controller="raycluster")
         > 0
     )
+
+
+async def test_a_failing_reconcile_step_is_named_in_the_log(kube: Kube, operator: OperatorProcess) -> None:
+    # The API server refuses the head pod (its name is not a DNS subdomain), so the "pods" step fails.
+    cluster = small_cluster("misnamed", replicas=0)
+    cluster["spec"]["headGroupSpec"]["template"]["metadata"] = {"name": "Not_A_Pod_Name"}
+    await kube.create_cluster(cluster)
+
+    async def reported() -> bool:
+        lines = [json.loads(line) for line in operator.log.read_text().splitlines() if line.startswith("{")]
+        return any(
+            line.get("name") == "misnamed"
+            and line["msg"].startswith('Reconciler error: reconcile step "pods" failed: FailedCreateHeadPod')
+            for line in lines
+        )
+
+    await kube.wait_for(reported)

@@ -269,13 +269,13 @@ async def gcs_storage_pvc(ctx: Context, cluster: Obj, model: RayCluster) -> None
 
 
 Step = Callable[[Context, Obj, RayCluster], Awaitable[None]]
-# Upstream's order; the pods come after these.
-STEPS: tuple[Step, ...] = (
-    autoscaler_rbac,
-    ingress_or_route,
-    auth_secret,
-    head_service,
-    headless_service,
-    serve_service,
-    gcs_storage_pvc,
+# Upstream's order, by the names failures are reported with; the pods come after these.
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("autoscaler-rbac", autoscaler_rbac),
+    ("ingress", ingress_or_route),
+    ("auth-secret", auth_secret),
+    ("head-service", head_service),
+    ("headless-service", headless_service),
+    ("serve-service", serve_service),
+    ("gcs-storage-pvc", gcs_storage_pvc),
 )

@@ -7,6 +7,9 @@
 4. The GCS FT finalizer (may end the pass); a deleting cluster stops here.
 5. The owned objects in order (`dependents.STEPS`), then the pods (`pods.PodReconciler`); the first error
    stops the chain but not the status.
+
+Each stage is a named step (`kuberay.runtime.steps`): "validate", "finalizer", one per owned object,
+"pods" and "status", so a failure is reported as `reconcile step "pods" failed: ...`.
 6. The status, calculated purely (`status.calculate_status`) and written through the status subresource
    only when a compared field changed.
 7. Requeue: 2 s after an error or a status write, else the periodic resync (300 s by default).
@@ -37,6 +40,7 @@ from kuberay.runtime import errors
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING
 from kuberay.runtime.resources import ObjectKey
+from kuberay.runtime.steps import step
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +81,13 @@ class RayClusterReconciler:
         except ValidationError as e:
             self._invalid(cluster, "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {e}")
             return Result()
-        invalid = self._validate(cluster, model, key)
+        with step("validate"):
+            invalid = self._validate(cluster, model, key)
         if invalid is not None:
             return invalid
 
-        done = await finalizer.handle_finalizer(self.ctx, cluster, model)
+        with step("finalizer"):
+            done = await finalizer.handle_finalizer(self.ctx, cluster, model)
         if done is not None:
             return done
         if cluster["metadata"].get("deletionTimestamp"):
@@ -89,19 +95,23 @@ class RayClusterReconciler:
 
         reconcile_error: Exception | None = None
         try:
-            for step in dependents.STEPS:
-                await step(self.ctx, cluster, model)
-            await PodReconciler(self.ctx, cluster, model).run()
+            for name, dependent in dependents.STEPS:
+                with step(name):
+                    await dependent(self.ctx, cluster, model)
+            with step("pods"):
+                await PodReconciler(self.ctx, cluster, model).run()
         except (errors.KubeError, dependents.DependentError, status.ReplicaFailureError, PodsError) as e:
             reconcile_error = e
 
-        changed, status_error = await self._write_status(cluster, reconcile_error)
-        if reconcile_error is None and isinstance(status_error, errors.Conflict):
-            # The cache had not yet seen our previous write; recalculate once it has (no error to report).
-            return Result(requeue=True)
-        error = reconcile_error or status_error
-        if error is not None:
-            raise TemporaryError(str(error)) from error
+        with step("status"):
+            changed, status_error = await self._write_status(cluster, reconcile_error)
+            if reconcile_error is None and isinstance(status_error, errors.Conflict):
+                # The cache had not yet seen our previous write; recalculate once it has (no error to report).
+                return Result(requeue=True)
+            if reconcile_error is None and status_error is not None:
+                raise TemporaryError(str(status_error)) from status_error
+        if reconcile_error is not None:
+            raise TemporaryError(str(reconcile_error)) from reconcile_error
         if changed:
             return Result(requeue_after=SHORT_REQUEUE_SECONDS)
         return Result(requeue_after=self.ctx.options.env.requeue_seconds)

@@ -63,6 +63,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayClusterReconcile
             reconciler.reconcile,
             concurrency=config.reconcile_concurrency,
             clock=manager.clock,
+            timeout=settings.runtime.reconcile_timeout,
         )
         .for_(RAYCLUSTER, spec_or_metadata_changed)
         .owns(POD)

@@ -10,6 +10,9 @@ One pass (`reconcile(key)`):
 4. If the decision says so, write the whole status through `/status` with the RayJob's resourceVersion (a
    conflict fails the pass and the next one re-reads), then record the execution-duration metric.
 
+Reading the poller's answer ("Observe"), each action (its `Action` name) and the status write ("UpdateStatus")
+are named steps (`kuberay.runtime.steps`), so a failure says which one failed.
+
 The only dashboard call made inside a reconcile is StopJob while a RayJob is being deleted, bounded by the
 client's short timeout, as upstream does.
 """
@@ -58,6 +61,7 @@ from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import NORMAL, WARNING, EventRecorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import JOB, SECRET, SERVICE, ObjectKey, Resource
+from kuberay.runtime.steps import step as named_step
 
 log = logging.getLogger(__name__)
 
@@ -157,21 +161,21 @@ class _Pass:
 
     async def run(self) -> Result:
         now = self.reconciler.clock.now()
-        facts = Facts(
-            now,
-            cluster=self._cluster_facts(),
-            submitter=self._submitter_facts(),
-            observation=await self._observation(),
-        )
+        cluster, submitter = self._cluster_facts(), self._submitter_facts()
+        with named_step("Observe"):
+            observation = await self._observation()
+        facts = Facts(now, cluster=cluster, submitter=submitter, observation=observation)
         decision = step(self.job, facts, self.reconciler.options.settings, self.reconciler.rng)
         for note in decision.events:
             self.reconciler.event(self.obj, note.type, note.reason, note.message, note.action)
         for action in decision.actions:
-            await self._perform(action, decision)
+            with named_step(action.value):
+                await self._perform(action, decision)
         if decision.error is not None:
             raise TemporaryError(decision.error)
         if decision.write:
-            await self._write_status(decision.status)
+            with named_step("UpdateStatus"):
+                await self._write_status(decision.status)
             before = (self.obj.get("status") or {}).get("jobDeploymentStatus") or "New"
             after = decision.status.get("jobDeploymentStatus") or "New"
             if before != after:

@@ -117,6 +117,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayJobReconciler:
         reconciler.reconcile,
         concurrency=config.reconcile_concurrency,
         clock=manager.clock,
+        timeout=settings.runtime.reconcile_timeout,
         poller=poller,
         http=access.http,
     )
