@@ -16,6 +16,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.config import Configuration
 from kuberay.api.features import Feature, FeatureGates
+from kuberay.api.raycluster import RayCluster
 from kuberay.api.settings import OperatorSettings, PodEnvironment, RayClusterEnvironment
 from kuberay.builders.pod import PodOptions
 from kuberay.runtime.cache import Store
@@ -92,6 +93,22 @@ class Context:
     # Whether the server serves OpenShift Routes; found out on first need (None until then).
     openshift: bool | None = None
 
-    def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str = "") -> None:
-        if self.recorder is not None:
-            self.recorder.record(obj, type, reason, message, action)
+    def event(
+        self, obj: RayCluster | Mapping[str, Any], type: str, reason: str, message: str, action: str = ""
+    ) -> None:
+        """Records an Event about `obj` (a RayCluster, or the wire form of any object)."""
+        if self.recorder is None:
+            return
+        if isinstance(obj, RayCluster):
+            metadata = obj.metadata
+            obj = {
+                "apiVersion": obj.api_version,
+                "kind": obj.kind,
+                "metadata": {
+                    "name": obj.name,
+                    "namespace": obj.namespace,
+                    "uid": metadata.uid or "",
+                    "resourceVersion": metadata.resource_version or "",
+                },
+            }
+        self.recorder.record(obj, type, reason, message, action)

@@ -50,7 +50,7 @@ async def _get(ctx: Context, resource: Resource, name: str, namespace: str) -> d
 
 
 async def _create_with_events(
-    ctx: Context, cluster: Obj, resource: Resource, obj: Obj, what: str, reason: str
+    ctx: Context, cluster: RayCluster, resource: Resource, obj: Obj, what: str, reason: str
 ) -> None:
     """Creates `obj` (AlreadyExists is fine) with upstream's `Created<X>` / `FailedToCreate<X>` Events."""
     key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
@@ -64,15 +64,15 @@ async def _create_with_events(
     ctx.event(cluster, NORMAL, f"Created{reason}", f"Created {what} {key}", CREATE)
 
 
-async def autoscaler_rbac(ctx: Context, cluster: Obj, model: RayCluster) -> None:
+async def autoscaler_rbac(ctx: Context, cluster: RayCluster) -> None:
     """ServiceAccount, Role, RoleBinding for the autoscaler sidecar (only with in-tree autoscaling)."""
-    if not autoscaler.is_enabled(cluster.get("spec") or {}):
+    if not autoscaler.is_enabled(cluster.spec.dump()):
         return
-    account, role, binding = rbac.build_autoscaler_rbac(model)
-    namespace = model.namespace
-    account_name = rbac.service_account_name(model)
+    account, role, binding = rbac.build_autoscaler_rbac(cluster)
+    namespace = cluster.namespace
+    account_name = rbac.service_account_name(cluster)
     if await _get(ctx, SERVICE_ACCOUNT, account_name, namespace) is None:
-        if rbac.user_service_account(model):
+        if rbac.user_service_account(cluster):
             message = (
                 "If users specify ServiceAccountName for the head Pod, they need to create a ServiceAccount "
                 f"themselves. However, ServiceAccount {account_name} is not found. Please create one. See the PR "
@@ -82,14 +82,14 @@ async def autoscaler_rbac(ctx: Context, cluster: Obj, model: RayCluster) -> None
                 cluster,
                 WARNING,
                 "AutoscalerServiceAccountNotFound",
-                f"Failed to reconcile RayCluster {namespace}/{model.name}. {message}",
+                f"Failed to reconcile RayCluster {namespace}/{cluster.name}. {message}",
                 VALIDATE,
             )
             raise DependentError(message)
         await _create_with_events(ctx, cluster, SERVICE_ACCOUNT, account, "service account", "ServiceAccount")
-    if await _get(ctx, ROLE, model.name, namespace) is None:
+    if await _get(ctx, ROLE, cluster.name, namespace) is None:
         await _create_with_events(ctx, cluster, ROLE, role, "role", "Role")
-    if await _get(ctx, ROLE_BINDING, model.name, namespace) is None:
+    if await _get(ctx, ROLE_BINDING, cluster.name, namespace) is None:
         await _create_with_events(ctx, cluster, ROLE_BINDING, binding, "role binding", "RoleBinding")
 
 
@@ -107,24 +107,24 @@ async def serves_routes(ctx: Context) -> bool:
     return ctx.openshift
 
 
-async def ingress_or_route(ctx: Context, cluster: Obj, model: RayCluster) -> None:
-    if model.spec.head_group_spec.enable_ingress is not True:
+async def ingress_or_route(ctx: Context, cluster: RayCluster) -> None:
+    if cluster.spec.head_group_spec.enable_ingress is not True:
         return
     if not ctx.options.env.use_ingress_on_openshift and await serves_routes(ctx):
         found = await ctx.client.list(
-            ROUTE, model.namespace, label_selector=f"{constants.RAY_CLUSTER_LABEL}={model.name}"
+            ROUTE, cluster.namespace, label_selector=f"{constants.RAY_CLUSTER_LABEL}={cluster.name}"
         )
         if not found.items:
-            await _create_with_events(ctx, cluster, ROUTE, route.build_route(model), "route", "Route")
+            await _create_with_events(ctx, cluster, ROUTE, route.build_route(cluster), "route", "Route")
         return
-    desired = ingress.build_ingress(model)
-    name, namespace = desired["metadata"]["name"], model.namespace
+    desired = ingress.build_ingress(cluster)
+    name, namespace = desired["metadata"]["name"], cluster.namespace
     live = await _get(ctx, INGRESS, name, namespace)
     if live is None:
         await _create_with_events(ctx, cluster, INGRESS, desired, "ingress", "Ingress")
         return
     owner = ownership.controller_of(live["metadata"])
-    if owner is None or owner.get("uid") != cluster["metadata"].get("uid"):
+    if owner is None or owner.get("uid") != cluster.metadata.uid:
         ctx.event(
             cluster,
             WARNING,
@@ -159,56 +159,56 @@ async def ingress_or_route(ctx: Context, cluster: Obj, model: RayCluster) -> Non
     ctx.event(cluster, NORMAL, "UpdatedIngress", f"Updated ingress {namespace}/{name}", UPDATE)
 
 
-async def auth_secret(ctx: Context, cluster: Obj, model: RayCluster) -> None:
-    if not secret.needs_auth_secret(model):
+async def auth_secret(ctx: Context, cluster: RayCluster) -> None:
+    if not secret.needs_auth_secret(cluster):
         return
-    desired = secret.build_auth_secret(model, base64.b64encode(secrets.token_bytes(32)).decode())
-    if await _get(ctx, SECRET, desired["metadata"]["name"], model.namespace) is None:
+    desired = secret.build_auth_secret(cluster, base64.b64encode(secrets.token_bytes(32)).decode())
+    if await _get(ctx, SECRET, desired["metadata"]["name"], cluster.namespace) is None:
         with contextlib.suppress(errors.AlreadyExists):
             await ctx.client.create(SECRET, desired)
 
 
-async def head_service(ctx: Context, cluster: Obj, model: RayCluster) -> None:
-    found = ctx.services.list(model.namespace, status.head_service_selector(model.name))
+async def head_service(ctx: Context, cluster: RayCluster) -> None:
+    found = ctx.services.list(cluster.namespace, status.head_service_selector(cluster.name))
     if len(found) == 1:
         return
     if len(found) > 1:
         listed = " ".join(str(s["metadata"]["name"]) for s in found)
         raise DependentError(f"{len(found)} head service found [{listed}]")
-    desired = service.build_head_service(model, cluster_ip_service=ctx.options.cluster_ip_head_service)
+    desired = service.build_head_service(cluster, cluster_ip_service=ctx.options.cluster_ip_head_service)
     if not desired["spec"].get("ports"):
-        raise DependentError(f"head service of RayCluster {model.namespace}/{model.name} has no ports")
+        raise DependentError(f"head service of RayCluster {cluster.namespace}/{cluster.name} has no ports")
     await _create_with_events(ctx, cluster, SERVICE, desired, "service", "Service")
 
 
-async def headless_service(ctx: Context, cluster: Obj, model: RayCluster) -> None:
-    if not service.needs_headless_service(model):
+async def headless_service(ctx: Context, cluster: RayCluster) -> None:
+    if not service.needs_headless_service(cluster):
         return
-    selector = {constants.RAY_CLUSTER_HEADLESS_SERVICE_LABEL: model.name}
-    if not ctx.services.list(model.namespace, selector):
-        desired = service.build_headless_service(model)
+    selector = {constants.RAY_CLUSTER_HEADLESS_SERVICE_LABEL: cluster.name}
+    if not ctx.services.list(cluster.namespace, selector):
+        desired = service.build_headless_service(cluster)
         await _create_with_events(ctx, cluster, SERVICE, desired, "service", "Service")
 
 
-async def serve_service(ctx: Context, cluster: Obj, model: RayCluster) -> None:
-    if model.annotations.get(constants.ENABLE_SERVE_SERVICE_ANNOTATION) != "true":
+async def serve_service(ctx: Context, cluster: RayCluster) -> None:
+    if cluster.annotations.get(constants.ENABLE_SERVE_SERVICE_ANNOTATION) != "true":
         return
-    name = model.name + constants.SERVE_SERVICE_SUFFIX
-    if await _get(ctx, SERVICE, name, model.namespace) is not None:
+    name = cluster.name + constants.SERVE_SERVICE_SUFFIX
+    if await _get(ctx, SERVICE, name, cluster.namespace) is not None:
         return
     try:
-        desired = service.build_serve_service(model)
+        desired = service.build_serve_service(cluster)
     except service.ServiceBuildError as e:
         raise DependentError(str(e)) from e
     with contextlib.suppress(errors.AlreadyExists):
         await ctx.client.create(SERVICE, desired)
 
 
-async def gcs_storage_pvc(ctx: Context, cluster: Obj, model: RayCluster) -> None:
-    options = (cluster.get("spec") or {}).get("gcsFaultToleranceOptions")
+async def gcs_storage_pvc(ctx: Context, cluster: RayCluster) -> None:
+    options = cluster.spec.dump().get("gcsFaultToleranceOptions")
     if not gcsft.is_embedded(options):
         return
-    namespace = model.namespace
+    namespace = cluster.namespace
     claim = ((options or {}).get("storage") or {}).get("claimName")
     if claim:
         if await _get(ctx, PERSISTENT_VOLUME_CLAIM, claim, namespace) is None:
@@ -221,7 +221,7 @@ async def gcs_storage_pvc(ctx: Context, cluster: Obj, model: RayCluster) -> None
                 VALIDATE,
             )
         return
-    desired = pvc.build_gcs_pvc(model)
+    desired = pvc.build_gcs_pvc(cluster)
     name = desired["metadata"]["name"]
     live = await _get(ctx, PERSISTENT_VOLUME_CLAIM, name, namespace)
     if live is None:
@@ -253,22 +253,22 @@ async def gcs_storage_pvc(ctx: Context, cluster: Obj, model: RayCluster) -> None
             UPDATE,
         )
     owner = ownership.controller_of(live["metadata"])
-    controlled = owner is not None and owner.get("uid") == cluster["metadata"].get("uid")
-    if pvc.is_retained(model) and controlled:
+    controlled = owner is not None and owner.get("uid") == cluster.metadata.uid
+    if pvc.is_retained(cluster) and controlled:
         live["metadata"]["ownerReferences"] = [
             r for r in live["metadata"].get("ownerReferences") or () if r.get("controller") is not True
         ]
-    elif not pvc.is_retained(model) and not controlled:
+    elif not pvc.is_retained(cluster) and not controlled:
         live["metadata"]["ownerReferences"] = [
             *(live["metadata"].get("ownerReferences") or ()),
-            *ownership.controlled_by(model),
+            *ownership.controlled_by(cluster),
         ]
     else:
         return
     await ctx.client.update(PERSISTENT_VOLUME_CLAIM, live)
 
 
-Step = Callable[[Context, Obj, RayCluster], Awaitable[None]]
+Step = Callable[[Context, RayCluster], Awaitable[None]]
 # Upstream's order, by the names failures are reported with; the pods come after these.
 STEPS: tuple[tuple[str, Step], ...] = (
     ("autoscaler-rbac", autoscaler_rbac),

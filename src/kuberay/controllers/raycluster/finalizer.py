@@ -13,7 +13,6 @@ based on a stale read is refused (409) and retried, never applied.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -28,7 +27,7 @@ from kuberay.controllers.raycluster.context import (
     SHORT_REQUEUE_SECONDS,
     Context,
 )
-from kuberay.controllers.raycluster.pods import PodReconciler
+from kuberay.controllers.raycluster.podwrites import PodWriter
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import NORMAL, WARNING
@@ -39,11 +38,9 @@ FINALIZER = constants.GCS_FT_REDIS_CLEANUP_FINALIZER
 FINISHED_JOB_CONDITIONS = ("Complete", "Failed", "FailureTarget")
 
 
-def deletion_timeout(cluster: Obj) -> int:
+def deletion_timeout(cluster: RayCluster) -> int:
     """`ray.io/gcs-ft-deletion-timeout` in seconds; anything but a positive integer means the default."""
-    value = (cluster["metadata"].get("annotations") or {}).get(
-        constants.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION
-    )
+    value = cluster.annotations.get(constants.RAY_GCS_FT_DELETION_TIMEOUT_ANNOTATION)
     try:
         seconds = int(value) if value is not None else 0
     except ValueError:
@@ -62,26 +59,26 @@ def _parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-async def _set_finalizer(ctx: Context, cluster: Obj, present: bool) -> None:
-    updated: dict[str, Any] = copy.deepcopy(dict(cluster))
-    finalizers = [f for f in updated["metadata"].get("finalizers") or [] if f != FINALIZER]
+async def _set_finalizer(ctx: Context, cluster: RayCluster, present: bool) -> None:
+    """Adds or removes the finalizer, on the version read (a conflict fails the pass, as an update would)."""
+    finalizers = [f for f in cluster.metadata.finalizers or [] if f != FINALIZER]
     if present:
         finalizers.append(FINALIZER)
-    updated["metadata"]["finalizers"] = finalizers
-    await ctx.client.update(RAYCLUSTER, updated)
+    patch = {"metadata": {"finalizers": finalizers, "resourceVersion": cluster.metadata.resource_version}}
+    await ctx.client.patch(RAYCLUSTER, cluster.name, patch, cluster.namespace)
 
 
-async def handle_finalizer(ctx: Context, cluster: Obj, model: RayCluster) -> Result | None:
-    metadata = cluster["metadata"]
-    spec = cluster.get("spec") or {}
-    deleting = bool(metadata.get("deletionTimestamp"))
-    has_finalizer = FINALIZER in (metadata.get("finalizers") or ())
+async def handle_finalizer(ctx: Context, cluster: RayCluster) -> Result | None:
+    metadata = cluster.metadata
+    spec = cluster.spec.dump()
+    deleting = bool(metadata.deletion_timestamp)
+    has_finalizer = FINALIZER in (metadata.finalizers or ())
     embedded = gcsft.is_embedded(spec.get("gcsFaultToleranceOptions"))
     if deleting and embedded and has_finalizer:
         await _set_finalizer(ctx, cluster, present=False)
         return Result()
     if not (
-        ctx.options.env.gcs_ft_redis_cleanup and gcsft.is_enabled(spec, model.annotations) and not embedded
+        ctx.options.env.gcs_ft_redis_cleanup and gcsft.is_enabled(spec, cluster.annotations) and not embedded
     ):
         return None
     if not deleting:
@@ -90,24 +87,22 @@ async def handle_finalizer(ctx: Context, cluster: Obj, model: RayCluster) -> Res
         await _set_finalizer(ctx, cluster, present=True)
         return Result(requeue_after=SHORT_REQUEUE_SECONDS)
 
-    pods = PodReconciler(ctx, cluster, model)
+    pods = PodWriter(ctx, cluster)
     heads = await pods.delete_all(**{constants.RAY_NODE_TYPE_LABEL: constants.HEAD_NODE})
     await pods.delete_all(**{constants.RAY_NODE_TYPE_LABEL: constants.WORKER_NODE})
     if heads:
         return Result(requeue_after=HEAD_TERMINATION_REQUEUE_SECONDS)
 
-    namespace, name = model.namespace, model.name
+    namespace, name = cluster.namespace, cluster.name
     jobs = ctx.jobs.list(
         namespace,
         {constants.RAY_CLUSTER_LABEL: name, constants.RAY_NODE_TYPE_LABEL: constants.REDIS_CLEANUP_NODE},
     )
     if has_finalizer:
-        age = (ctx.clock.now() - _parse_time(str(metadata["deletionTimestamp"]))).total_seconds()
+        age = (ctx.clock.now() - _parse_time(str(metadata.deletion_timestamp))).total_seconds()
         if age >= deletion_timeout(cluster):
             await _set_finalizer(ctx, cluster, present=False)
-            storage = (metadata.get("annotations") or {}).get(
-                constants.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, ""
-            )
+            storage = cluster.annotations.get(constants.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, "")
             ctx.event(
                 cluster,
                 WARNING,
@@ -123,7 +118,7 @@ async def handle_finalizer(ctx: Context, cluster: Obj, model: RayCluster) -> Res
             return Result()
         return Result(requeue_after=SHORT_REQUEUE_SECONDS)
 
-    job = rediscleanup.build_redis_cleanup_job(model, ctx.options.pods)
+    job = rediscleanup.build_redis_cleanup_job(cluster, ctx.options.pods)
     job_name = job["metadata"]["name"]
     try:
         await ctx.client.create(JOB, job)

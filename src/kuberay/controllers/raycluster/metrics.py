@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from kuberay.api import constants
 from kuberay.api.raycluster import RayClusterConditionType
-from kuberay.controllers.raycluster import status
+from kuberay.controllers.raycluster import conditions
 from kuberay.runtime.cache import Store
 from kuberay.runtime.resources import ObjectKey
 
@@ -52,7 +52,9 @@ class _CacheCollector(Collector):
                 str(metadata.get("uid") or ""),
             ]
             info.add_metric([*ident, str(labels.get(constants.RAY_ORIGINATED_FROM_CRD_LABEL, "None"))], 1)
-            true = status.is_condition_true(cluster.get("status") or {}, RayClusterConditionType.PROVISIONED)
+            true = conditions.is_condition_true(
+                cluster.get("status") or {}, RayClusterConditionType.PROVISIONED
+            )
             provisioned.add_metric([*ident, "true" if true else "false"], 1)
         yield info
         yield provisioned

@@ -32,10 +32,11 @@ from kuberay.api.raycluster import RayCluster, RayClusterConditionType
 from kuberay.api.validation import autoscaler_v1_restart_policy_warning, wire
 from kuberay.api.validation import raycluster as rules
 from kuberay.builders import tls
-from kuberay.controllers.raycluster import dependents, finalizer, status
+from kuberay.controllers.raycluster import conditions, dependents, finalizer, podstate, status
 from kuberay.controllers.raycluster.context import RAYCLUSTER, SHORT_REQUEUE_SECONDS, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
-from kuberay.controllers.raycluster.pods import PodReconciler, PodsError
+from kuberay.controllers.raycluster.pods import PodReconciler
+from kuberay.controllers.raycluster.podwrites import PodsError
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING
@@ -87,7 +88,7 @@ class RayClusterReconciler:
             return invalid
 
         with step("finalizer"):
-            done = await finalizer.handle_finalizer(self.ctx, cluster, model)
+            done = await finalizer.handle_finalizer(self.ctx, model)
         if done is not None:
             return done
         if cluster["metadata"].get("deletionTimestamp"):
@@ -97,9 +98,9 @@ class RayClusterReconciler:
         try:
             for name, dependent in dependents.STEPS:
                 with step(name):
-                    await dependent(self.ctx, cluster, model)
+                    await dependent(self.ctx, model)
             with step("pods"):
-                await PodReconciler(self.ctx, cluster, model).run()
+                await PodReconciler(self.ctx, model).run()
         except (errors.KubeError, dependents.DependentError, status.ReplicaFailureError, PodsError) as e:
             reconcile_error = e
 
@@ -177,7 +178,7 @@ class RayClusterReconciler:
         except status.StatusError as e:
             return False, e
         old: Obj = cluster.get("status") or {}
-        for problem in status.failing_pods(pods):
+        for problem in podstate.failing_pods(pods):
             self.ctx.event(
                 cluster, WARNING, status.POD_FAILURE_CONDITION, problem.describe(namespace), "Reconcile"
             )
@@ -190,8 +191,8 @@ class RayClusterReconciler:
         provisioned = RayClusterConditionType.PROVISIONED
         if (
             self.metrics is not None
-            and status.is_condition_true(new, provisioned)
-            and not status.is_condition_true(old, provisioned)
+            and conditions.is_condition_true(new, provisioned)
+            and not conditions.is_condition_true(old, provisioned)
         ):
             self.metrics.provisioned(cluster, self.ctx.clock.now())
         return True, None

@@ -1,6 +1,6 @@
 import pytest
 
-from kuberay.controllers.raycluster import status
+from kuberay.controllers.raycluster import replicas, resources
 
 MAX = 2**31 - 1
 
@@ -18,7 +18,7 @@ MAX = 2**31 - 1
     ],
 )
 def test_group_desired_replicas(group: dict[str, object], expected: int) -> None:
-    assert status.group_desired_replicas(group) == expected
+    assert replicas.group_desired_replicas(group) == expected
 
 
 def test_cluster_min_and_max_skip_suspended_groups_and_clamp_to_int32() -> None:
@@ -29,9 +29,9 @@ def test_cluster_min_and_max_skip_suspended_groups_and_clamp_to_int32() -> None:
             {"replicas": 2, "minReplicas": 0, "maxReplicas": 3},
         ]
     }
-    assert status.desired_worker_replicas(spec) == 1 * 2 + 0 + 2
-    assert status.min_worker_replicas(spec) == 2
-    assert status.max_worker_replicas(spec) == MAX  # 2*MAX + 3 does not fit an int32
+    assert replicas.desired_worker_replicas(spec) == 1 * 2 + 0 + 2
+    assert replicas.min_worker_replicas(spec) == 2
+    assert replicas.max_worker_replicas(spec) == MAX  # 2*MAX + 3 does not fit an int32
 
 
 def test_desired_resources_count_requests_then_limits_times_hosts_and_raw_replicas() -> None:
@@ -49,7 +49,7 @@ def test_desired_resources_count_requests_then_limits_times_hosts_and_raw_replic
             {"replicas": 7, "suspend": True, "template": pod(worker)},
         ],
     }
-    assert status.desired_resources(spec) == {
+    assert resources.desired_resources(spec) == {
         "desiredCPU": "4",  # 1 (request wins over the limit) + 6 x 0.5
         "desiredMemory": "8Gi",
         "desiredGPU": "1",
@@ -70,4 +70,4 @@ def test_desired_gpu_counts_every_gpu_resource_name_nvidia_mig_slices_included()
             group(4, {"example.com/mig-1g.10gb": 1}),  # only NVIDIA names MIG slices so
         ],
     }
-    assert status.desired_resources(spec)["desiredGPU"] == "5"
+    assert resources.desired_resources(spec)["desiredGPU"] == "5"

@@ -3,6 +3,7 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from kuberay.api.raycluster import RayCluster
 from kuberay.controllers.raycluster import finalizer
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.runtime.cache import Store, prepare
@@ -14,7 +15,10 @@ from kuberay.runtime.resources import ObjectKey
 )
 def test_deletion_timeout(value: str | None, seconds: int) -> None:
     annotations = {} if value is None else {"ray.io/gcs-ft-deletion-timeout": value}
-    assert finalizer.deletion_timeout({"metadata": {"annotations": annotations}}) == seconds
+    cluster = RayCluster.parse(
+        {"metadata": {"annotations": annotations}, "spec": {"headGroupSpec": {"template": {}}}}
+    )
+    assert finalizer.deletion_timeout(cluster) == seconds
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 import pytest
 
-from kuberay.controllers.raycluster import recreate, status
-from kuberay.controllers.raycluster.pods import should_delete_pod
+from kuberay.controllers.raycluster import podstate, recreate
+from kuberay.controllers.raycluster.podstate import should_delete_pod
 
 
 def pod(phase: str, policy: str = "Always", terminated: bool = False) -> dict[str, object]:
@@ -143,7 +143,7 @@ def test_head_verdict(annotations: dict[str, str], verdict: str) -> None:
     ],
 )
 def test_pod_problem(pod_status: dict[str, object], reason: str | None) -> None:
-    problem = status.pod_problem({"metadata": {"name": "w-1"}, "status": pod_status})
+    problem = podstate.pod_problem({"metadata": {"name": "w-1"}, "status": pod_status})
     assert (problem.reason if problem else None) == reason
     if problem is not None:
         assert problem.describe("ns").startswith(f"Pod ns/w-1 is failing: {reason}")
