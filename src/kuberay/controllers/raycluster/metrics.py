@@ -8,24 +8,22 @@ RayCluster cache, so they always describe exactly the clusters that exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kuberay.api import constants
-from kuberay.api.raycluster import RayClusterConditionType
+from kuberay.api.raycluster import RayCluster, RayClusterConditionType
 from kuberay.controllers.raycluster import conditions
 from kuberay.runtime.cache import Store
 from kuberay.runtime.resources import ObjectKey
 
 
-def _created_at(cluster: Mapping[str, Any]) -> datetime | None:
-    text = cluster["metadata"].get("creationTimestamp")
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 class _CacheCollector(Collector):
@@ -72,15 +70,14 @@ class ClusterMetrics:
         registry.register(_CacheCollector(clusters))
         self._uids: dict[ObjectKey, set[str]] = {}
 
-    def provisioned(self, cluster: Mapping[str, Any], now: datetime) -> None:
-        created = _created_at(cluster)
-        if created is None:
+    def provisioned(self, cluster: RayCluster, now: datetime) -> None:
+        text = cluster.metadata.creation_timestamp
+        if not text:
             return
-        metadata = cluster["metadata"]
-        uid = str(metadata.get("uid") or "")
-        self._uids.setdefault(ObjectKey(metadata["namespace"], metadata["name"]), set()).add(uid)
-        self.duration.labels(metadata["name"], metadata["namespace"], uid).set(
-            (now - created).total_seconds()
+        uid = cluster.metadata.uid or ""
+        self._uids.setdefault(ObjectKey(cluster.namespace, cluster.name), set()).add(uid)
+        self.duration.labels(cluster.name, cluster.namespace, uid).set(
+            (now - _parse_time(text)).total_seconds()
         )
 
     def forget(self, key: ObjectKey) -> None:

@@ -9,7 +9,9 @@
    stops the chain but not the status.
 
 Each stage is a named step (`kuberay.runtime.steps`): "validate", "finalizer", one per owned object,
-"pods" and "status", so a failure is reported as `reconcile step "pods" failed: ...`.
+"pods" and "status", so a failure is reported as `reconcile step "pods" failed: ...`. The cached object is
+parsed once into the `RayCluster` model, and every step after validation takes that model alone;
+validation checks the wire form, with the same rules admission applies.
 6. The status, calculated purely (`status.calculate_status`) and written through the status subresource
    only when a compared field changed.
 7. Requeue: 2 s after an error or a status write, else the periodic resync (300 s by default).
@@ -91,7 +93,7 @@ class RayClusterReconciler:
             done = await finalizer.handle_finalizer(self.ctx, model)
         if done is not None:
             return done
-        if cluster["metadata"].get("deletionTimestamp"):
+        if model.metadata.deletion_timestamp:
             return Result()
 
         reconcile_error: Exception | None = None
@@ -105,7 +107,7 @@ class RayClusterReconciler:
             reconcile_error = e
 
         with step("status"):
-            changed, status_error = await self._write_status(cluster, reconcile_error)
+            changed, status_error = await self._write_status(model, reconcile_error)
             if reconcile_error is None and isinstance(status_error, errors.Conflict):
                 # The cache had not yet seen our previous write; recalculate once it has (no error to report).
                 return Result(requeue=True)
@@ -160,10 +162,10 @@ class RayClusterReconciler:
         return None
 
     async def _write_status(
-        self, cluster: dict[str, Any], reconcile_error: Exception | None
+        self, cluster: RayCluster, reconcile_error: Exception | None
     ) -> tuple[bool, Exception | None]:
         """Calculates and (when changed) writes the status; returns (written, error)."""
-        namespace, name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
+        namespace, name = cluster.namespace, cluster.name
         pods = self.ctx.pods.list(namespace, {"ray.io/cluster": name})
         services = self.ctx.services.list(namespace, status.head_service_selector(name))
         try:
@@ -177,7 +179,7 @@ class RayClusterReconciler:
             )
         except status.StatusError as e:
             return False, e
-        old: Obj = cluster.get("status") or {}
+        old: Obj = cluster.status.dump() if cluster.status is not None else {}
         for problem in podstate.failing_pods(pods):
             self.ctx.event(
                 cluster, WARNING, status.POD_FAILURE_CONDITION, problem.describe(namespace), "Reconcile"
@@ -185,7 +187,7 @@ class RayClusterReconciler:
         if not status.status_changed(old, new):
             return False, None
         try:
-            await self.ctx.client.update_status(RAYCLUSTER, {**cluster, "status": new})
+            await self.ctx.client.update_status(RAYCLUSTER, {**cluster.dump(), "status": new})
         except errors.KubeError as e:
             return False, e
         provisioned = RayClusterConditionType.PROVISIONED

@@ -23,7 +23,12 @@ from datetime import datetime
 from typing import Any
 
 from kuberay.api import constants
-from kuberay.api.raycluster import ClusterState, RayClusterConditionReason, RayClusterConditionType
+from kuberay.api.raycluster import (
+    ClusterState,
+    RayCluster,
+    RayClusterConditionReason,
+    RayClusterConditionType,
+)
 from kuberay.builders import names
 from kuberay.controllers.raycluster import conditions as condition
 from kuberay.controllers.raycluster import podstate, replicas, resources
@@ -128,7 +133,7 @@ def rfc3339(now: datetime) -> str:
 
 
 def calculate_status(
-    cluster: Obj,
+    cluster: RayCluster,
     pods: Sequence[Obj],
     head_services: Sequence[Obj],
     *,
@@ -136,11 +141,12 @@ def calculate_status(
     conditions_enabled: bool,
     now: datetime,
 ) -> JSON:
-    """The new `status` of `cluster` (its wire form) given its pods (all with `ray.io/cluster=<name>`) and
+    """The new `status` of `cluster` (wire form) given its pods (all with `ray.io/cluster=<name>`) and
     the services listed with the head-service labels. `reconcile_error` is what this pass's reconcile
     raised: a `ReplicaFailure` sets the ReplicaFailure condition, None clears it."""
-    spec = cluster.get("spec") or {}
-    old: Obj = cluster.get("status") or {}
+    # The sums read the spec's wire form, as the pod templates they add up are Kubernetes objects.
+    spec = cluster.spec.dump()
+    old: Obj = cluster.status.dump() if cluster.status is not None else {}
     status: JSON = copy.deepcopy(dict(old))
     stamp = rfc3339(now)
     conditions: list[JSON] = list(status.get("conditions") or [])
@@ -159,7 +165,7 @@ def calculate_status(
         elif reconcile_error is None:
             condition.remove_condition(conditions, RayClusterConditionType.REPLICA_FAILURE)
 
-    status["observedGeneration"] = cluster.get("metadata", {}).get("generation") or 0
+    status["observedGeneration"] = cluster.metadata.generation or 0
     workers = podstate.worker_pods(pods)
     status["readyWorkerReplicas"] = sum(1 for p in workers if podstate.is_running_and_ready(p))
     status["availableWorkerReplicas"] = sum(1 for p in workers if podstate.phase(p) == "Running")
@@ -178,20 +184,20 @@ def calculate_status(
 
     heads = podstate.head_pods(pods)
     if len(heads) > 1:
-        raise StatusError(f"multiple head pods found for RayCluster {_key(cluster)}")
+        raise StatusError(f"multiple head pods found for RayCluster {cluster.namespace}/{cluster.name}")
     head = heads[0] if heads else None
 
     if conditions_enabled:
-        _set_pod_conditions(conditions, head, pods, stamp, cluster)
+        _set_pod_conditions(conditions, head, pods, stamp, cluster.namespace)
         _set_suspension(conditions, old, spec, pods, stamp)
 
-    if spec.get("suspend") is True and not pods:
+    if cluster.spec.suspend is True and not pods:
         status["state"] = ClusterState.SUSPENDED.value
 
     endpoints = _endpoints(status.get("endpoints"), head_services)
     if endpoints is not None:
         status["endpoints"] = endpoints
-    status["head"] = _head_info(cluster, head, head_services)
+    status["head"] = _head_info(cluster.name, head, head_services)
     if conditions_enabled or conditions:
         status["conditions"] = conditions
     status["lastUpdateTime"] = stamp
@@ -203,7 +209,7 @@ def calculate_status(
 
 
 def _set_pod_conditions(
-    conditions: list[JSON], head: Obj | None, pods: Sequence[Obj], stamp: str, cluster: Obj
+    conditions: list[JSON], head: Obj | None, pods: Sequence[Obj], stamp: str, namespace: str
 ) -> None:
     if head is None:
         condition.set_condition(
@@ -244,7 +250,6 @@ def _set_pod_conditions(
 
     problems = podstate.failing_pods(pods)
     if problems:
-        namespace = str(cluster.get("metadata", {}).get("namespace") or "")
         message = "; ".join(p.describe(namespace) for p in problems)
         condition.set_condition(conditions, POD_FAILURE_CONDITION, "True", problems[0].reason, message, stamp)
     else:
@@ -285,17 +290,17 @@ def _set_suspension(conditions: list[JSON], old: Obj, spec: Obj, pods: Sequence[
         )
 
 
-def _head_info(cluster: Obj, head: Obj | None, services: Sequence[Obj]) -> JSON:
+def _head_info(cluster_name: str, head: Obj | None, services: Sequence[Obj]) -> JSON:
     pod_ip = str((head or {}).get("status", {}).get("podIP") or "") if head is not None else ""
     info: JSON = {"podIP": pod_ip, "podName": str(head["metadata"]["name"]) if head is not None else ""}
     if not services:
-        raise StatusError(f"unable to find head service. cluster name {cluster['metadata'].get('name')}")
+        raise StatusError(f"unable to find head service. cluster name {cluster_name}")
     if len(services) > 1:
-        raise StatusError(f"found multiple head services. cluster name {cluster['metadata'].get('name')}")
+        raise StatusError(f"found multiple head services. cluster name {cluster_name}")
     service = services[0]
     cluster_ip = str(service.get("spec", {}).get("clusterIP") or "")
     if not cluster_ip:
-        raise StatusError(f"head service IP is empty. cluster name {cluster['metadata'].get('name')}")
+        raise StatusError(f"head service IP is empty. cluster name {cluster_name}")
     info["serviceIP"] = pod_ip if cluster_ip == "None" else cluster_ip
     info["serviceName"] = str(service["metadata"]["name"])
     return info
@@ -309,11 +314,6 @@ def _drop_empty(status: JSON) -> JSON:
         if not status["head"]:
             del status["head"]
     return status
-
-
-def _key(cluster: Obj) -> str:
-    metadata = cluster.get("metadata") or {}
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
 
 
 def status_changed(old: Obj, new: Obj) -> bool:

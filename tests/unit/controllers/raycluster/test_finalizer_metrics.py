@@ -55,7 +55,9 @@ def test_metrics_describe_the_cached_clusters_and_forget_deleted_ones() -> None:
     store.upsert(prepare(cluster("a", provisioned=True, owner="RayJob")))
     store.upsert(prepare(cluster("b", provisioned=False)))
     metrics = ClusterMetrics(registry, store)
-    metrics.provisioned(cluster("a", provisioned=True), datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC))
+    wire = cluster("a", provisioned=True)
+    model = RayCluster.parse({"metadata": wire["metadata"], "spec": {"headGroupSpec": {"template": {}}}})
+    metrics.provisioned(model, datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC))
     text = generate_latest(registry).decode()
     assert 'kuberay_cluster_info{name="a",namespace="ns",owner_kind="RayJob",uid="uid-a"} 1.0' in text
     assert 'kuberay_cluster_info{name="b",namespace="ns",owner_kind="None",uid="uid-b"} 1.0' in text

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import golden
+from kuberay.api.raycluster import RayCluster
 from kuberay.controllers.raycluster import status
 
 DIRECTORY = Path(__file__).with_name("testdata")
@@ -24,7 +25,7 @@ def calculate(case: dict[str, Any]) -> dict[str, Any]:
         reconcile_error = RuntimeError(error)
     try:
         return status.calculate_status(
-            case["cluster"],
+            RayCluster.parse(case["cluster"]),
             case.get("pods") or [],
             case.get("services") or [],
             reconcile_error=reconcile_error,
