@@ -15,7 +15,8 @@
 `kuberay.operator.settings` builds the tree once (flags, config file, `os.environ`); controllers receive it
 as an argument and nothing below the operator reads the environment. Every environment variable is declared
 once, below, as a field of its branch: upstream's name, the default, the parsing rule and what it means.
-`Environment.variables()` lists them all (the documentation and the tests read it).
+`Environment.variables()` lists them all; `kuberay-operator --help` prints them. Upstream's ENABLE_WEBHOOKS
+is not read: this operator serves no webhooks (its reconcilers run the same validation).
 
 Parsing follows upstream, with one deliberate difference: an integer variable that is not an integer
 (upstream silently falls back to the default) is refused with `EnvVarError`, naming the variable, so a

@@ -68,8 +68,32 @@ def _positive_seconds(value: str) -> float:
     return seconds
 
 
+def _shown(default: object) -> str:
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if default is None:
+        return "unset"
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
+def _environment_help() -> str:
+    lines = ["environment variables:"]
+    for _, default, variable in Environment.variables():
+        lines.append(f"  {variable.name} (default {_shown(default)}; {variable.rule})")
+        lines.append(f"      {variable.meaning}")
+    return "\n".join(lines)
+
+
 def _parser() -> _Parser:
-    parser = _Parser(prog="kuberay-operator", allow_abbrev=False, add_help=True)
+    parser = _Parser(
+        prog="kuberay-operator",
+        allow_abbrev=False,
+        add_help=True,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_environment_help(),
+    )
 
     def flag(name: str, **kwargs: Any) -> None:
         parser.add_argument(f"--{name}", f"-{name}", dest=name.replace("-", "_"), **kwargs)

@@ -126,3 +126,11 @@ def test_a_bad_environment_value_stops_the_operator_with_one_line(monkeypatch, c
         "kuberay-operator: invalid environment variable "
         "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS='5m': must be an integer number of seconds\n"
     )
+
+
+def test_help_lists_every_environment_variable(capsys):
+    with pytest.raises(SystemExit):
+        parse(["--help"], environ={})
+    text = capsys.readouterr().out
+    assert all(variable.name in text for _, _, variable in Environment.variables())
+    assert "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS (default unset;" in text
