@@ -1,4 +1,5 @@
 import asyncio
+import os
 import signal
 import socket
 import subprocess
@@ -200,3 +201,19 @@ def test_a_bad_config_file_exits_2(tmp_path):
         timeout=60,
     )
     assert done.returncode == 2 and "reconcileConcurency: unknown field" in done.stderr
+
+
+def test_a_bad_environment_value_exits_2_with_one_line():
+    environ = {**os.environ, "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV": "5m"}
+    done = subprocess.run(
+        [sys.executable, "-m", "kuberay.operator.main"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "kuberay-operator: invalid environment variable RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV='5m': "
+        "must be an integer number of seconds"
+    ]
