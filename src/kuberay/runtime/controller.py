@@ -13,7 +13,9 @@ Each reconcile runs under the controller's `timeout` (the operator's `--reconcil
 limit): one that outlives it is cancelled, logged as a timeout and retried with backoff, so a call that
 never answers cannot hold a worker forever. A reconciler may name the steps of its pass
 (`kuberay.runtime.steps.step`); an error or a timeout inside one is reported with its name
-(`reconcile step "pods" failed: ...`) in the log line of the failure that sends the key to backoff.
+(`reconcile step "pods" failed: ...`) in the log line of the failure that sends the key to backoff. A
+timeout is also recorded as a Warning Event `ReconcileTimeout` on the object (when the manager has an
+Event recorder): no reconciler code runs after the cancellation to say it failed.
 
 Events become keys through the watches: `for_(resource)` enqueues the object itself, `owns(resource)`
 enqueues the controlling owner of the `for_` kind (ownerReference with `controller: true`), and
@@ -32,8 +34,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from kuberay.runtime import errors, logcontext, steps
-from kuberay.runtime.cache import CachedObject
+from kuberay.runtime.cache import CachedObject, Store
 from kuberay.runtime.clock import Clock, SystemClock
+from kuberay.runtime.events import WARNING, EventRecorder
 from kuberay.runtime.informer import Event, EventType
 from kuberay.runtime.metrics import ControllerMetrics, ReconcileResult, RuntimeMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
@@ -41,6 +44,8 @@ from kuberay.runtime.resources import ObjectKey, Resource
 from kuberay.runtime.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
+
+RECONCILE_TIMEOUT_REASON = "ReconcileTimeout"
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class Controller:
     _for: Resource | None = field(init=False, default=None)
     queue: WorkQueue[ObjectKey] = field(init=False)
     _metrics: ControllerMetrics | None = field(init=False, default=None)
+    _events: tuple[EventRecorder, Store] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -127,6 +133,16 @@ class Controller:
     def watches(self, resource: Resource, mapper: Mapper, predicate: Predicate | None = None) -> Controller:
         self.sources.append(Watch(resource, mapper, predicate))
         return self
+
+    @property
+    def primary(self) -> Resource | None:
+        """The kind this controller reconciles (set by `for_`)."""
+        return self._for
+
+    def bind_events(self, recorder: EventRecorder, objects: Store) -> None:
+        """Lets timeouts be recorded as Events on the reconciled objects, found in `objects` (called by the
+        manager before it runs)."""
+        self._events = (recorder, objects)
 
     def bind_metrics(self, metrics: RuntimeMetrics) -> None:
         """Publishes this controller's and its queue's metrics (called by the manager before it runs)."""
@@ -194,7 +210,9 @@ class Controller:
                 if not deadline.expired():
                     return self._failed(key, steps.describe(trace, e), e)
                 where = f'reconcile step "{trace.cancelled_in}"' if trace.cancelled_in else "reconcile"
-                return self._failed(key, f"{where} timed out after {self.timeout:g}s", None)
+                message = f"{where} timed out after {self.timeout:g}s"
+                self._record_timeout(key, message)
+                return self._failed(key, message, None)
             except Exception as e:
                 return self._failed(key, steps.describe(trace, e), e)
         if result.requeue_after is not None and result.requeue_after > 0:
@@ -223,6 +241,14 @@ class Controller:
         self._errored(terminal=False)
         self.queue.add_rate_limited(key)
         return ReconcileResult.ERROR
+
+    def _record_timeout(self, key: ObjectKey, message: str) -> None:
+        if self._events is None:
+            return
+        recorder, objects = self._events
+        obj = objects.get(key)
+        if obj is not None:
+            recorder.record(obj, WARNING, RECONCILE_TIMEOUT_REASON, message, "Reconcile")
 
     def _errored(self, *, terminal: bool) -> None:
         if self._metrics is not None:

@@ -85,6 +85,8 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         controller.bind_metrics(self.metrics)
+        if self.recorder is not None and controller.primary is not None:
+            controller.bind_events(self.recorder, self.cache(controller.primary))
         for source in controller.sources:
             self.informer(source.resource).add_handler(controller.handler(source))
         self.controllers.append(controller)

@@ -8,10 +8,12 @@ from prometheus_client import CollectorRegistry
 from kuberay.runtime import errors
 from kuberay.runtime.clock import SystemClock
 from kuberay.runtime.controller import Controller, Result
+from kuberay.runtime.events import EventRecorder
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
-from kuberay.runtime.resources import CONFIG_MAP, SECRET, ObjectKey
+from kuberay.runtime.resources import CONFIG_MAP, EVENT, SECRET, ObjectKey
+from kuberay.runtime.steps import step
 
 from .kube import client_for, eventually, new_namespace
 
@@ -144,4 +146,36 @@ async def test_client_errors_are_typed(localkube):
     assert raised.value.__cause__ is not None and raised.value.status == 409
     with pytest.raises(errors.Invalid):
         await client.create(CONFIG_MAP, {"metadata": {"name": "Not_A_Valid_Name", "namespace": namespace}})
+    await client.close()
+
+
+async def test_a_reconcile_timeout_is_recorded_as_an_event_naming_the_step(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    clock = SystemClock()
+    recorder = EventRecorder(client, component="toy", instance="test", clock=clock)
+
+    async def reconcile(key: ObjectKey) -> Result:
+        with step("hang"):
+            await asyncio.Event().wait()  # an answer that never comes
+        return Result()
+
+    manager = Manager(client, RuntimeMetrics(CollectorRegistry()), namespaces=[namespace], recorder=recorder)
+    manager.add(Controller("toy", reconcile, timeout=0.2).for_(CONFIG_MAP))
+    async with running(manager):
+        await client.create(CONFIG_MAP, {"metadata": {"name": "stuck", "namespace": namespace}})
+
+        async def recorded() -> list[dict]:
+            await recorder.flush()
+            return [
+                e for e in (await client.list(EVENT, namespace)).items if e["reason"] == "ReconcileTimeout"
+            ]
+
+        deadline = asyncio.get_running_loop().time() + 30
+        while not (found := await recorded()):
+            assert asyncio.get_running_loop().time() < deadline, "no ReconcileTimeout Event"
+            await asyncio.sleep(0.1)
+        (event,) = found
+        assert (event["type"], event["involvedObject"]["name"]) == ("Warning", "stuck")
+        assert event["message"] == 'reconcile step "hang" timed out after 0.2s'
     await client.close()
