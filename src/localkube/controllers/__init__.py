@@ -1,1 +1,2 @@
-"""Controllers that run inside localkube: scheduling, garbage collection, namespaces, Jobs, endpoints."""
+"""Controllers that run inside localkube: scheduling, garbage collection, namespaces, Jobs, workloads
+(Deployments, ReplicaSets, StatefulSets, DaemonSets), endpoints."""

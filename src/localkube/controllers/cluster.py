@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import Literal
 
 from localkube.controllers.api import ControllerApi
+from localkube.controllers.daemonset import DaemonSetController
+from localkube.controllers.deployment import DeploymentController
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.job import JobController
+from localkube.controllers.replicaset import ReplicaSetController
 from localkube.controllers.runner import Controller, Runner
 from localkube.controllers.scheduler import Scheduler
+from localkube.controllers.statefulset import StatefulSetController
 from localkube.node.kubelet import NodeOptions, SimulatedKubelet
 from localkube.node.process import ProcessKubelet, ProcessOptions
 from localkube.server.rest import Resources
@@ -67,6 +71,10 @@ def cluster_controllers(
             Scheduler(store),
             kubelet,
             JobController(store, api),
+            DeploymentController(store, api),
+            ReplicaSetController(store, api),
+            StatefulSetController(store, api),
+            DaemonSetController(store, api),
             GarbageCollector(store, api),
             EndpointsController(store, api),
         ],

@@ -21,7 +21,9 @@ import datetime
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
+from localkube.controllers.podstate import parse_stamp, stamp
 from localkube.storage import Event, Store
 
 JOBS_PREFIX = "/registry/batch/jobs/"
@@ -29,24 +31,12 @@ PODS_PREFIX = "/registry/core/pods/"
 DEFAULT_BACKOFF_LIMIT = 6
 
 
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
-
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse(text: str) -> datetime.datetime:
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-
-
 class JobController:
     name = "job-controller"
     prefixes = (JOBS_PREFIX, PODS_PREFIX)
 
     def __init__(
-        self, store: Store, api: ControllerApi, clock: Callable[[], datetime.datetime] = _now
+        self, store: Store, api: ControllerApi, clock: Callable[[], datetime.datetime] = podstate.now
     ) -> None:
         self._store = store
         self._api = api
@@ -91,15 +81,11 @@ class JobController:
         pods = [
             p for p in (self._store.get(k) for k in sorted(self._pods.get(job["metadata"]["uid"], ()))) if p
         ]
-        active = [
-            p
-            for p in pods
-            if _phase(p) not in ("Succeeded", "Failed") and not p["metadata"].get("deletionTimestamp")
-        ]
-        succeeded = sum(1 for p in pods if _phase(p) == "Succeeded")
-        failed = sum(1 for p in pods if _phase(p) == "Failed")
+        active = [p for p in pods if podstate.active(p)]
+        succeeded = sum(1 for p in pods if podstate.phase(p) == "Succeeded")
+        failed = sum(1 for p in pods if podstate.phase(p) == "Failed")
         if (spec.get("template", {}).get("spec") or {}).get("restartPolicy") == "OnFailure":
-            failed += sum(_restarts(p) for p in active)
+            failed += sum(podstate.restarts(p) for p in active)
         recheck: float | None = None
         if spec.get("suspend"):
             self._delete_all(active)
@@ -109,10 +95,10 @@ class JobController:
             _set_condition(
                 status, "Suspended", "False", "JobResumed", "Job resumed", now, only_if_present=True
             )
-            status.setdefault("startTime", _stamp(now))
+            status.setdefault("startTime", stamp(now))
             completions = spec.get("completions", None if "parallelism" in spec else 1)
             deadline = spec.get("activeDeadlineSeconds")
-            elapsed = (now - _parse(status["startTime"])).total_seconds()
+            elapsed = (now - parse_stamp(status["startTime"])).total_seconds()
             if failed > spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT):
                 self._delete_all(active)
                 active = []
@@ -135,7 +121,7 @@ class JobController:
                 if deadline is not None:
                     recheck = deadline - elapsed
         status["active"] = len(active)
-        status["ready"] = sum(1 for p in active if _ready(p))
+        status["ready"] = sum(1 for p in active if podstate.ready(p))
         status["succeeded"] = succeeded
         status["failed"] = failed
         for field in ("active", "succeeded", "failed"):
@@ -153,7 +139,7 @@ class JobController:
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
         if ttl is None:
             return None
-        finished = _parse(
+        finished = parse_stamp(
             next(c["lastTransitionTime"] for c in status["conditions"] if c["type"] in ("Complete", "Failed"))
         )
         remaining = (finished - now).total_seconds() + float(ttl)
@@ -200,21 +186,6 @@ class JobController:
             self._api.delete(f"{PODS_PREFIX}{pod['metadata']['namespace']}/{pod['metadata']['name']}")
 
 
-def _phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
-def _restarts(pod: dict[str, Any]) -> int:
-    return sum(
-        int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or []
-    )
-
-
-def _ready(pod: dict[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def _finished(status: dict[str, Any]) -> bool:
     return any(
         c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
@@ -243,9 +214,9 @@ def _set_condition(
         conditions.append(existing)
     elif existing.get("status") == value:
         return
-    stamp = _stamp(now)
+    moment = stamp(now)
     existing.update(
-        status=value, reason=reason, message=message, lastProbeTime=stamp, lastTransitionTime=stamp
+        status=value, reason=reason, message=message, lastProbeTime=moment, lastTransitionTime=moment
     )
 
 
@@ -253,7 +224,7 @@ def _complete(status: dict[str, Any], now: datetime.datetime) -> None:
     message = "Reached expected number of succeeded pods"
     _set_condition(status, "SuccessCriteriaMet", "True", "CompletionsReached", message, now)
     _set_condition(status, "Complete", "True", "CompletionsReached", message, now)
-    status["completionTime"] = _stamp(now)
+    status["completionTime"] = stamp(now)
 
 
 def _fail(status: dict[str, Any], reason: str, message: str, now: datetime.datetime) -> None:

@@ -4,7 +4,7 @@ Pure functions over JSON-shaped objects; the scheduler controller feeds them the
 already bound. A pod's request is what kube-scheduler computes: the larger of the sum over its containers
 and the largest init container, per resource, plus `spec.overhead`. Terminated pods (Succeeded, Failed)
 hold nothing. Checks, in kube-scheduler's order of plugins: unschedulable node, node selector and required
-node affinity (`matchExpressions` on labels), untolerated NoSchedule/NoExecute taints, then resources
+node affinity (`matchExpressions` on labels, `matchFields` on the node's name), untolerated NoSchedule/NoExecute taints, then resources
 (including the node's pod count).
 """
 
@@ -63,17 +63,11 @@ def holds_resources(pod: Mapping[str, Any]) -> bool:
 def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], usage: NodeUsage) -> list[str]:
     """Why `pod` cannot run on `node` given what the pods bound to it already hold: kube-scheduler's
     per-node reasons (e.g. "Insufficient cpu"); empty when it fits."""
-    node_spec = node.get("spec") or {}
-    if node_spec.get("unschedulable"):
+    if (node.get("spec") or {}).get("unschedulable"):
         return ["node(s) were unschedulable"]
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    spec = pod.get("spec") or {}
-    selector = spec.get("nodeSelector") or {}
-    if not matches_labels(selector, labels) or not _affinity_matches(spec, labels):
-        return ["node(s) didn't match Pod's node affinity/selector"]
-    taint = _untolerated_taint(node_spec.get("taints") or [], spec.get("tolerations") or [])
-    if taint is not None:
-        return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"]
+    reasons = placement_misfit(pod, node)
+    if reasons:
+        return reasons
     allocatable = {
         name: quantity.parse(v) for name, v in ((node.get("status") or {}).get("allocatable") or {}).items()
     }
@@ -84,6 +78,23 @@ def misfit(pod: Mapping[str, Any], node: Mapping[str, Any], usage: NodeUsage) ->
         if amount > 0 and usage.requests[name] + amount > allocatable.get(name, Fraction(0)):
             reasons.append(f"Insufficient {name}")
     return reasons
+
+
+def placement_misfit(pod: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
+    """Why `pod` may not be placed on `node` at all: node selector, required node affinity, untolerated
+    taints (what a DaemonSet checks to decide which nodes run its pod); empty when it may."""
+    metadata = node.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    spec = pod.get("spec") or {}
+    selector = spec.get("nodeSelector") or {}
+    if not matches_labels(selector, labels) or not _affinity_matches(
+        spec, labels, str(metadata.get("name") or "")
+    ):
+        return ["node(s) didn't match Pod's node affinity/selector"]
+    taint = _untolerated_taint((node.get("spec") or {}).get("taints") or [], spec.get("tolerations") or [])
+    if taint is not None:
+        return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"]
+    return []
 
 
 def unschedulable_message(per_node: Mapping[str, list[str]]) -> str:
@@ -101,15 +112,19 @@ def unschedulable_message(per_node: Mapping[str, list[str]]) -> str:
     )
 
 
-def _affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def _affinity_matches(spec: Mapping[str, Any], labels: Mapping[str, str], node_name: str) -> bool:
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
         "nodeSelectorTerms"
     )
     if not required:
         return True
+    # `matchFields` may only name `metadata.name` (a DaemonSet pins its pods to a node this way).
+    fields = {"metadata.name": node_name}
     return any(
-        all(requirement_matches(e, labels) for e in term.get("matchExpressions") or []) for term in required
+        all(requirement_matches(e, labels) for e in term.get("matchExpressions") or [])
+        and all(requirement_matches(e, fields) for e in term.get("matchFields") or [])
+        for term in required
     )
 
 

@@ -6,7 +6,8 @@
 - Services get a type, ports with protocol and targetPort, and a cluster IP allocated from 10.96.0.0/12
   (node ports from 30000-32767 for NodePort and LoadBalancer), unique among the stored Services.
 - Namespaces start `Active` and carry the `kubernetes.io/metadata.name` label.
-- Deployments and Jobs get their scalar defaults.
+- Jobs get their scalar defaults on create; Deployments, ReplicaSets, StatefulSets and DaemonSets get theirs
+  (and their pod template's) on every write.
 - A Secret's write-only `stringData` is folded into `data` (base64) on every write.
 - A pod bound to a node is deleted gracefully: it keeps a deletionTimestamp until its node agent (or a
   delete with gracePeriodSeconds=0) removes it.
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import ipaddress
 import secrets
 from collections.abc import Callable, Iterable
@@ -65,16 +67,6 @@ def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], Ser
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"].get(
             "name", ""
         )
-    elif kind == "Deployment":
-        spec = obj.setdefault("spec", {})
-        spec.setdefault("replicas", 1)
-        spec.setdefault("revisionHistoryLimit", 10)
-        spec.setdefault("progressDeadlineSeconds", 600)
-        spec.setdefault(
-            "strategy",
-            {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
-        )
-        _default_pod_spec((spec.get("template") or {}).get("spec") or {})
     elif kind == "Job":
         spec = obj.setdefault("spec", {})
         if "completions" not in spec and "parallelism" not in spec:
@@ -88,11 +80,50 @@ def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], Ser
 
 def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
     """What the server does to a built-in object on every create and update, in place."""
+    if kind in _WORKLOAD_DEFAULTS and isinstance(obj.get("spec"), dict | None):
+        # Defaulted on every write, as the real server defaults every decoded object: a workload's
+        # template must read the same whether it came in through a create, a replace or a patch.
+        _default_workload(kind, obj.setdefault("spec", {}))
     if kind == "Secret" and isinstance(obj.get("stringData"), dict):
         data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
         for key, value in obj.pop("stringData").items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj["data"] = data
+
+
+_ROLLING = {"type": "RollingUpdate"}
+_WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Deployment": {
+        "replicas": 1,
+        "revisionHistoryLimit": 10,
+        "progressDeadlineSeconds": 600,
+        "strategy": {**_ROLLING, "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+    },
+    "ReplicaSet": {"replicas": 1},
+    "StatefulSet": {
+        "replicas": 1,
+        "revisionHistoryLimit": 10,
+        "podManagementPolicy": "OrderedReady",
+        "updateStrategy": {**_ROLLING, "rollingUpdate": {"partition": 0}},
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+    },
+    "DaemonSet": {
+        "revisionHistoryLimit": 10,
+        "updateStrategy": {**_ROLLING, "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+    },
+}
+
+
+def _default_workload(kind: str, spec: dict[str, Any]) -> None:
+    for name, default in _WORKLOAD_DEFAULTS[kind].items():
+        value = spec.get(name)
+        if value is None:
+            spec[name] = copy.deepcopy(default)
+        elif isinstance(value, dict) and value.get("type", "RollingUpdate") == "RollingUpdate":
+            # A rolling strategy (or a retention policy) given in part gets the rest of the defaults.
+            for inner, inner_default in default.items():
+                value.setdefault(inner, copy.deepcopy(inner_default))
+    _default_pod_spec((spec.get("template") or {}).get("spec") or {})
 
 
 def _default_pod_spec(spec: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """Decoding the protobuf request bodies kubectl's typed commands send (`application/vnd.kubernetes.protobuf`).
 
 kubectl sends JSON for anything it reads from a file, but its built-in commands (`auth can-i`,
-`auth whoami`, `create token`, `create namespace|serviceaccount|configmap|secret|role|rolebinding|...`)
+`auth whoami`, `create token`, `create namespace|serviceaccount|configmap|secret|role|rolebinding|deployment|...`)
 post protobuf, and
 kubectl 1.32 does not fall back to JSON. This decodes those kinds into the JSON-shaped dicts the rest of
 the server works with. A body is the `k8s\\x00` magic, then a `runtime.Unknown` envelope naming the kind and
@@ -88,6 +88,25 @@ _MESSAGES: dict[str, dict[int, Field]] = {
         1: ("metadata", _META, False), 5: ("immutable", "bool", False), 2: ("data", "map<bytes>", False),
         4: ("stringData", "map<string>", False), 3: ("type", "string", False),
     },
+    # `kubectl create deployment`: the fields it sets (a template of named containers, image, command, ports).
+    "Deployment": {1: ("metadata", _META, False), 2: ("spec", "DeploymentSpec", False)},
+    "DeploymentSpec": {
+        1: ("replicas", "int", False), 2: ("selector", "LabelSelector", False), 3: ("template", "PodTemplateSpec", False),
+        5: ("minReadySeconds", "int", False), 6: ("revisionHistoryLimit", "int", False), 7: ("paused", "bool", False),
+        9: ("progressDeadlineSeconds", "int", False),
+    },
+    "LabelSelector": {1: ("matchLabels", "map<string>", False), 2: ("matchExpressions", "LabelSelectorRequirement", True)},
+    "LabelSelectorRequirement": {1: ("key", "string", False), 2: ("operator", "string", False), 3: ("values", "string", True)},
+    "PodTemplateSpec": {1: ("metadata", _META, False), 2: ("spec", "PodSpec", False)},
+    "PodSpec": {2: ("containers", "Container", True), 3: ("restartPolicy", "string", False), 8: ("serviceAccountName", "string", False)},
+    "Container": {
+        1: ("name", "string", False), 2: ("image", "string", False), 3: ("command", "string", True),
+        4: ("args", "string", True), 5: ("workingDir", "string", False), 6: ("ports", "ContainerPort", True),
+    },
+    "ContainerPort": {
+        1: ("name", "string", False), 2: ("hostPort", "int", False), 3: ("containerPort", "int", False),
+        4: ("protocol", "string", False), 5: ("hostIP", "string", False),
+    },
     "DeleteOptions": {
         1: ("gracePeriodSeconds", "int", False), 2: ("preconditions", "Preconditions", False),
         3: ("orphanDependents", "bool", False), 4: ("propagationPolicy", "string", False), 5: ("dryRun", "string", True),
@@ -99,7 +118,7 @@ _KINDS = frozenset(
     {
         "SelfSubjectAccessReview", "SubjectAccessReview", "SelfSubjectRulesReview", "SelfSubjectReview",
         "TokenRequest", "TokenReview", "ServiceAccount", "Namespace", "ConfigMap", "Secret", "DeleteOptions",
-        "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding",
+        "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Deployment",
     }
 )  # fmt: skip
 

@@ -136,6 +136,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("apps", "v1", "StatefulSet", "statefulsets", short=("sts",), categories=("all",), sub=("status",), scale=_REPLICAS),
     _builtin("apps", "v1", "ReplicaSet", "replicasets", short=("rs",), categories=("all",), sub=("status",), scale=_REPLICAS),
     _builtin("apps", "v1", "DaemonSet", "daemonsets", short=("ds",), categories=("all",), sub=("status",)),
+    _builtin("apps", "v1", "ControllerRevision", "controllerrevisions"),
     _builtin("batch", "v1", "Job", "jobs", categories=("all",), sub=("status",)),
     _builtin("batch", "v1", "CronJob", "cronjobs", short=("cj",), categories=("all",), sub=("status",)),
     _builtin("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",), categories=("all",), sub=("status",)),

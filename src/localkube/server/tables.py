@@ -3,7 +3,7 @@
 Custom resources get `Name` plus their version's additionalPrinterColumns (or `Name`, `Age` when it
 declares none), evaluated with the simple JSONPath the CRDs use (`.status.state`, `.spec.a[0].b`,
 `.spec.groups[*].replicas`). Built-in kinds get the columns kubectl users know for the common kinds
-(pods, services, deployments, jobs, namespaces, nodes) and `Name`, `Age` otherwise. `date` columns are
+(pods, services, workloads, jobs, namespaces, nodes) and `Name`, `Age` otherwise. `date` columns are
 shown as ages (`5m`, `3h2m`), as the real server's CRD table convertor does.
 
 Each row carries the object as `PartialObjectMetadata` (the default `includeObject=Metadata`), the whole
@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kubesemantics.selectors import selector_text
 from localkube.server.registry import PrinterColumn, ResourceType
 
 Cell = str | int | float | bool | None
@@ -225,11 +226,40 @@ def _event_object(obj: dict[str, Any]) -> str:
     return f"{str(about.get('kind') or '').lower()}/{about.get('name') or ''}"
 
 
+def _controller_of(obj: dict[str, Any]) -> str:
+    for reference in _get(obj, "metadata", "ownerReferences") or []:
+        if reference.get("controller"):
+            group = str(reference.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(reference.get("kind", "")).lower() + (f".{group}" if group else "")
+            return f"{kind}/{reference.get('name', '')}"
+    return "<none>"
+
+
 def _column(name: str, compute: Callable[[dict[str, Any]], Cell], kind: str = "string", priority: int = 0) -> tuple[PrinterColumn, Callable[[dict[str, Any]], Cell]]:  # fmt: skip
     return PrinterColumn(name, kind, "", priority=priority), compute
 
 
 _AGE_COLUMN = _column("Age", _created)
+# The wide (`-o wide`) columns of the workload kinds.
+_TEMPLATE_COLUMNS = (
+    _column(
+        "Containers",
+        lambda o: ",".join(
+            str(c.get("name", "")) for c in _get(o, "spec", "template", "spec", "containers") or []
+        ),
+        priority=1,
+    ),
+    _column(
+        "Images",
+        lambda o: ",".join(
+            str(c.get("image", "")) for c in _get(o, "spec", "template", "spec", "containers") or []
+        ),
+        priority=1,
+    ),
+)
+_SELECTOR_COLUMN = _column(
+    "Selector", lambda o: selector_text(_get(o, "spec", "selector")) or "<none>", priority=1
+)
 
 _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]], Cell]]]] = {
     "Pod": [
@@ -252,6 +282,8 @@ _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]],
         _column("Up-to-date", lambda o: _get(o, "status", "updatedReplicas") or 0, "integer"),
         _column("Available", lambda o: _get(o, "status", "availableReplicas") or 0, "integer"),
         _AGE_COLUMN,
+        *_TEMPLATE_COLUMNS,
+        _SELECTOR_COLUMN,
     ],
     "Job": [
         _column("Status", _job_status),
@@ -277,9 +309,28 @@ _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]],
         _column("Current", lambda o: _get(o, "status", "replicas") or 0, "integer"),
         _column("Ready", lambda o: _get(o, "status", "readyReplicas") or 0, "integer"),
         _AGE_COLUMN,
+        *_TEMPLATE_COLUMNS,
+        _SELECTOR_COLUMN,
     ],
     "StatefulSet": [
         _column("Ready", lambda o: f"{_get(o, 'status', 'readyReplicas') or 0}/{_get(o, 'spec', 'replicas') or 0}"),
+        _AGE_COLUMN,
+        *_TEMPLATE_COLUMNS,
+    ],
+    "DaemonSet": [
+        _column("Desired", lambda o: _get(o, "status", "desiredNumberScheduled") or 0, "integer"),
+        _column("Current", lambda o: _get(o, "status", "currentNumberScheduled") or 0, "integer"),
+        _column("Ready", lambda o: _get(o, "status", "numberReady") or 0, "integer"),
+        _column("Up-to-date", lambda o: _get(o, "status", "updatedNumberScheduled") or 0, "integer"),
+        _column("Available", lambda o: _get(o, "status", "numberAvailable") or 0, "integer"),
+        _column("Node Selector", lambda o: ",".join(f"{k}={v}" for k, v in sorted((_get(o, "spec", "template", "spec", "nodeSelector") or {}).items())) or "<none>"),
+        _AGE_COLUMN,
+        *_TEMPLATE_COLUMNS,
+        _SELECTOR_COLUMN,
+    ],
+    "ControllerRevision": [
+        _column("Controller", _controller_of),
+        _column("Revision", lambda o: _get(o, "revision") or 0, "integer"),
         _AGE_COLUMN,
     ],
     "Endpoints": [

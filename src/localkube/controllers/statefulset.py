@@ -1,0 +1,206 @@
+"""The apps/v1 StatefulSet controller: pods with stable names `<set>-<ordinal>`, made and removed in order.
+
+Each pod gets `hostname` = its name and `subdomain` = `spec.serviceName` (so the headless Service names
+it), the labels `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
+`controller-revision-hash` (`<set>-<template hash>`), and one PersistentVolumeClaim per
+`volumeClaimTemplates` entry, named `<claim>-<set>-<ordinal>` and kept when the pod goes (upstream's
+default `Retain` policy).
+
+With `podManagementPolicy: OrderedReady` (the default) ordinal N is created only once 0..N-1 are Running
+and Ready (for `minReadySeconds`), and on scale-down the highest ordinal goes first, the next only once it is
+gone; `Parallel` creates and deletes all at once. A `RollingUpdate` (the default, with `partition`)
+replaces pods whose revision is not the update revision from the highest ordinal down, one at a time,
+each only when every pod is healthy; `OnDelete` replaces a pod only when someone deletes it. A failed pod is
+deleted and made again.
+
+Status as upstream writes it and `kubectl rollout status` reads it: `replicas` (pods that exist),
+`readyReplicas`, `availableReplicas`, `currentReplicas`, `updatedReplicas`, `currentRevision` (moved to
+the update revision once every pod has it and is ready), `updateRevision`, `collisionCount`,
+`observedGeneration`.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import re
+from typing import Any
+
+from localkube.controllers import podstate
+from localkube.controllers.ownership import (
+    REVISION_LABEL,
+    OwningController,
+    key_of,
+    pod_from_template,
+    revision_label,
+)
+from localkube.controllers.replicaset import PODS_PREFIX, compact
+from localkube.controllers.rollout import template_hash
+from localkube.server.errors import ApiError
+
+STATEFULSETS_PREFIX = "/registry/apps/statefulsets/"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def ordinal(set_name: str, pod: dict[str, Any]) -> int | None:
+    """The ordinal in a pod's name `<set>-<ordinal>`; None for a name of another shape."""
+    match = re.fullmatch(re.escape(set_name) + r"-(0|[1-9][0-9]*)", str(pod["metadata"].get("name", "")))
+    return int(match.group(1)) if match else None
+
+
+class StatefulSetController(OwningController):
+    name = "statefulset-controller"
+    owner_prefix = STATEFULSETS_PREFIX
+    owner_kind = "StatefulSet"
+
+    def sync(self, key: str, statefulset: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
+        spec = statefulset.get("spec") or {}
+        status = copy.deepcopy(statefulset.get("status") or {})
+        name = statefulset["metadata"]["name"]
+        update_revision = (
+            f"{name}-{template_hash(spec.get('template') or {}, int(status.get('collisionCount') or 0))}"
+        )
+        by_ordinal = {n: pod for pod in pods if (n := ordinal(name, pod)) is not None}
+        now = self._clock()
+        self._sync_pods(statefulset, by_ordinal, update_revision, now)
+        return self._write_status(key, statefulset, update_revision, now)
+
+    def _healthy(self, statefulset: dict[str, Any], pod: dict[str, Any], now: datetime.datetime) -> bool:
+        min_ready = int((statefulset.get("spec") or {}).get("minReadySeconds") or 0)
+        return podstate.phase(pod) == "Running" and podstate.available(pod, min_ready, now)
+
+    def _sync_pods(
+        self,
+        statefulset: dict[str, Any],
+        pods: dict[int, dict[str, Any]],
+        revision: str,
+        now: datetime.datetime,
+    ) -> None:
+        """One step of upstream's `updateStatefulSet`: returns early wherever OrderedReady must wait."""
+        spec = statefulset.get("spec") or {}
+        replicas = int(spec.get("replicas", 1))
+        ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
+        for index in range(replicas):
+            pod = pods.get(index)
+            if (
+                pod is not None
+                and podstate.phase(pod) in ("Failed", "Succeeded")
+                and not podstate.terminating(pod)
+            ):
+                self._api.delete(key_of(PODS_PREFIX, pod))
+                if ordered:
+                    return
+                continue
+            if pod is None:
+                self._create(statefulset, index, revision)
+                if ordered:
+                    return
+                continue
+            if ordered and not (not podstate.terminating(pod) and self._healthy(statefulset, pod, now)):
+                return
+        condemned = sorted((n for n in pods if n >= replicas), reverse=True)
+        for index in condemned:
+            pod = pods[index]
+            if podstate.terminating(pod):
+                if ordered:
+                    return
+                continue
+            if ordered and any(
+                not self._healthy(statefulset, other, now) for n, other in pods.items() if n != index
+            ):
+                return
+            self._api.delete(key_of(PODS_PREFIX, pod))
+            if ordered:
+                return
+        strategy = spec.get("updateStrategy") or {}
+        if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+            return
+        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        for index in range(replicas - 1, partition - 1, -1):
+            pod = pods.get(index)
+            if pod is None:
+                return
+            if revision_label(pod) != revision and not podstate.terminating(pod):
+                self._api.delete(key_of(PODS_PREFIX, pod))
+                return
+            if not self._healthy(statefulset, pod, now) or podstate.terminating(pod):
+                return
+
+    def _create(self, statefulset: dict[str, Any], index: int, revision: str) -> None:
+        metadata, spec = statefulset["metadata"], statefulset.get("spec") or {}
+        pod_name = f"{metadata['name']}-{index}"
+        labels = {REVISION_LABEL: revision, POD_NAME_LABEL: pod_name, POD_INDEX_LABEL: str(index)}
+        pod = pod_from_template(statefulset, labels=labels, name=pod_name)
+        pod["spec"]["hostname"] = pod_name
+        if spec.get("serviceName"):
+            pod["spec"]["subdomain"] = spec["serviceName"]
+        volumes = pod["spec"].setdefault("volumes", [])
+        for claim in spec.get("volumeClaimTemplates") or []:
+            claim_name = f"{claim['metadata']['name']}-{pod_name}"
+            self._ensure_claim(statefulset, claim, claim_name)
+            volumes[:] = [v for v in volumes if v.get("name") != claim["metadata"]["name"]]
+            volumes.append(
+                {"name": claim["metadata"]["name"], "persistentVolumeClaim": {"claimName": claim_name}}
+            )
+        if not volumes:
+            del pod["spec"]["volumes"]
+        self._api.create("", "pods", metadata["namespace"], pod)
+
+    def _ensure_claim(self, statefulset: dict[str, Any], template: dict[str, Any], name: str) -> None:
+        namespace = statefulset["metadata"]["namespace"]
+        if self._store.get(f"/registry/core/persistentvolumeclaims/{namespace}/{name}") is not None:
+            return
+        selector_labels = ((statefulset.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        claim_metadata = copy.deepcopy(template.get("metadata") or {})
+        claim_metadata.update(
+            name=name,
+            namespace=namespace,
+            labels={**(claim_metadata.get("labels") or {}), **selector_labels},
+        )
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": claim_metadata,
+            "spec": copy.deepcopy(template.get("spec") or {}),
+        }
+        try:
+            self._api.create("", "persistentvolumeclaims", namespace, claim)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+
+    def _write_status(
+        self, key: str, statefulset: dict[str, Any], update_revision: str, now: datetime.datetime
+    ) -> float | None:
+        fresh = self._store.get(key) or statefulset
+        name = fresh["metadata"]["name"]
+        previous = fresh.get("status") or {}
+        spec = fresh.get("spec") or {}
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        pods = [pod for pod in self._owned.owned(fresh["metadata"]["uid"]) if ordinal(name, pod) is not None]
+        current_revision = previous.get("currentRevision") or update_revision
+        live = [pod for pod in pods if not podstate.terminating(pod)]
+        running_ready = [pod for pod in pods if podstate.phase(pod) == "Running" and podstate.ready(pod)]
+        waits = [podstate.available_in(pod, min_ready, now) for pod in running_ready]
+        status: dict[str, Any] = {
+            "observedGeneration": fresh["metadata"].get("generation", 1),
+            "replicas": len(pods),
+            "readyReplicas": len(running_ready),
+            "availableReplicas": sum(1 for wait in waits if wait == 0.0),
+            "currentReplicas": sum(1 for pod in live if revision_label(pod) == current_revision),
+            "updatedReplicas": sum(1 for pod in live if revision_label(pod) == update_revision),
+            "currentRevision": current_revision,
+            "updateRevision": update_revision,
+            "collisionCount": int(previous.get("collisionCount") or 0),
+        }
+        replicas = int(spec.get("replicas", 1))
+        if (
+            (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
+            and status["updatedReplicas"] == status["replicas"] == replicas
+            and status["readyReplicas"] == replicas
+        ) or (status["updatedReplicas"] == status["replicas"] == 0):
+            status["currentRevision"] = update_revision
+            status["currentReplicas"] = status["updatedReplicas"]
+        status = compact(status, required=("replicas", "availableReplicas", "collisionCount"))
+        return self._publish(key, fresh, status, waits)
