@@ -464,3 +464,26 @@ def test_a_daemonset_runs_one_pod_on_the_node(kubectl: Kubectl, api: httpx.Clien
     kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s")
     (pod,) = [p for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"] if _live(p)]
     assert _image(pod) == "busybox:1.37"
+
+
+def test_invalid_workloads_are_refused_with_the_field_and_the_reason(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    mismatched = _deployment("web", 1, "nginx:1.25")
+    mismatched["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    done = kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(mismatched), check=False)
+    assert done.returncode != 0
+    assert "spec.template.metadata.labels: Invalid value" in done.stderr
+    assert "`selector` does not match template `labels`" in done.stderr
+
+    frozen = _deployment("frozen", 1, "nginx:1.25", strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}})  # fmt: skip
+    done = kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(frozen), check=False)
+    assert "spec.strategy.rollingUpdate.maxUnavailable: Invalid value" in done.stderr
+    assert "may not be 0 when `maxSurge` is 0" in done.stderr
+
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_deployment("web", 1, "nginx:1.25")))
+    moved = _deployment("web", 1, "nginx:1.25")
+    moved["spec"]["selector"]["matchLabels"]["tier"] = "front"
+    moved["spec"]["template"]["metadata"]["labels"]["tier"] = "front"
+    done = kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(moved), check=False)
+    assert "spec.selector: Invalid value" in done.stderr and "field is immutable" in done.stderr

@@ -22,6 +22,7 @@ from localkube.server import builtin, crds, errors, events
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
+from localkube.server.workloadvalidation import validate_workload
 from localkube.storage import Store
 
 Query = dict[str, str]
@@ -177,6 +178,8 @@ class ResourcesBase:
                 causes += refused.errors
         elif resource_type.kind == "CustomResourceDefinition":
             causes += crds.validate(obj)
+        else:
+            causes += validate_workload(resource_type.kind, obj, old)
         if causes:
             raise self._refuse(resource_type, name, causes)
         return obj
