@@ -433,6 +433,18 @@ def test_a_statefulset_rolls_from_the_highest_ordinal_down(
     assert status["currentRevision"] == status["updateRevision"] != before
     assert status["updatedReplicas"] == status["currentReplicas"] == 3
 
+    history = kubectl("rollout", "history", "-n", namespace, "statefulset/web").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    kubectl("rollout", "undo", "-n", namespace, "statefulset/web")
+    kubectl("rollout", "status", "-n", namespace, "statefulset/web", "--timeout=60s")
+    status = api.get(f"/apis/apps/v1/namespaces/{namespace}/statefulsets/web").json()["status"]
+    # The first template is back, under its own revision name, now as revision 3.
+    assert status["currentRevision"] == status["updateRevision"] == before
+    revisions = api.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions").json()["items"]
+    assert {r["metadata"]["name"]: r["revision"] for r in revisions}[before] == 3
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    assert sorted(_image(p) for p in pods if _live(p)) == ["nginx:1.25"] * 3
+
 
 def test_a_daemonset_runs_one_pod_on_the_node(kubectl: Kubectl, api: httpx.Client, namespace: str) -> None:
     daemonset = {
@@ -464,6 +476,8 @@ def test_a_daemonset_runs_one_pod_on_the_node(kubectl: Kubectl, api: httpx.Clien
     kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s")
     (pod,) = [p for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"] if _live(p)]
     assert _image(pod) == "busybox:1.37"
+    history = kubectl("rollout", "history", "-n", namespace, "daemonset/agent").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
 
 
 def test_invalid_workloads_are_refused_with_the_field_and_the_reason(

@@ -26,7 +26,6 @@ from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.ownership import (
     REVISION_LABEL,
-    OwningController,
     key_of,
     pod_from_template,
     revision_label,
@@ -34,6 +33,7 @@ from localkube.controllers.ownership import (
 from localkube.controllers.replicaset import PODS_PREFIX, compact, deletion_order
 from localkube.controllers.rollout import RolloutError, scaled_value, template_hash
 from localkube.controllers.scheduling import placement_misfit
+from localkube.controllers.workload import OwningController
 from localkube.storage import Event, Store
 
 DAEMONSETS_PREFIX = "/registry/apps/daemonsets/"
@@ -95,6 +95,7 @@ class DaemonSetController(OwningController):
     name = "daemonset-controller"
     owner_prefix = DAEMONSETS_PREFIX
     owner_kind = "DaemonSet"
+    keeps_history = True
 
     def __init__(
         self, store: Store, api: ControllerApi, clock: Callable[[], datetime.datetime] = podstate.now
@@ -127,6 +128,8 @@ class DaemonSetController(OwningController):
         revision = template_hash(
             spec.get("template") or {}, int((daemonset.get("status") or {}).get("collisionCount") or 0)
         )
+        revision_name = f"{daemonset['metadata']['name']}-{revision}"
+        self._record(daemonset, revision_name, revision)
         min_ready = int(spec.get("minReadySeconds") or 0)
         now = self._clock()
         wanted = {name for name, node in self._nodes.items() if self._should_run(daemonset, node)}
@@ -146,7 +149,10 @@ class DaemonSetController(OwningController):
         for node in sorted(wanted):
             if not on_node.get(node):
                 self._create(daemonset, node, revision)
-        return self._write_status(key, daemonset, wanted, revision, now)
+        recheck = self._write_status(key, daemonset, wanted, revision, now)
+        in_use = {revision_name} | {f"{daemonset['metadata']['name']}-{revision_label(p)}" for p in pods}
+        self._prune(daemonset, in_use)
+        return recheck
 
     def _should_run(self, daemonset: dict[str, Any], node: dict[str, Any]) -> bool:
         template = (daemonset.get("spec") or {}).get("template") or {}

@@ -28,7 +28,6 @@ from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.ownership import (
     Ownership,
-    OwningController,
     controller_reference,
     controller_uid,
     key_of,
@@ -45,6 +44,7 @@ from localkube.controllers.rollout import (
     same_template,
     template_hash,
 )
+from localkube.controllers.workload import OwningController
 from localkube.server.errors import ApiError
 from localkube.storage import Event, Store
 

@@ -6,18 +6,15 @@ DaemonSets) and the dependents of one resource (ReplicaSets or pods): which depe
 all. `claim` then does what upstream's `ControllerRefManager` does on every sync: a dependent without a
 controller whose labels match the owner's selector is adopted (its template-less labels are left alone);
 an owned dependent whose labels no longer match is released. An owner being deleted adopts nothing.
-`OwningController` is the shape the workload controllers share on top of that.
 """
 
 from __future__ import annotations
 
 import copy
-import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from kubesemantics.selectors import label_selector_matches
-from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
 from localkube.server.errors import ApiError
 from localkube.storage import Event, Store
@@ -180,56 +177,6 @@ def pod_from_template(
         "metadata": metadata,
         "spec": copy.deepcopy(template.get("spec") or {}),
     }
-
-
-class OwningController:
-    """The common shape of the workload controllers: index an owner kind and its dependents, claim the
-    dependents on every reconcile, and leave an owner being deleted to the garbage collector.
-
-    Subclasses name the kind (`owner_prefix`, `owner_kind`, `dependent_prefix`) and implement `sync`."""
-
-    name: str
-    owner_prefix: str
-    owner_kind: str
-    dependent_prefix: str = "/registry/core/pods/"
-
-    def __init__(
-        self, store: Store, api: ControllerApi, clock: Callable[[], datetime.datetime] = podstate.now
-    ) -> None:
-        self._store = store
-        self._api = api
-        self._clock = clock
-        self._owned = Ownership(store, self.owner_prefix, self.owner_kind, self.dependent_prefix)
-
-    @property
-    def prefixes(self) -> tuple[str, ...]:
-        return self._owned.prefixes
-
-    def observe(self, event: Event) -> Iterable[str]:
-        return self._owned.observe(event)
-
-    def reconcile(self, key: str) -> float | None:
-        owner = self._store.get(key)
-        if owner is None:
-            return None
-        dependents = self._owned.claim(self._api, owner)
-        if owner["metadata"].get("deletionTimestamp"):
-            return None
-        return self.sync(key, owner, dependents)
-
-    def sync(self, key: str, owner: dict[str, Any], dependents: list[dict[str, Any]]) -> float | None:
-        """Brings one live owner's dependents and status to what its spec asks."""
-        raise NotImplementedError
-
-    def _publish(
-        self, key: str, owner: dict[str, Any], status: dict[str, Any], waits: Iterable[float | None]
-    ) -> float | None:
-        """Writes `status` if it changed; returns when the next pod becomes available (from `waits`, each
-        pod's `available_in`), when the status will change again by itself."""
-        if status != (owner.get("status") or {}):
-            self._api.update_status(key, {**owner, "status": status})
-        pending = [wait for wait in waits if wait]
-        return min(pending) if pending else None
 
 
 def revision_label(pod: dict[str, Any]) -> str:

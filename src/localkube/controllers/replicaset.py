@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from localkube.controllers import podstate
-from localkube.controllers.ownership import OwningController, key_of, pod_from_template
+from localkube.controllers.ownership import key_of, pod_from_template
+from localkube.controllers.workload import OwningController
 
 REPLICASETS_PREFIX = "/registry/apps/replicasets/"
 PODS_PREFIX = "/registry/core/pods/"

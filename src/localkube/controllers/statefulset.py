@@ -29,13 +29,13 @@ from typing import Any
 from localkube.controllers import podstate
 from localkube.controllers.ownership import (
     REVISION_LABEL,
-    OwningController,
     key_of,
     pod_from_template,
     revision_label,
 )
 from localkube.controllers.replicaset import PODS_PREFIX, compact
 from localkube.controllers.rollout import template_hash
+from localkube.controllers.workload import OwningController
 from localkube.server.errors import ApiError
 
 STATEFULSETS_PREFIX = "/registry/apps/statefulsets/"
@@ -53,18 +53,22 @@ class StatefulSetController(OwningController):
     name = "statefulset-controller"
     owner_prefix = STATEFULSETS_PREFIX
     owner_kind = "StatefulSet"
+    keeps_history = True
 
     def sync(self, key: str, statefulset: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
         spec = statefulset.get("spec") or {}
         status = copy.deepcopy(statefulset.get("status") or {})
         name = statefulset["metadata"]["name"]
-        update_revision = (
-            f"{name}-{template_hash(spec.get('template') or {}, int(status.get('collisionCount') or 0))}"
-        )
+        hash_value = template_hash(spec.get("template") or {}, int(status.get("collisionCount") or 0))
+        update_revision = f"{name}-{hash_value}"
+        self._record(statefulset, update_revision, hash_value)
         by_ordinal = {n: pod for pod in pods if (n := ordinal(name, pod)) is not None}
         now = self._clock()
         self._sync_pods(statefulset, by_ordinal, update_revision, now)
-        return self._write_status(key, statefulset, update_revision, now)
+        recheck = self._write_status(key, statefulset, update_revision, now)
+        in_use = {update_revision, str(status.get("currentRevision") or "")}
+        self._prune(statefulset, in_use | {revision_label(p) for p in pods})
+        return recheck
 
     def _healthy(self, statefulset: dict[str, Any], pod: dict[str, Any], now: datetime.datetime) -> bool:
         min_ready = int((statefulset.get("spec") or {}).get("minReadySeconds") or 0)

@@ -1,0 +1,84 @@
+"""`OwningController`: the shape the workload controllers share.
+
+Each indexes one owner kind and its dependents (`ownership.Ownership`), claims the dependents on every
+reconcile (adopting orphans that match the selector), leaves an owner being deleted to the garbage
+collector, and writes status only when it changed. StatefulSets and DaemonSets also keep ControllerRevisions
+(`history.History`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from localkube.controllers import podstate
+from localkube.controllers.api import ControllerApi
+from localkube.controllers.history import REVISIONS_PREFIX, History
+from localkube.controllers.ownership import Ownership
+from localkube.storage import Event, Store
+
+
+class OwningController:
+    """The common shape of the workload controllers: index an owner kind and its dependents, claim the
+    dependents on every reconcile, and leave an owner being deleted to the garbage collector.
+
+    Subclasses name the kind (`owner_prefix`, `owner_kind`, `dependent_prefix`) and implement `sync`."""
+
+    name: str
+    owner_prefix: str
+    owner_kind: str
+    dependent_prefix: str = "/registry/core/pods/"
+    # StatefulSets and DaemonSets keep their templates as ControllerRevisions.
+    keeps_history: bool = False
+
+    def __init__(
+        self, store: Store, api: ControllerApi, clock: Callable[[], datetime.datetime] = podstate.now
+    ) -> None:
+        self._store = store
+        self._api = api
+        self._clock = clock
+        self._owned = Ownership(store, self.owner_prefix, self.owner_kind, self.dependent_prefix)
+        self._history = History(store, self.owner_prefix, self.owner_kind) if self.keeps_history else None
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        return (*self._owned.prefixes, *((REVISIONS_PREFIX,) if self._history else ()))
+
+    def observe(self, event: Event) -> Iterable[str]:
+        if self._history is not None:
+            concerned = self._history.observe(event)
+            if concerned is not None:
+                return concerned
+        return self._owned.observe(event)
+
+    def reconcile(self, key: str) -> float | None:
+        owner = self._store.get(key)
+        if owner is None:
+            return None
+        dependents = self._owned.claim(self._api, owner)
+        if owner["metadata"].get("deletionTimestamp"):
+            return None
+        return self.sync(key, owner, dependents)
+
+    def sync(self, key: str, owner: dict[str, Any], dependents: list[dict[str, Any]]) -> float | None:
+        """Brings one live owner's dependents and status to what its spec asks."""
+        raise NotImplementedError
+
+    def _record(self, owner: dict[str, Any], name: str, hash_value: str) -> None:
+        assert self._history is not None
+        self._history.record(self._api, owner, name, hash_value)
+
+    def _prune(self, owner: dict[str, Any], in_use: set[str]) -> None:
+        assert self._history is not None
+        self._history.prune(self._api, owner, in_use)
+
+    def _publish(
+        self, key: str, owner: dict[str, Any], status: dict[str, Any], waits: Iterable[float | None]
+    ) -> float | None:
+        """Writes `status` if it changed; returns when the next pod becomes available (from `waits`, each
+        pod's `available_in`), when the status will change again by itself."""
+        if status != (owner.get("status") or {}):
+            self._api.update_status(key, {**owner, "status": status})
+        pending = [wait for wait in waits if wait]
+        return min(pending) if pending else None
