@@ -139,6 +139,10 @@ def test_a_deployment_rolls_out_and_rollout_status_succeeds(kubectl: Kubectl, ap
     header, row = kubectl("get", "-n", namespace, "deployment", "web").stdout.splitlines()
     assert header.split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
     assert row.split()[:4] == ["web", "3/3", "3", "3"]
+    described = kubectl("describe", "-n", namespace, "deployment", "web").stdout
+    assert f"Scaled up replica set web-{template_hash} from 0 to 3" in described
+    described = kubectl("describe", "-n", namespace, "replicaset", f"web-{template_hash}").stdout
+    assert sum(f"Created pod: {p['metadata']['name']}" in described for p in pods) == 3
 
 
 def _assert_rolling_update_bounds(
@@ -391,6 +395,9 @@ def test_a_statefulset_creates_pods_in_order_and_deletes_them_in_reverse(
         == pod["metadata"]["labels"]["controller-revision-hash"]
     )
 
+    described = kubectl("describe", "-n", namespace, "statefulset", "web").stdout
+    assert "create Pod web-2 in StatefulSet web successful" in described
+    assert "create Claim www-web-2 Pod web-2 in StatefulSet web success" in described
     kubectl("scale", "-n", namespace, "statefulset/web", "--replicas=0")
     events = _pod_events(localkube, namespace, since, lambda pods: not pods)
     assert [pod["metadata"]["name"] for kind, pod, _ in events if kind == "ADDED"] == [

@@ -26,11 +26,10 @@ from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.ownership import (
     REVISION_LABEL,
-    key_of,
     pod_from_template,
     revision_label,
 )
-from localkube.controllers.replicaset import PODS_PREFIX, compact, deletion_order
+from localkube.controllers.replicaset import compact, deletion_order
 from localkube.controllers.rollout import RolloutError, scaled_value, template_hash
 from localkube.controllers.scheduling import placement_misfit
 from localkube.controllers.workload import OwningController
@@ -143,7 +142,7 @@ class DaemonSetController(OwningController):
             running = [p for p in node_pods if podstate.active(p)]
             doomed = failed + (running if node not in wanted else deletion_order(running)[:-1])
             for pod in doomed:
-                self._api.delete(key_of(PODS_PREFIX, pod))
+                self._delete_pod(daemonset, pod)
             on_node[node] = [p for p in node_pods if p not in doomed and podstate.active(p)]
         self._roll(daemonset, on_node, wanted, revision, min_ready, now)
         for node in sorted(wanted):
@@ -199,14 +198,14 @@ class DaemonSetController(OwningController):
                 if unavailable >= budget:
                     break
                 unavailable += 1
-            self._api.delete(key_of(PODS_PREFIX, pod))
+            self._delete_pod(daemonset, pod)
             on_node[node] = [p for p in on_node[node] if p is not pod]
 
     def _create(self, daemonset: dict[str, Any], node: str, revision: str) -> None:
         labels = {REVISION_LABEL: revision, GENERATION_LABEL: str(daemonset["metadata"].get("generation", 1))}
         pod = pod_from_template(daemonset, labels=labels)
         pod["spec"] = pinned_to(pod["spec"], node)
-        self._api.create("", "pods", daemonset["metadata"]["namespace"], pod)
+        self._create_pod(daemonset, pod)
 
     def _write_status(
         self, key: str, daemonset: dict[str, Any], wanted: set[str], revision: str, now: datetime.datetime

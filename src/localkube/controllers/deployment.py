@@ -242,6 +242,9 @@ class DeploymentController(OwningController):
             status["collisionCount"] = int(status.get("collisionCount") or 0) + 1
             self._api.update_status(key_of(DEPLOYMENTS_PREFIX, deployment), {**deployment, "status": status})
             raise
+        if replicas > 0:
+            message = f"Scaled up replica set {created['metadata']['name']} from 0 to {replicas}"
+            self._event(deployment, "ScalingReplicaSet", message)
         _set_condition(
             status,
             "Progressing",
@@ -283,11 +286,19 @@ class DeploymentController(OwningController):
         self, deployment: dict[str, Any], replicaset: dict[str, Any], replicas: int, max_replicas: int
     ) -> dict[str, Any]:
         updated = copy.deepcopy(replicaset)
+        before = int(updated["spec"].get("replicas", 0))
         updated["spec"]["replicas"] = replicas
         annotations = updated["metadata"].setdefault("annotations", {})
         annotations[DESIRED_REPLICAS] = str(deployment["spec"].get("replicas", 1))
         annotations[MAX_REPLICAS] = str(max_replicas)
-        return self._api.update(key_of(REPLICASETS_PREFIX, replicaset), updated)
+        scaled = self._api.update(key_of(REPLICASETS_PREFIX, replicaset), updated)
+        if before != replicas:
+            direction = "up" if replicas > before else "down"
+            message = (
+                f"Scaled {direction} replica set {replicaset['metadata']['name']} from {before} to {replicas}"
+            )
+            self._event(deployment, "ScalingReplicaSet", message)
+        return scaled
 
     def _clean_history(self, deployment: dict[str, Any], olds: list[dict[str, Any]]) -> None:
         limit = deployment["spec"].get("revisionHistoryLimit")

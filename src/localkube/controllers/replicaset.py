@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from localkube.controllers import podstate
-from localkube.controllers.ownership import key_of, pod_from_template
+from localkube.controllers.ownership import pod_from_template
 from localkube.controllers.workload import OwningController
 
 REPLICASETS_PREFIX = "/registry/apps/replicasets/"
@@ -56,13 +56,12 @@ class ReplicaSetController(OwningController):
         spec = replicaset.get("spec") or {}
         active = [pod for pod in pods if podstate.active(pod)]
         missing = int(spec.get("replicas", 1)) - len(active)
-        namespace = replicaset["metadata"]["namespace"]
         for _ in range(missing):
-            active.append(self._api.create("", "pods", namespace, pod_from_template(replicaset)))
+            active.append(self._create_pod(replicaset, pod_from_template(replicaset)))
         if missing < 0:
             doomed = deletion_order(active)[:-missing]
             for pod in doomed:
-                self._api.delete(key_of(PODS_PREFIX, pod))
+                self._delete_pod(replicaset, pod)
             active = [pod for pod in active if pod not in doomed]
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)

@@ -29,11 +29,10 @@ from typing import Any
 from localkube.controllers import podstate
 from localkube.controllers.ownership import (
     REVISION_LABEL,
-    key_of,
     pod_from_template,
     revision_label,
 )
-from localkube.controllers.replicaset import PODS_PREFIX, compact
+from localkube.controllers.replicaset import compact
 from localkube.controllers.rollout import template_hash
 from localkube.controllers.workload import OwningController
 from localkube.server.errors import ApiError
@@ -92,7 +91,7 @@ class StatefulSetController(OwningController):
                 and podstate.phase(pod) in ("Failed", "Succeeded")
                 and not podstate.terminating(pod)
             ):
-                self._api.delete(key_of(PODS_PREFIX, pod))
+                self._delete_pod(statefulset, pod)
                 if ordered:
                     return
                 continue
@@ -114,7 +113,7 @@ class StatefulSetController(OwningController):
                 not self._healthy(statefulset, other, now) for n, other in pods.items() if n != index
             ):
                 return
-            self._api.delete(key_of(PODS_PREFIX, pod))
+            self._delete_pod(statefulset, pod)
             if ordered:
                 return
         strategy = spec.get("updateStrategy") or {}
@@ -126,7 +125,7 @@ class StatefulSetController(OwningController):
             if pod is None:
                 return
             if revision_label(pod) != revision and not podstate.terminating(pod):
-                self._api.delete(key_of(PODS_PREFIX, pod))
+                self._delete_pod(statefulset, pod)
                 return
             if not self._healthy(statefulset, pod, now) or podstate.terminating(pod):
                 return
@@ -141,20 +140,21 @@ class StatefulSetController(OwningController):
             pod["spec"]["subdomain"] = spec["serviceName"]
         volumes = pod["spec"].setdefault("volumes", [])
         for claim in spec.get("volumeClaimTemplates") or []:
-            claim_name = f"{claim['metadata']['name']}-{pod_name}"
-            self._ensure_claim(statefulset, claim, claim_name)
+            claim_name = self._ensure_claim(statefulset, claim, pod_name)
             volumes[:] = [v for v in volumes if v.get("name") != claim["metadata"]["name"]]
             volumes.append(
                 {"name": claim["metadata"]["name"], "persistentVolumeClaim": {"claimName": claim_name}}
             )
         if not volumes:
             del pod["spec"]["volumes"]
-        self._api.create("", "pods", metadata["namespace"], pod)
+        self._create_pod(statefulset, pod)
 
-    def _ensure_claim(self, statefulset: dict[str, Any], template: dict[str, Any], name: str) -> None:
+    def _ensure_claim(self, statefulset: dict[str, Any], template: dict[str, Any], pod: str) -> str:
+        """Makes the pod's claim from `template` unless it exists (it outlives its pods); returns its name."""
+        name = f"{template['metadata']['name']}-{pod}"
         namespace = statefulset["metadata"]["namespace"]
         if self._store.get(f"/registry/core/persistentvolumeclaims/{namespace}/{name}") is not None:
-            return
+            return name
         selector_labels = ((statefulset.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         claim_metadata = copy.deepcopy(template.get("metadata") or {})
         claim_metadata.update(
@@ -173,6 +173,10 @@ class StatefulSetController(OwningController):
         except ApiError as err:
             if err.code != 409:
                 raise
+            return name
+        message = f"create Claim {name} Pod {pod} in StatefulSet {statefulset['metadata']['name']} success"
+        self._event(statefulset, "SuccessfulCreate", message)
+        return name
 
     def _write_status(
         self, key: str, statefulset: dict[str, Any], update_revision: str, now: datetime.datetime

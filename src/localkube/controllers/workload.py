@@ -14,8 +14,9 @@ from typing import Any
 
 from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
+from localkube.controllers.events import record_event
 from localkube.controllers.history import REVISIONS_PREFIX, History
-from localkube.controllers.ownership import Ownership
+from localkube.controllers.ownership import Ownership, key_of
 from localkube.storage import Event, Store
 
 
@@ -64,6 +65,28 @@ class OwningController:
     def sync(self, key: str, owner: dict[str, Any], dependents: list[dict[str, Any]]) -> float | None:
         """Brings one live owner's dependents and status to what its spec asks."""
         raise NotImplementedError
+
+    def _event(self, about: dict[str, Any], reason: str, message: str) -> None:
+        record_event(self._api, self.name, about, reason, message, self._clock())
+
+    def _create_pod(self, owner: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
+        """Creates one of `owner`'s pods and records it as upstream does (`SuccessfulCreate`)."""
+        created = self._api.create("", "pods", owner["metadata"]["namespace"], pod)
+        name = created["metadata"]["name"]
+        self._event(owner, "SuccessfulCreate", self._pod_message("create", "Created", name, owner))
+        return created
+
+    def _delete_pod(self, owner: dict[str, Any], pod: dict[str, Any]) -> None:
+        """Deletes one of `owner`'s pods and records it as upstream does (`SuccessfulDelete`)."""
+        self._api.delete(key_of(self.dependent_prefix, pod))
+        name = pod["metadata"]["name"]
+        self._event(owner, "SuccessfulDelete", self._pod_message("delete", "Deleted", name, owner))
+
+    def _pod_message(self, verb: str, past: str, pod: str, owner: dict[str, Any]) -> str:
+        # The StatefulSet controller words its pod events its own way.
+        if self.owner_kind == "StatefulSet":
+            return f"{verb} Pod {pod} in StatefulSet {owner['metadata']['name']} successful"
+        return f"{past} pod: {pod}"
 
     def _record(self, owner: dict[str, Any], name: str, hash_value: str) -> None:
         assert self._history is not None
