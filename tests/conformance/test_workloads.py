@@ -508,3 +508,28 @@ def test_invalid_workloads_are_refused_with_the_field_and_the_reason(
     moved["spec"]["template"]["metadata"]["labels"]["tier"] = "front"
     done = kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(moved), check=False)
     assert "spec.selector: Invalid value" in done.stderr and "field is immutable" in done.stderr
+
+
+def test_a_paused_deployment_rolls_out_only_once_resumed(
+    kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_deployment("web", 2, "nginx:1.25")))
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    kubectl("rollout", "pause", "-n", namespace, "deployment/web")
+    kubectl("set", "image", "-n", namespace, "deployment/web", "main=nginx:1.26")
+    generation = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["metadata"][
+        "generation"
+    ]
+    kubectl("wait", "-n", namespace, "deployment/web", f"--for=jsonpath={{.status.observedGeneration}}={generation}", "--timeout=60s")  # fmt: skip
+    # Observed, yet nothing rolled: one ReplicaSet, the old pods, Progressing Unknown.
+    assert len(api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]) == 1
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    assert {_image(p) for p in pods} == {"nginx:1.25"}
+    status = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["status"]
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("Unknown", "DeploymentPaused")
+
+    kubectl("rollout", "resume", "-n", namespace, "deployment/web")
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    assert {_image(p) for p in pods if _live(p)} == {"nginx:1.26"}

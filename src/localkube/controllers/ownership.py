@@ -22,11 +22,14 @@ from localkube.storage import Event, Store
 REVISION_LABEL = "controller-revision-hash"
 
 
+def _controller_reference_of(obj: dict[str, Any]) -> dict[str, Any] | None:
+    references = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((r for r in references if r.get("controller")), None)
+
+
 def controller_uid(obj: dict[str, Any]) -> str | None:
-    for reference in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if reference.get("controller"):
-            return str(reference.get("uid") or "") or None
-    return None
+    reference = _controller_reference_of(obj)
+    return str(reference.get("uid") or "") or None if reference is not None else None
 
 
 def controller_reference(owner: dict[str, Any]) -> dict[str, Any]:
@@ -96,11 +99,15 @@ class Ownership:
         concerned = [self._owner_key[previous]] if previous in self._owner_key else []
         if event.type == "DELETED":
             return concerned
-        uid = controller_uid(event.object)
-        if uid is None:
+        reference = _controller_reference_of(event.object)
+        if reference is None:
             orphans.add(event.key)
             # Any owner in the namespace may want to adopt it.
             return [*concerned, *sorted(self._owners_in.get(namespace, ()))]
+        if reference.get("kind") != self.owner_kind:
+            # Controlled by another kind (a Job, a RayCluster): none of this index's business.
+            return concerned
+        uid = str(reference.get("uid") or "")
         self._controller_of[event.key] = uid
         self._owned.setdefault(uid, set()).add(event.key)
         if uid in self._owner_key and uid != previous:
