@@ -226,7 +226,9 @@ class DeploymentController(OwningController):
             },
         }
         try:
-            created = self._api.create("apps", "replicasets", metadata["namespace"], replicaset)
+            created = self._owned.note(
+                self._api.create("apps", "replicasets", metadata["namespace"], replicaset)
+            )
         except ApiError as err:
             if err.code != 409:
                 raise

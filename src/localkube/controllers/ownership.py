@@ -114,6 +114,12 @@ class Ownership:
             concerned.append(self._owner_key[uid])
         return concerned
 
+    def note(self, dependent: dict[str, Any]) -> dict[str, Any]:
+        """Indexes a dependent this controller itself just wrote, before its watch event arrives, so that
+        a reconcile in between does not make or adopt it twice (upstream's "expectations")."""
+        self.observe(Event("MODIFIED", key_of(self.dependent_prefix, dependent), 0, b"", dependent))
+        return dependent
+
     def owned(self, owner_uid: str) -> list[dict[str, Any]]:
         """The dependents `owner_uid` controls, fresh from the store, by name."""
         return self._read(self._owned.get(owner_uid, ()))
@@ -130,7 +136,10 @@ class Ownership:
         metadata = owner["metadata"]
         selector = (owner.get("spec") or {}).get("selector")
         claimed: list[dict[str, Any]] = []
+        # The index may lag the store: each dependent is judged by its stored controller reference.
         for dependent in self.owned(metadata["uid"]):
+            if controller_uid(dependent) != metadata["uid"]:
+                continue
             if selects(selector, dependent) or dependent["metadata"].get("deletionTimestamp"):
                 claimed.append(dependent)
             elif not metadata.get("deletionTimestamp"):
@@ -140,6 +149,8 @@ class Ownership:
         if metadata.get("deletionTimestamp"):
             return claimed
         for dependent in self._read(self._orphans.get(metadata["namespace"], ())):
+            if controller_uid(dependent) is not None:
+                continue
             if dependent["metadata"].get("deletionTimestamp") or not selects(selector, dependent):
                 continue
             references = [*(dependent["metadata"].get("ownerReferences") or []), controller_reference(owner)]
@@ -155,7 +166,7 @@ class Ownership:
         if not references:
             del updated["metadata"]["ownerReferences"]
         try:
-            return api.update(key_of(self.dependent_prefix, dependent), updated)
+            return self.note(api.update(key_of(self.dependent_prefix, dependent), updated))
         except ApiError as err:
             # Someone else changed or deleted it first: the event that follows brings it back here.
             if err.code in (404, 409):

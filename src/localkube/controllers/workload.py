@@ -71,7 +71,7 @@ class OwningController:
 
     def _create_pod(self, owner: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
         """Creates one of `owner`'s pods and records it as upstream does (`SuccessfulCreate`)."""
-        created = self._api.create("", "pods", owner["metadata"]["namespace"], pod)
+        created = self._owned.note(self._api.create("", "pods", owner["metadata"]["namespace"], pod))
         name = created["metadata"]["name"]
         self._event(owner, "SuccessfulCreate", self._pod_message("create", "Created", name, owner))
         return created
