@@ -533,3 +533,17 @@ def test_a_paused_deployment_rolls_out_only_once_resumed(
     kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
     pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
     assert {_image(p) for p in pods if _live(p)} == {"nginx:1.26"}
+
+
+def test_old_replicasets_beyond_the_history_limit_are_deleted(
+    kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_deployment("web", 1, "nginx:1.25", revisionHistoryLimit=1)))  # fmt: skip
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    for image in ("nginx:1.26", "nginx:1.27", "nginx:1.28"):
+        kubectl("set", "image", "-n", namespace, "deployment/web", f"main={image}")
+        kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    # The pass that finds the last old pod gone both prunes and reports the rollout complete.
+    sets = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]
+    images = sorted(s["spec"]["template"]["spec"]["containers"][0]["image"] for s in sets)
+    assert images == ["nginx:1.27", "nginx:1.28"]

@@ -309,8 +309,9 @@ class DeploymentController(OwningController):
         idle = [
             old
             for old in olds
+            # As upstream: no replicas wanted and none active (what the status counts, too).
             if not int(old["spec"].get("replicas", 0))
-            and not list(self._pods.owned_keys(old["metadata"]["uid"]))
+            and not any(podstate.active(pod) for pod in self._pods.owned(old["metadata"]["uid"]))
         ]
         idle.sort(key=revision_of)
         for old in idle[: max(len(idle) - int(limit), 0)]:

@@ -124,9 +124,6 @@ class Ownership:
         """The dependents `owner_uid` controls, fresh from the store, by name."""
         return self._read(self._owned.get(owner_uid, ()))
 
-    def owned_keys(self, owner_uid: str) -> Iterable[str]:
-        return self._owned.get(owner_uid, ())
-
     def _read(self, keys: Iterable[str]) -> list[dict[str, Any]]:
         objects = (self._store.get(key) for key in sorted(keys))
         return [obj for obj in objects if obj is not None]
