@@ -547,3 +547,21 @@ def test_old_replicasets_beyond_the_history_limit_are_deleted(
     sets = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]
     images = sorted(s["spec"]["template"]["spec"]["containers"][0]["image"] for s in sets)
     assert images == ["nginx:1.27", "nginx:1.28"]
+
+
+def test_statefulset_claims_follow_the_retention_policy(
+    kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    claims = [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]  # fmt: skip
+    policy = {"whenDeleted": "Delete", "whenScaled": "Delete"}
+    manifest = _statefulset(
+        2, "nginx:1.25", volumeClaimTemplates=claims, persistentVolumeClaimRetentionPolicy=policy
+    )
+    kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    kubectl("rollout", "status", "-n", namespace, "statefulset/web", "--timeout=60s")
+    kubectl("scale", "-n", namespace, "statefulset/web", "--replicas=1")
+    # The claim of the removed pod goes with it; the other stays while the set does.
+    kubectl("wait", "-n", namespace, "--for=delete", "persistentvolumeclaim/www-web-1", "--timeout=60s")
+    assert api.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/www-web-0").status_code == 200
+    kubectl("delete", "-n", namespace, "statefulset/web")
+    kubectl("wait", "-n", namespace, "--for=delete", "persistentvolumeclaim/www-web-0", "--timeout=60s")

@@ -3,8 +3,9 @@
 Each pod gets `hostname` = its name and `subdomain` = `spec.serviceName` (so the headless Service names
 it), the labels `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
 `controller-revision-hash` (`<set>-<template hash>`), and one PersistentVolumeClaim per
-`volumeClaimTemplates` entry, named `<claim>-<set>-<ordinal>` and kept when the pod goes (upstream's
-default `Retain` policy).
+`volumeClaimTemplates` entry, named `<claim>-<set>-<ordinal>`, kept when the pod goes unless
+`persistentVolumeClaimRetentionPolicy` says `Delete` (`whenDeleted`: the claims are owned by the set;
+`whenScaled`: a pod removed by a scale-down takes its claims with it, through the garbage collector).
 
 With `podManagementPolicy: OrderedReady` (the default) ordinal N is created only once 0..N-1 are Running
 and Ready (for `minReadySeconds`), and on scale-down the highest ordinal goes first, the next only once it is
@@ -29,6 +30,7 @@ from typing import Any
 from localkube.controllers import podstate
 from localkube.controllers.ownership import (
     REVISION_LABEL,
+    controller_reference,
     pod_from_template,
     revision_label,
 )
@@ -38,6 +40,7 @@ from localkube.controllers.workload import OwningController
 from localkube.server.errors import ApiError
 
 STATEFULSETS_PREFIX = "/registry/apps/statefulsets/"
+CLAIMS_PREFIX = "/registry/core/persistentvolumeclaims/"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
@@ -113,6 +116,8 @@ class StatefulSetController(OwningController):
                 not self._healthy(statefulset, other, now) for n, other in pods.items() if n != index
             ):
                 return
+            if _retention(statefulset, "whenScaled") == "Delete":
+                self._hand_claims_to(statefulset, pod)
             self._delete_pod(statefulset, pod)
             if ordered:
                 return
@@ -153,7 +158,7 @@ class StatefulSetController(OwningController):
         """Makes the pod's claim from `template` unless it exists (it outlives its pods); returns its name."""
         name = f"{template['metadata']['name']}-{pod}"
         namespace = statefulset["metadata"]["namespace"]
-        if self._store.get(f"/registry/core/persistentvolumeclaims/{namespace}/{name}") is not None:
+        if self._store.get(f"{CLAIMS_PREFIX}{namespace}/{name}") is not None:
             return name
         selector_labels = ((statefulset.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         claim_metadata = copy.deepcopy(template.get("metadata") or {})
@@ -162,6 +167,8 @@ class StatefulSetController(OwningController):
             namespace=namespace,
             labels={**(claim_metadata.get("labels") or {}), **selector_labels},
         )
+        if _retention(statefulset, "whenDeleted") == "Delete":
+            claim_metadata["ownerReferences"] = [{**controller_reference(statefulset), "controller": False}]
         claim = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
@@ -177,6 +184,18 @@ class StatefulSetController(OwningController):
         message = f"create Claim {name} Pod {pod} in StatefulSet {statefulset['metadata']['name']} success"
         self._event(statefulset, "SuccessfulCreate", message)
         return name
+
+    def _hand_claims_to(self, statefulset: dict[str, Any], pod: dict[str, Any]) -> None:
+        """Makes a condemned pod the only owner of its claims, so they go with it (`whenScaled: Delete`)."""
+        namespace = statefulset["metadata"]["namespace"]
+        owner = {**controller_reference(pod), "controller": False}
+        for template in (statefulset.get("spec") or {}).get("volumeClaimTemplates") or []:
+            key = f"{CLAIMS_PREFIX}{namespace}/{template['metadata']['name']}-{pod['metadata']['name']}"
+            claim = self._store.get(key)
+            if claim is not None and claim["metadata"].get("ownerReferences") != [owner]:
+                self._api.update(
+                    key, {**claim, "metadata": {**claim["metadata"], "ownerReferences": [owner]}}
+                )
 
     def _write_status(
         self, key: str, statefulset: dict[str, Any], update_revision: str, now: datetime.datetime
@@ -212,3 +231,8 @@ class StatefulSetController(OwningController):
             status["currentReplicas"] = status["updatedReplicas"]
         status = compact(status, required=("replicas", "availableReplicas", "collisionCount"))
         return self._publish(key, fresh, status, waits)
+
+
+def _retention(statefulset: dict[str, Any], when: str) -> str:
+    policy = (statefulset.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    return str(policy.get(when) or "Retain")
