@@ -565,3 +565,42 @@ def test_statefulset_claims_follow_the_retention_policy(
     assert api.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/www-web-0").status_code == 200
     kubectl("delete", "-n", namespace, "statefulset/web")
     kubectl("wait", "-n", namespace, "--for=delete", "persistentvolumeclaim/www-web-0", "--timeout=60s")
+
+
+def test_orphaned_replicasets_are_adopted_by_the_next_matching_deployment(
+    kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    manifest = _manifest(_deployment("web", 2, "nginx:1.25"))
+    kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    pods_before = {
+        p["metadata"]["uid"] for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    }
+    kubectl("delete", "-n", namespace, "deployment/web", "--cascade=orphan")
+    (orphan,) = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]
+    assert "ownerReferences" not in orphan["metadata"]
+
+    kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    deployment = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()
+    (adopted,) = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]
+    assert adopted["metadata"]["uid"] == orphan["metadata"]["uid"]
+    assert adopted["metadata"]["ownerReferences"][0]["uid"] == deployment["metadata"]["uid"]
+    # Same template, same ReplicaSet: its pods were never replaced.
+    assert {
+        p["metadata"]["uid"] for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    } == pods_before
+
+
+def test_rollout_restart_replaces_every_pod(kubectl: Kubectl, api: httpx.Client, namespace: str) -> None:
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_deployment("web", 2, "nginx:1.25")))
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    before = {p["metadata"]["uid"] for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]}
+    kubectl("rollout", "restart", "-n", namespace, "deployment/web")
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    after = {
+        p["metadata"]["uid"]
+        for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+        if _live(p)
+    }
+    assert len(after) == 2 and not after & before
