@@ -7,13 +7,15 @@ taken before the action), never with timers.
 from __future__ import annotations
 
 import json
+import subprocess
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import yaml
 
-from conformance.support import Kubectl
+from conformance.support import Kubectl, run_kubectl
 from localkube_process import LocalKubeProcess
 
 PodStates = dict[str, dict[str, Any]]
@@ -604,3 +606,25 @@ def test_rollout_restart_replaces_every_pod(kubectl: Kubectl, api: httpx.Client,
         if _live(p)
     }
     assert len(after) == 2 and not after & before
+
+
+def test_in_process_mode_a_rollout_replaces_real_processes_and_deletion_leaves_none(
+    localkube_factory: Callable[..., LocalKubeProcess],
+) -> None:
+    server = localkube_factory(extra_args=["--node-mode", "process"])
+    marker = f"workloads-{uuid.uuid4().hex}"
+    deployment = _deployment("sleeper", 2, "python:3.11")
+    deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 2
+    deployment["spec"]["template"]["spec"]["containers"][0]["command"] = ["python", "-c", f"import time; time.sleep(3600)  # {marker}"]  # fmt: skip
+
+    def processes() -> int:
+        return len(subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split())
+
+    run_kubectl(server, "apply", "-f", "-", input=_manifest(deployment))
+    run_kubectl(server, "rollout", "status", "deployment/sleeper", "--timeout=90s")
+    assert processes() == 2
+    run_kubectl(server, "set", "env", "deployment/sleeper", "GENERATION=2")
+    run_kubectl(server, "rollout", "status", "deployment/sleeper", "--timeout=90s")
+    # Foreground deletion returns once every pod is gone, and a pod is gone once its process is.
+    run_kubectl(server, "delete", "deployment/sleeper", "--cascade=foreground", "--timeout=90s")
+    assert processes() == 0
