@@ -455,8 +455,8 @@ def test_a_statefulset_rolls_from_the_highest_ordinal_down(
     assert sorted(_image(p) for p in pods if _live(p)) == ["nginx:1.25"] * 3
 
 
-def test_a_daemonset_runs_one_pod_on_the_node(kubectl: Kubectl, api: httpx.Client, namespace: str) -> None:
-    daemonset = {
+def _daemonset(**spec: Any) -> dict[str, Any]:
+    return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {"name": "agent"},
@@ -466,9 +466,13 @@ def test_a_daemonset_runs_one_pod_on_the_node(kubectl: Kubectl, api: httpx.Clien
                 "metadata": {"labels": {"app": "agent"}},
                 "spec": {"containers": [{"name": "agent", "image": "busybox:1.36"}]},
             },
+            **spec,
         },
     }
-    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(daemonset))
+
+
+def test_a_daemonset_runs_one_pod_on_the_node(kubectl: Kubectl, api: httpx.Client, namespace: str) -> None:
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_daemonset()))
     done = kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s")
     assert 'daemon set "agent" successfully rolled out' in done.stdout
     (node,) = api.get("/api/v1/nodes").json()["items"]
@@ -628,3 +632,23 @@ def test_in_process_mode_a_rollout_replaces_real_processes_and_deletion_leaves_n
     # Foreground deletion returns once every pod is gone, and a pod is gone once its process is.
     run_kubectl(server, "delete", "deployment/sleeper", "--cascade=foreground", "--timeout=90s")
     assert processes() == 0
+
+
+def test_a_daemonset_with_max_surge_starts_the_new_pod_before_the_old_one_goes(
+    localkube: LocalKubeProcess, kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_daemonset(updateStrategy=strategy)))
+    kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s")
+    since = _snapshot(api, namespace)
+    kubectl("set", "image", "-n", namespace, "daemonset/agent", "agent=busybox:1.37")
+    kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s")
+
+    def finished(pods: PodStates) -> bool:
+        return len(pods) == 1 and all(_image(p) == "busybox:1.37" and _ready(p) for p in pods.values())
+
+    events = _pod_events(localkube, namespace, since, finished)
+    assert all(any(_ready(p) for p in pods.values()) for _, _, pods in events), (
+        "the node was left without a ready pod"
+    )
+    assert any(len([p for p in pods.values() if _live(p)]) == 2 for _, _, pods in events)

@@ -9,7 +9,8 @@ pods are deleted.
 
 `RollingUpdate` (the default) replaces pods of an older template at most `maxUnavailable` (rounded up,
 default 1) unavailable at a time: unavailable old pods go first, then available ones within the budget, and
-each node gets its new pod as soon as the old one is gone. `OnDelete` replaces a pod only when someone
+each node gets its new pod as soon as the old one is gone. With `maxSurge` (rounded up) instead, up to that
+many nodes at a time run their new pod beside the old one, which goes once the new one is available. `OnDelete` replaces a pod only when someone
 deletes it. Status as upstream writes it and `kubectl rollout status` reads it: `desiredNumberScheduled`,
 `currentNumberScheduled`, `numberMisscheduled`, `numberReady`, `numberAvailable`, `numberUnavailable`,
 `updatedNumberScheduled`, `observedGeneration`.
@@ -140,7 +141,7 @@ class DaemonSetController(OwningController):
         for node, node_pods in sorted(on_node.items()):
             failed = [p for p in node_pods if podstate.phase(p) == "Failed"]
             running = [p for p in node_pods if podstate.active(p)]
-            doomed = failed + (running if node not in wanted else deletion_order(running)[:-1])
+            doomed = failed + (running if node not in wanted else _extras(running))
             for pod in doomed:
                 self._delete_pod(daemonset, pod)
             on_node[node] = [p for p in node_pods if p not in doomed and podstate.active(p)]
@@ -167,19 +168,21 @@ class DaemonSetController(OwningController):
         min_ready: int,
         now: datetime.datetime,
     ) -> None:
-        """Deletes old pods within `maxUnavailable`; their nodes get new pods in the same pass."""
+        """Replaces old pods: within `maxUnavailable` (deleted first; their nodes get new pods in the same
+        pass), or, with `maxSurge`, on at most that many nodes at once beside the old pod, which goes once
+        the new one is available."""
         strategy = (daemonset.get("spec") or {}).get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return
+        rolling = strategy.get("rollingUpdate") or {}
         try:
-            budget = scaled_value(
-                (strategy.get("rollingUpdate") or {}).get("maxUnavailable"),
-                len(wanted),
-                round_up=True,
-                default=1,
-            )
+            surge = scaled_value(rolling.get("maxSurge"), len(wanted), round_up=True, default=0)
+            budget = scaled_value(rolling.get("maxUnavailable"), len(wanted), round_up=True, default=1)
         except RolloutError as err:
-            raise ValueError(f"spec.updateStrategy.rollingUpdate.maxUnavailable: {err}") from err
+            raise ValueError(f"spec.updateStrategy.rollingUpdate: {err}") from err
+        if surge > 0:
+            self._surge(daemonset, on_node, wanted, revision, surge, min_ready, now)
+            return
         budget = max(budget, 1)
         unavailable = sum(
             1
@@ -201,11 +204,45 @@ class DaemonSetController(OwningController):
             self._delete_pod(daemonset, pod)
             on_node[node] = [p for p in on_node[node] if p is not pod]
 
-    def _create(self, daemonset: dict[str, Any], node: str, revision: str) -> None:
+    def _surge(
+        self,
+        daemonset: dict[str, Any],
+        on_node: dict[str, list[dict[str, Any]]],
+        wanted: set[str],
+        revision: str,
+        surge: int,
+        min_ready: int,
+        now: datetime.datetime,
+    ) -> None:
+        surging = 0
+        waiting: list[tuple[str, bool]] = []  # nodes with only old pods, and whether one is available
+        for node in sorted(wanted):
+            pods = on_node.get(node, [])
+            new = [p for p in pods if revision_label(p) == revision]
+            old = [p for p in pods if revision_label(p) != revision]
+            if not old:
+                continue
+            if any(podstate.available(p, min_ready, now) for p in new):
+                for pod in old:
+                    self._delete_pod(daemonset, pod)
+                on_node[node] = new
+            elif new:
+                surging += 1
+            else:
+                waiting.append((node, any(podstate.available(p, min_ready, now) for p in old)))
+        for node, old_available in waiting:
+            # A node whose old pod is down anyway gets its new pod without using the surge.
+            if old_available:
+                if surging >= surge:
+                    continue
+                surging += 1
+            on_node[node].append(self._create(daemonset, node, revision))
+
+    def _create(self, daemonset: dict[str, Any], node: str, revision: str) -> dict[str, Any]:
         labels = {REVISION_LABEL: revision, GENERATION_LABEL: str(daemonset["metadata"].get("generation", 1))}
         pod = pod_from_template(daemonset, labels=labels)
         pod["spec"] = pinned_to(pod["spec"], node)
-        self._create_pod(daemonset, pod)
+        return self._create_pod(daemonset, pod)
 
     def _write_status(
         self, key: str, daemonset: dict[str, Any], wanted: set[str], revision: str, now: datetime.datetime
@@ -250,3 +287,11 @@ class DaemonSetController(OwningController):
             ),
         )
         return self._publish(key, fresh, status, waits)
+
+
+def _extras(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods beyond one per template revision on a node (two revisions meet only during an update)."""
+    by_revision: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        by_revision.setdefault(revision_label(pod), []).append(pod)
+    return [extra for group in by_revision.values() for extra in deletion_order(group)[:-1]]
