@@ -67,6 +67,11 @@ def _image(pod: dict[str, Any]) -> str:
     return str(pod["spec"]["containers"][0]["image"])
 
 
+def _all_ready(count: int, image: str) -> Callable[[PodStates], bool]:
+    """Whether exactly `count` pods remain, all of `image` and ready: a rollout's end on the pods."""
+    return lambda pods: len(pods) == count and all(_image(p) == image and _ready(p) for p in pods.values())
+
+
 def _pod_events(
     localkube: LocalKubeProcess,
     namespace: str,
@@ -165,10 +170,7 @@ def _assert_rolling_update_bounds(
     kubectl("set", "image", "-n", namespace, "deployment/web", "main=nginx:1.26")
     kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
 
-    def finished(pods: PodStates) -> bool:
-        return len(pods) == replicas and all(_image(p) == "nginx:1.26" and _ready(p) for p in pods.values())
-
-    events = _pod_events(localkube, namespace, since, finished)
+    events = _pod_events(localkube, namespace, since, _all_ready(replicas, "nginx:1.26"))
     mixed = False
     for kind, pod, pods in events:
         live = [p for p in pods.values() if _live(p)]
@@ -204,14 +206,7 @@ def test_recreate_stops_every_old_pod_before_the_first_new_one(
     since = _snapshot(api, namespace)
     kubectl("set", "image", "-n", namespace, "deployment/web", "main=nginx:1.26")
     kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
-    events = _pod_events(
-        localkube,
-        namespace,
-        since,
-        lambda pods: (
-            len(pods) == 3 and all(_image(p) == "nginx:1.26" and _ready(p) for p in pods.values())
-        ),  # fmt: skip
-    )
+    events = _pod_events(localkube, namespace, since, _all_ready(3, "nginx:1.26"))
     for _, _, pods in events:
         assert {_image(p) for p in pods.values()} != {"nginx:1.25", "nginx:1.26"}, sorted(pods)
 
@@ -430,10 +425,7 @@ def test_a_statefulset_rolls_from_the_highest_ordinal_down(
     kubectl("set", "image", "-n", namespace, "statefulset/web", "nginx=nginx:1.26")
     kubectl("rollout", "status", "-n", namespace, "statefulset/web", "--timeout=60s")
 
-    def finished(pods: PodStates) -> bool:
-        return len(pods) == 3 and all(_image(p) == "nginx:1.26" and _ready(p) for p in pods.values())
-
-    events = _pod_events(localkube, namespace, since, finished)
+    events = _pod_events(localkube, namespace, since, _all_ready(3, "nginx:1.26"))
     assert _deletions(events) == ["web-2", "web-1", "web-0"]
     for _, _, pods in events:
         # One pod at a time is down.
@@ -644,10 +636,7 @@ def test_a_daemonset_with_max_surge_starts_the_new_pod_before_the_old_one_goes(
     kubectl("set", "image", "-n", namespace, "daemonset/agent", "agent=busybox:1.37")
     kubectl("rollout", "status", "-n", namespace, "daemonset/agent", "--timeout=60s")
 
-    def finished(pods: PodStates) -> bool:
-        return len(pods) == 1 and all(_image(p) == "busybox:1.37" and _ready(p) for p in pods.values())
-
-    events = _pod_events(localkube, namespace, since, finished)
+    events = _pod_events(localkube, namespace, since, _all_ready(1, "busybox:1.37"))
     assert all(any(_ready(p) for p in pods.values()) for _, _, pods in events), (
         "the node was left without a ready pod"
     )
