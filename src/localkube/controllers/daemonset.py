@@ -236,9 +236,11 @@ class DaemonSetController(OwningController):
                 if surging >= surge:
                     continue
                 surging += 1
-            on_node[node].append(self._create(daemonset, node, revision))
+            created = self._create(daemonset, node, revision)
+            if created is not None:
+                on_node[node].append(created)
 
-    def _create(self, daemonset: dict[str, Any], node: str, revision: str) -> dict[str, Any]:
+    def _create(self, daemonset: dict[str, Any], node: str, revision: str) -> dict[str, Any] | None:
         labels = {REVISION_LABEL: revision, GENERATION_LABEL: str(daemonset["metadata"].get("generation", 1))}
         pod = pod_from_template(daemonset, labels=labels)
         pod["spec"] = pinned_to(pod["spec"], node)

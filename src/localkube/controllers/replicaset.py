@@ -57,7 +57,10 @@ class ReplicaSetController(OwningController):
         active = [pod for pod in pods if podstate.active(pod)]
         missing = int(spec.get("replicas", 1)) - len(active)
         for _ in range(missing):
-            active.append(self._create_pod(replicaset, pod_from_template(replicaset)))
+            created = self._create_pod(replicaset, pod_from_template(replicaset))
+            if created is None:
+                return None
+            active.append(created)
         if missing < 0:
             doomed = deletion_order(active)[:-missing]
             for pod in doomed:

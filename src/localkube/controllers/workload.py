@@ -9,6 +9,7 @@ collector, and writes status only when it changed. StatefulSets and DaemonSets a
 from __future__ import annotations
 
 import datetime
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -17,7 +18,10 @@ from localkube.controllers.api import ControllerApi
 from localkube.controllers.events import record_event
 from localkube.controllers.history import REVISIONS_PREFIX, History
 from localkube.controllers.ownership import Ownership, key_of
+from localkube.server.errors import ApiError
 from localkube.storage import Event, Store
+
+log = logging.getLogger(__name__)
 
 
 class OwningController:
@@ -66,12 +70,24 @@ class OwningController:
         """Brings one live owner's dependents and status to what its spec asks."""
         raise NotImplementedError
 
-    def _event(self, about: dict[str, Any], reason: str, message: str) -> None:
-        record_event(self._api, self.name, about, reason, message, self._clock())
+    def _event(self, about: dict[str, Any], reason: str, message: str, kind: str = "Normal") -> None:
+        try:
+            record_event(self._api, self.name, about, reason, message, self._clock(), kind)
+        except ApiError:
+            # An event that cannot be written (its namespace is going) is no reason to fail the reconcile.
+            log.debug("%s: could not record %s about %s", self.name, reason, about["metadata"]["name"])
 
-    def _create_pod(self, owner: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
-        """Creates one of `owner`'s pods and records it as upstream does (`SuccessfulCreate`)."""
-        created = self._owned.note(self._api.create("", "pods", owner["metadata"]["namespace"], pod))
+    def _create_pod(self, owner: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any] | None:
+        """Creates one of `owner`'s pods and records it as upstream does (`SuccessfulCreate`, or a
+        `FailedCreate` Warning before the error goes to the runner's retry). None when the namespace is
+        being deleted: nothing may be made there, and nothing needs to be (upstream skips it too)."""
+        try:
+            created = self._owned.note(self._api.create("", "pods", owner["metadata"]["namespace"], pod))
+        except ApiError as err:
+            if err.code == 403 and "being terminated" in err.message:
+                return None
+            self._event(owner, "FailedCreate", f"Error creating: {err.message}", "Warning")
+            raise
         name = created["metadata"]["name"]
         self._event(owner, "SuccessfulCreate", self._pod_message("create", "Created", name, owner))
         return created
