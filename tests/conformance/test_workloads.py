@@ -641,3 +641,14 @@ def test_a_daemonset_with_max_surge_starts_the_new_pod_before_the_old_one_goes(
         "the node was left without a ready pod"
     )
     assert any(len([p for p in pods.values() if _live(p)]) == 2 for _, _, pods in events)
+
+
+def test_a_parallel_statefulset_with_a_start_ordinal(
+    kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    manifest = _statefulset(2, "nginx:1.25", podManagementPolicy="Parallel", ordinals={"start": 5})
+    kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    kubectl("rollout", "status", "-n", namespace, "statefulset/web", "--timeout=60s")
+    pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    assert sorted(p["metadata"]["name"] for p in pods) == ["web-5", "web-6"]
+    assert {p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] for p in pods} == {"5", "6"}

@@ -1,13 +1,13 @@
 """The apps/v1 StatefulSet controller: pods with stable names `<set>-<ordinal>`, made and removed in order.
 
-Each pod gets `hostname` = its name and `subdomain` = `spec.serviceName` (so the headless Service names
-it), the labels `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
+Ordinals run from `spec.ordinals.start` (default 0). Each pod gets `hostname` = its name and
+`subdomain` = `spec.serviceName` (so the headless Service names it), the labels `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
 `controller-revision-hash` (`<set>-<template hash>`), and one PersistentVolumeClaim per
 `volumeClaimTemplates` entry, named `<claim>-<set>-<ordinal>`, kept when the pod goes unless
 `persistentVolumeClaimRetentionPolicy` says `Delete` (`whenDeleted`: the claims are owned by the set;
 `whenScaled`: a pod removed by a scale-down takes its claims with it, through the garbage collector).
 
-With `podManagementPolicy: OrderedReady` (the default) ordinal N is created only once 0..N-1 are Running
+With `podManagementPolicy: OrderedReady` (the default) ordinal N is created only once the lower ones are Running
 and Ready (for `minReadySeconds`), and on scale-down the highest ordinal goes first, the next only once it is
 gone; `Parallel` creates and deletes all at once. A `RollingUpdate` (the default, with `partition`)
 replaces pods whose revision is not the update revision from the highest ordinal down, one at a time,
@@ -86,8 +86,9 @@ class StatefulSetController(OwningController):
         """One step of upstream's `updateStatefulSet`: returns early wherever OrderedReady must wait."""
         spec = statefulset.get("spec") or {}
         replicas = int(spec.get("replicas", 1))
+        start = int((spec.get("ordinals") or {}).get("start") or 0)
         ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
-        for index in range(replicas):
+        for index in range(start, start + replicas):
             pod = pods.get(index)
             if (
                 pod is not None
@@ -105,7 +106,7 @@ class StatefulSetController(OwningController):
                 continue
             if ordered and not (not podstate.terminating(pod) and self._healthy(statefulset, pod, now)):
                 return
-        condemned = sorted((n for n in pods if n >= replicas), reverse=True)
+        condemned = sorted((n for n in pods if not start <= n < start + replicas), reverse=True)
         for index in condemned:
             pod = pods[index]
             if podstate.terminating(pod):
@@ -125,7 +126,7 @@ class StatefulSetController(OwningController):
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
-        for index in range(replicas - 1, partition - 1, -1):
+        for index in range(start + replicas - 1, start + partition - 1, -1):
             pod = pods.get(index)
             if pod is None:
                 return
