@@ -652,3 +652,23 @@ def test_a_parallel_statefulset_with_a_start_ordinal(
     pods = api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
     assert sorted(p["metadata"]["name"] for p in pods) == ["web-5", "web-6"]
     assert {p["metadata"]["labels"]["apps.kubernetes.io/pod-index"] for p in pods} == {"5", "6"}
+
+
+def test_scaling_mid_rollout_grows_every_replicaset_in_proportion(
+    kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}
+    kubectl("apply", "-n", namespace, "-f", "-", input=_manifest(_deployment("web", 10, "nginx:1.25", strategy=strategy)))  # fmt: skip
+    kubectl("rollout", "status", "-n", namespace, "deployment/web", "--timeout=60s")
+    # New pods that never become ready stall the rollout half way: the new set grows to 3 within the
+    # surge (13 pods), the old one shrinks to 8 within the unavailability (8 available), the new one
+    # takes the room left (5), and there it stays.
+    patch = {"spec": {"template": {"metadata": {"annotations": {"localkube.io/simulate": "NeverReady"}}}}}
+    kubectl("patch", "-n", namespace, "deployment/web", "-p", json.dumps(patch))
+    kubectl("wait", "-n", namespace, "deployment/web", "--for=jsonpath={.status.updatedReplicas}=5", "--timeout=60s")  # fmt: skip
+    kubectl("scale", "-n", namespace, "deployment/web", "--replicas=20")
+    # 10 more replicas are spread 8:5, as upstream spreads them: 14 and 9 (see test_rollout).
+    kubectl("wait", "-n", namespace, "deployment/web", "--for=jsonpath={.status.updatedReplicas}=9", "--timeout=60s")  # fmt: skip
+    sets = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]
+    sizes = {bool(s["spec"]["template"]["metadata"].get("annotations")): s["spec"]["replicas"] for s in sets}
+    assert sizes == {False: 14, True: 9}

@@ -7,6 +7,8 @@ revision annotation `deployment.kubernetes.io/revision` (one more than any older
 - `RollingUpdate`: the new set grows within `maxSurge` and old ones shrink within `maxUnavailable`
   (arithmetic in `rollout`), counting the pods themselves.
 - `Recreate`: every old set goes to zero, and the new one starts only once no old pod remains.
+A scale of the Deployment mid-rollout (or while paused) resizes its active sets in proportion, as
+upstream's proportional scaling does, instead of rolling on.
 A paused Deployment (`kubectl rollout pause`) changes no ReplicaSet. Old sets with no pods beyond
 `revisionHistoryLimit` are deleted, oldest revision first.
 
@@ -37,10 +39,12 @@ from localkube.controllers.replicaset import PODS_PREFIX, REPLICASETS_PREFIX, co
 from localkube.controllers.rollout import (
     POD_TEMPLATE_HASH,
     RolloutError,
+    ScaledSet,
     SetCounts,
     fenceposts,
     new_set_target,
     old_set_targets,
+    proportional_targets,
     same_template,
     template_hash,
 )
@@ -114,8 +118,12 @@ class DeploymentController(OwningController):
         olds = [s for s in _oldest_first(sets) if s is not new]
         status = copy.deepcopy(deployment.get("status") or {})
         now = self._clock()
-        if not spec.get("paused"):
-            if strategy.get("type") == "Recreate":
+        recreate = strategy.get("type") == "Recreate"
+        if not recreate and _scaling_event(desired, sets):
+            # A scale (kubectl scale, an autoscaler) mid-rollout, or while paused: resize, do not roll.
+            self._scale_proportionally(deployment, new, olds, surge, status, now)
+        elif not spec.get("paused"):
+            if recreate:
                 new = self._recreate(deployment, new, olds, status, now)
             else:
                 new = self._roll(deployment, new, olds, surge, unavailable, status, now)
@@ -176,6 +184,42 @@ class DeploymentController(OwningController):
             if old_target != int(old["spec"].get("replicas", 0)):
                 self._scale(deployment, old, old_target, desired + surge)
         return new
+
+    def _scale_proportionally(
+        self,
+        deployment: dict[str, Any],
+        new: dict[str, Any] | None,
+        olds: list[dict[str, Any]],
+        surge: int,
+        status: dict[str, Any],
+        now: datetime.datetime,
+    ) -> None:
+        """Upstream's `scale`: one active set takes the whole count; a saturated new set retires the old
+        ones; otherwise every active set grows or shrinks in proportion to its size."""
+        desired = int(deployment["spec"].get("replicas", 1))
+        ordered = _oldest_first([*olds, *([new] if new is not None else [])])
+        active = [s for s in ordered if int(s["spec"].get("replicas", 0))]
+        if len(active) <= 1:
+            chosen = active[0] if active else (new or (ordered[-1] if ordered else None))
+            if chosen is not None:
+                self._scale(deployment, chosen, desired, desired + surge)
+            return
+        min_ready = int(deployment["spec"].get("minReadySeconds") or 0)
+        if (
+            new is not None
+            and int(new["spec"].get("replicas", 0)) == desired
+            and _annotation(new, DESIRED_REPLICAS) == str(desired)
+            and self._counts(new, min_ready, now).available == desired
+        ):
+            for old in olds:
+                if int(old["spec"].get("replicas", 0)):
+                    self._scale(deployment, old, 0, desired + surge)
+            return
+        sized = [ScaledSet(int(s["spec"].get("replicas", 0)), _max_replicas(s)) for s in ordered]
+        targets = proportional_targets(desired, surge, sized, int(status.get("replicas") or 0))
+        for replicaset, target in zip(ordered, targets, strict=True):
+            if int(replicaset["spec"].get("replicas", 0)):
+                self._scale(deployment, replicaset, target, desired + surge)
 
     def _counts(self, replicaset: dict[str, Any], min_ready: int, now: datetime.datetime) -> SetCounts:
         pods = [pod for pod in self._pods.owned(replicaset["metadata"]["uid"]) if podstate.active(pod)]
@@ -448,6 +492,19 @@ class DeploymentController(OwningController):
             )
             return None
         return (deadline - now).total_seconds()
+
+
+def _scaling_event(desired: int, sets: list[dict[str, Any]]) -> bool:
+    """Whether an active set was last sized for another replica count than the Deployment's."""
+    return any(
+        int(s["spec"].get("replicas", 0)) and _annotation(s, DESIRED_REPLICAS) not in ("", str(desired))
+        for s in sets
+    )
+
+
+def _max_replicas(replicaset: dict[str, Any]) -> int | None:
+    text = _annotation(replicaset, MAX_REPLICAS)
+    return int(text) if text.isdigit() else None
 
 
 def _template(obj: dict[str, Any]) -> dict[str, Any]:

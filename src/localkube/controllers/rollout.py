@@ -151,3 +151,51 @@ def _without_hash_label(template: dict[str, Any]) -> dict[str, Any]:
 def same_template(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Templates equal but for the `pod-template-hash` label (how a Deployment finds its new set)."""
     return _without_hash_label(a) == _without_hash_label(b)
+
+
+@dataclass(frozen=True)
+class ScaledSet:
+    """A ReplicaSet as proportional scaling sees it: its replicas and the `max-replicas` annotation
+    (the Deployment's replicas plus surge when the set was last scaled; None when it has none)."""
+
+    spec: int
+    max_replicas: int | None = None
+
+
+def proportional_targets(
+    desired: int, surge: int, sets: Sequence[ScaledSet], current_total: int
+) -> list[int]:
+    """The sets' next `spec.replicas` when a Deployment is scaled mid-rollout (sets given oldest first):
+    the replicas to add or remove are spread in proportion to each set's size, as upstream's
+    `scale`/`GetProportion` spread them; the leftover of the rounding goes to the largest set (the newest
+    on a tie when growing, the oldest when shrinking). `current_total` stands in for a set without the
+    annotation, as upstream's status.replicas does."""
+    targets = [s.spec for s in sets]
+    active = [index for index, s in enumerate(sets) if s.spec > 0]
+    allowed = desired + surge if desired > 0 else 0
+    to_add = allowed - sum(sets[index].spec for index in active)
+    if to_add == 0 or not active:
+        return targets
+    growing = to_add > 0
+    order = sorted(active, key=lambda index: (-sets[index].spec, -index if growing else index))
+    added = 0
+    for index in order:
+        if added == to_add:
+            break
+        fraction = _fraction(sets[index], desired, allowed, current_total)
+        proportion = min(fraction, to_add - added) if growing else max(fraction, to_add - added)
+        targets[index] += proportion
+        added += proportion
+    targets[order[0]] = max(targets[order[0]] + to_add - added, 0)
+    return targets
+
+
+def _fraction(replica_set: ScaledSet, desired: int, allowed: int, current_total: int) -> int:
+    if desired == 0:
+        return -replica_set.spec
+    annotated = replica_set.max_replicas or current_total
+    if not annotated:
+        return 0
+    # Go's integer.RoundToInt32 rounds half away from zero.
+    exact = replica_set.spec * allowed / annotated
+    return int(math.floor(exact + 0.5)) - replica_set.spec

@@ -6,10 +6,12 @@ from localkube.controllers.rollout import (
     POD_TEMPLATE_HASH,
     SAFE_ALPHABET,
     RolloutError,
+    ScaledSet,
     SetCounts,
     fenceposts,
     new_set_target,
     old_set_targets,
+    proportional_targets,
     same_template,
     scaled_value,
     template_hash,
@@ -154,3 +156,31 @@ def test_same_template_ignores_what_a_client_round_trip_adds() -> None:
     assert same_template(stored, sent_back)
     assert not same_template(stored, {**sent_back, "spec": {"x": 2}})
     assert not same_template(stored, {"metadata": {"labels": {"app": "other"}}, "spec": {"x": 1}})
+
+
+@pytest.mark.parametrize(
+    ("desired", "surge", "sets", "current", "expected"),
+    [
+        # 10 -> 20 replicas (surge 3) with old 8 and new 5 sized for 13: 10 more, spread 8:5.
+        # old: round(8 * 23 / 13) - 8 = 6; new: min(round(5 * 23 / 13) - 5, 10 - 6) = 4.
+        (20, 3, [ScaledSet(8, 13), ScaledSet(5, 13)], 13, [14, 9]),
+        # And back to 10: 10 fewer; old: round(14 * 13 / 23) - 14 = -6; new: round(9 * 13 / 23) - 9 = -4.
+        (10, 3, [ScaledSet(14, 23), ScaledSet(9, 23)], 23, [8, 5]),
+        # To zero: every set goes.
+        (0, 3, [ScaledSet(14, 23), ScaledSet(9, 23)], 23, [0, 0]),
+        # Equal sizes: the rounding leftover goes to the newer set when growing...
+        (5, 0, [ScaledSet(2, 4), ScaledSet(2, 4)], 4, [2, 3]),
+        # ... and the older one gives it up when shrinking.
+        (3, 0, [ScaledSet(2, 4), ScaledSet(2, 4)], 4, [1, 2]),
+        # Without the annotation a set is taken as sized for the current total.
+        (8, 0, [ScaledSet(2), ScaledSet(2)], 4, [4, 4]),
+        # Inactive sets stay at zero.
+        (6, 0, [ScaledSet(0, 3), ScaledSet(1, 3), ScaledSet(2, 3)], 3, [0, 2, 4]),
+        # Nothing to add: nothing changes.
+        (4, 1, [ScaledSet(3, 5), ScaledSet(2, 5)], 5, [3, 2]),
+    ],
+)
+def test_proportional_targets(
+    desired: int, surge: int, sets: list[ScaledSet], current: int, expected: list[int]
+) -> None:
+    assert proportional_targets(desired, surge, sets, current) == expected
