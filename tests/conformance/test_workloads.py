@@ -672,3 +672,30 @@ def test_scaling_mid_rollout_grows_every_replicaset_in_proportion(
     sets = api.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets").json()["items"]
     sizes = {bool(s["spec"]["template"]["metadata"].get("annotations")): s["spec"]["replicas"] for s in sets}
     assert sizes == {False: 14, True: 9}
+
+
+def test_a_partitioned_statefulset_update_leaves_and_remakes_the_lower_ordinals_as_they_were(
+    localkube: LocalKubeProcess, kubectl: Kubectl, api: httpx.Client, namespace: str
+) -> None:
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}
+    kubectl("apply", "-n", namespace, "-f", "-", input=_statefulset(3, "nginx:1.25", updateStrategy=strategy))
+    kubectl("rollout", "status", "-n", namespace, "statefulset/web", "--timeout=60s")
+    kubectl("set", "image", "-n", namespace, "statefulset/web", "nginx=nginx:1.26")
+    done = kubectl("rollout", "status", "-n", namespace, "statefulset/web", "--timeout=60s")
+    assert "partitioned roll out complete: 1 new pods have been updated" in done.stdout
+    pods = {
+        p["metadata"]["name"]: _image(p)
+        for p in api.get(f"/api/v1/namespaces/{namespace}/pods").json()["items"]
+    }
+    assert pods == {"web-0": "nginx:1.25", "web-1": "nginx:1.25", "web-2": "nginx:1.26"}
+
+    since = _snapshot(api, namespace)
+    # --wait=false: the replacement has the same name and may appear before kubectl starts watching, and
+    # kubectl's wait then looks for the deletion of the replacement (a race real kubelets are too slow for).
+    kubectl("delete", "-n", namespace, "pod/web-0", "--wait=false")
+    events = _pod_events(
+        localkube, namespace, since, lambda pods: "web-0" in pods and _ready(pods["web-0"]) and len(pods) == 3
+    )
+    remade = events[-1][2]["web-0"]
+    assert remade["metadata"]["uid"] != since[0]["web-0"]["metadata"]["uid"]
+    assert _image(remade) == "nginx:1.25"

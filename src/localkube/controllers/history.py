@@ -23,6 +23,7 @@ REVISIONS_PREFIX = "/registry/apps/controllerrevisions/"
 
 class History:
     def __init__(self, store: Store, owner_prefix: str, owner_kind: str) -> None:
+        self._store = store
         self._revisions = Ownership(store, owner_prefix, owner_kind, REVISIONS_PREFIX)
 
     def observe(self, event: Event) -> list[str] | None:
@@ -65,6 +66,15 @@ class History:
             # Made by an earlier pass whose event has not arrived yet.
             if err.code != 409:
                 raise
+
+    def template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod template a revision restores; None when the revision is gone."""
+        revision = self._store.get(f"{REVISIONS_PREFIX}{namespace}/{name}")
+        if revision is None:
+            return None
+        template = dict(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
+        template.pop("$patch", None)
+        return template
 
     def prune(self, api: ControllerApi, owner: dict[str, Any], in_use: set[str]) -> None:
         """Deletes the oldest revisions beyond `revisionHistoryLimit` whose names are not `in_use`."""

@@ -172,10 +172,16 @@ class Ownership:
 
 
 def pod_from_template(
-    owner: dict[str, Any], *, labels: dict[str, str] | None = None, name: str | None = None
+    owner: dict[str, Any],
+    *,
+    labels: dict[str, str] | None = None,
+    name: str | None = None,
+    template: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A pod of `owner`'s `spec.template`, controlled by `owner`: named `name`, or `<owner>-<random>`."""
-    template = (owner.get("spec") or {}).get("template") or {}
+    """A pod of `owner`'s `spec.template` (or of an earlier `template`), controlled by `owner`: named
+    `name`, or `<owner>-<random>`."""
+    if template is None:
+        template = (owner.get("spec") or {}).get("template") or {}
     metadata = copy.deepcopy(template.get("metadata") or {})
     for server_owned in ("creationTimestamp", "generation", "uid", "resourceVersion"):
         metadata.pop(server_owned, None)

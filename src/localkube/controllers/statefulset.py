@@ -7,12 +7,13 @@ Ordinals run from `spec.ordinals.start` (default 0). Each pod gets `hostname` = 
 `persistentVolumeClaimRetentionPolicy` says `Delete` (`whenDeleted`: the claims are owned by the set;
 `whenScaled`: a pod removed by a scale-down takes its claims with it, through the garbage collector).
 
-With `podManagementPolicy: OrderedReady` (the default) ordinal N is created only once the lower ones are Running
-and Ready (for `minReadySeconds`), and on scale-down the highest ordinal goes first, the next only once it is
-gone; `Parallel` creates and deletes all at once. A `RollingUpdate` (the default, with `partition`)
-replaces pods whose revision is not the update revision from the highest ordinal down, one at a time,
-each only when every pod is healthy; `OnDelete` replaces a pod only when someone deletes it. A failed pod is
-deleted and made again.
+With `podManagementPolicy: OrderedReady` (the default) ordinal N is created only once the lower ones are
+Running and Ready (for `minReadySeconds`), and on scale-down the highest ordinal goes first, the next only
+once it is gone; `Parallel` creates and deletes all at once. A `RollingUpdate` (the default, with
+`partition`) replaces pods whose revision is not the update revision from the highest ordinal down to the
+partition, one at a time, each only when every pod is healthy; a pod made below the partition gets the
+current revision's template (read back from its ControllerRevision). `OnDelete` replaces a pod only when
+someone deletes it. A failed pod is deleted and made again.
 
 Status as upstream writes it and `kubectl rollout status` reads it: `replicas` (pods that exist),
 `readyReplicas`, `availableReplicas`, `currentReplicas`, `updatedReplicas`, `currentRevision` (moved to
@@ -100,7 +101,7 @@ class StatefulSetController(OwningController):
                     return
                 continue
             if pod is None:
-                self._create(statefulset, index, revision)
+                self._create(statefulset, index, *self._revision_for(statefulset, index, revision))
                 if ordered:
                     return
                 continue
@@ -136,11 +137,31 @@ class StatefulSetController(OwningController):
             if not self._healthy(statefulset, pod, now) or podstate.terminating(pod):
                 return
 
-    def _create(self, statefulset: dict[str, Any], index: int, revision: str) -> None:
+    def _revision_for(
+        self, statefulset: dict[str, Any], index: int, update_revision: str
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The revision (and its template) a pod made now gets: below a RollingUpdate's partition the
+        current one, so that a canary's untouched pods come back as they were; else the update one."""
+        spec = statefulset.get("spec") or {}
+        strategy = spec.get("updateStrategy") or {}
+        start = int((spec.get("ordinals") or {}).get("start") or 0)
+        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        current = str((statefulset.get("status") or {}).get("currentRevision") or "")
+        if strategy.get("type", "RollingUpdate") != "RollingUpdate" or index >= start + partition:
+            return update_revision, None
+        if not current or current == update_revision:
+            return update_revision, None
+        assert self._history is not None
+        template = self._history.template(statefulset["metadata"]["namespace"], current)
+        return (current, template) if template is not None else (update_revision, None)
+
+    def _create(
+        self, statefulset: dict[str, Any], index: int, revision: str, template: dict[str, Any] | None
+    ) -> None:
         metadata, spec = statefulset["metadata"], statefulset.get("spec") or {}
         pod_name = f"{metadata['name']}-{index}"
         labels = {REVISION_LABEL: revision, POD_NAME_LABEL: pod_name, POD_INDEX_LABEL: str(index)}
-        pod = pod_from_template(statefulset, labels=labels, name=pod_name)
+        pod = pod_from_template(statefulset, labels=labels, name=pod_name, template=template)
         pod["spec"]["hostname"] = pod_name
         if spec.get("serviceName"):
             pod["spec"]["subdomain"] = spec["serviceName"]
