@@ -70,6 +70,7 @@ class Ownership:
         self._owned: dict[str, set[str]] = {}  # owner uid -> dependent keys
         self._controller_of: dict[str, str] = {}  # dependent key -> controller uid
         self._orphans: dict[str, set[str]] = {}  # namespace -> dependent keys with no controller
+        self._orphan_labels: dict[str, dict[str, str]] = {}  # orphan key -> its labels when last seen
 
     @property
     def prefixes(self) -> tuple[str, str]:
@@ -96,13 +97,18 @@ class Ownership:
             self._owned.get(previous, set()).discard(event.key)
         orphans = self._orphans.setdefault(namespace, set())
         orphans.discard(event.key)
+        seen_labels = self._orphan_labels.pop(event.key, None)
         concerned = [self._owner_key[previous]] if previous in self._owner_key else []
         if event.type == "DELETED":
             return concerned
         reference = _controller_reference_of(event.object)
         if reference is None:
             orphans.add(event.key)
-            # Any owner in the namespace may want to adopt it.
+            labels = dict(metadata.get("labels") or {})
+            self._orphan_labels[event.key] = labels
+            if labels == seen_labels:
+                return concerned  # a status change: no owner's adoption decision changes with it
+            # New, released or relabelled: any owner in the namespace may want to adopt it.
             return [*concerned, *sorted(self._owners_in.get(namespace, ()))]
         if reference.get("kind") != self.owner_kind:
             # Controlled by another kind (a Job, a RayCluster): none of this index's business.
