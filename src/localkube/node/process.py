@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
 import math
 import os
@@ -42,12 +43,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from localkube.node import logs
+from localkube.node.apiaccess import SERVICE_PORT, ApiAccess, Forwarder, service_environment
 from localkube.node.environment import (
     ContainerConfigError,
     MissingCommand,
@@ -58,6 +61,7 @@ from localkube.node.exec import ContainerProcess
 from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
 from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
+from localkube.node.podvolumes import Mount, PodVolumes
 from localkube.node.probes import ProbeContext, Prober, tick_run
 from localkube.node.simulate import rfc3339
 from localkube.node.supervision import (
@@ -69,6 +73,7 @@ from localkube.node.supervision import (
     kill_leftovers,
     record_process,
 )
+from localkube.node.volumes import Sources, VolumeError, automounts_token
 from localkube.storage import Event, Store
 
 log = logging.getLogger(__name__)
@@ -79,6 +84,8 @@ HOSTS_KEY = ENDPOINTS_PREFIX
 DEFAULT_GRACE = 30.0
 # Ray keeps its sessions under /tmp/ray; a pod with a mount namespace gets its own there.
 HOST_RAY_DIR = Path("/tmp/ray")
+# The program that mounts a container's volumes inside its mount namespace, then runs its command.
+MOUNT_HELPER = Path(__file__).with_name("mountns.py")
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,10 @@ class ProcessOptions:
     backoff_max: float = 300.0
     poll_interval: float = 0.5
     shutdown_grace: float = 10.0
+    # How often mounted ConfigMaps, Secrets, downward API files and tokens are brought up to date.
+    volume_sync: float = 2.0
+    # The API server pods reach (their service-account token, KUBERNETES_SERVICE_HOST); None: not served.
+    api: ApiAccess | None = None
 
 
 def _now() -> str:
@@ -114,6 +125,10 @@ class _Pod:
     transitions: Transitions = field(default_factory=dict)
     stopping: bool = False
     teardown: asyncio.Task[None] | None = None
+    volumes: PodVolumes | None = None
+    volumes_ready: bool = False
+    next_sync: float = 0.0
+    reported: set[str] = field(default_factory=set)  # FailedMount messages already recorded as Events
 
     def live_runs(self) -> Iterable[Run]:
         return (c.run for c in self.containers if c.run is not None)
@@ -141,6 +156,9 @@ class ProcessKubelet:
         kill_leftovers(process_options.data_dir / "kubelet" / "pods")
         self._pods: dict[str, _Pod] = {}
         self._unshare = shutil.which("unshare")
+        self._nsenter = shutil.which("nsenter")
+        api = process_options.api
+        self._forwarder = Forwarder(api) if api is not None and self._network.isolated else None
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
@@ -230,6 +248,8 @@ class ProcessKubelet:
                 if self._stop(state, None, remove_logs=False):
                     del self._pods[key]
             await asyncio.sleep(0.05)
+        if self._forwarder is not None:
+            await self._forwarder.close()
         await self._network.close()
 
     # Admission and the sandbox.
@@ -270,9 +290,7 @@ class ProcessKubelet:
             return True
         task = state.sandbox_task
         if task is None:
-            state.sandbox_task = asyncio.get_running_loop().create_task(
-                self._network.create(state.key, state.uid)
-            )
+            state.sandbox_task = asyncio.get_running_loop().create_task(self._create_sandbox(state))
             return False
         if not task.done():
             return False
@@ -284,6 +302,12 @@ class ProcessKubelet:
             self._scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
         return True
+
+    async def _create_sandbox(self, state: _Pod) -> Sandbox:
+        sandbox = await self._network.create(state.key, state.uid)
+        if self._forwarder is not None and self._network.host_address is not None:
+            await self._forwarder.start(self._network.host_address)  # the bridge exists from now on
+        return sandbox
 
     def _hosts(self, pod: dict[str, Any], ip: str) -> str:
         return hosts_file(pod, ip, self._store.list(ENDPOINTS_PREFIX)[0])
@@ -301,6 +325,8 @@ class ProcessKubelet:
         if not self._sandbox_ready(state, pod):
             return 0.05
         now = time.monotonic()
+        if not self._volumes_ready(state, pod, now):
+            return 1.0
         for container in state.containers:
             if container.init:
                 if container.succeeded:
@@ -310,7 +336,81 @@ class ProcessKubelet:
                     break  # the next init container waits for this one
             else:
                 self._step_container(state, pod, container, now)
-        return self._recheck(state, now)
+        recheck = self._recheck(state, now)
+        return None if recheck is None else min(recheck, max(state.next_sync - now, 0.01))
+
+    # Volumes.
+
+    def _volumes_ready(self, state: _Pod, pod: dict[str, Any], now: float) -> bool:
+        """Sets the pod's volumes up (once) and keeps them in sync (every `volume_sync`); False while they
+        cannot be set up (a FailedMount Event says why)."""
+        assert state.sandbox is not None
+        if state.volumes is None:
+            state.volumes = PodVolumes(
+                self._pod_dir(state) / "volumes",
+                self._sources(),
+                api_access=self._mounts_api_access(pod, state.sandbox),
+                may_mount=os.geteuid() == 0,
+            )
+        if state.volumes_ready and now < state.next_sync:
+            return True
+        try:
+            if state.volumes_ready:
+                state.volumes.sync(pod)
+            else:
+                state.volumes.setup(pod)
+                state.volumes_ready = True
+        except VolumeError as err:
+            self._failed_mount(state, pod, str(err))
+        state.next_sync = now + self._process_options.volume_sync
+        return state.volumes_ready
+
+    def _sources(self) -> Sources:
+        api = self._process_options.api
+        return Sources(
+            self._read,
+            api.issue_token if api is not None else None,
+            api.ca_cert if api is not None else b"",
+            self._options.capacity,
+        )
+
+    def _mounts_api_access(self, pod: dict[str, Any], sandbox: Sandbox) -> bool:
+        """Whether the pod gets its service-account credentials: when it asks (or does not refuse), when
+        this node can mount them (a mount namespace) and issue tokens, and when its ServiceAccount exists
+        (localkube makes no `default` ServiceAccount: a pod of a missing one runs without credentials)."""
+        if self._process_options.api is None or not sandbox.private_mounts:
+            return False
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        account = self._read(
+            "serviceaccounts", metadata.get("namespace", ""), spec.get("serviceAccountName") or "default"
+        )
+        return account is not None and automounts_token(pod, account)
+
+    def _failed_mount(self, state: _Pod, pod: dict[str, Any], message: str) -> None:
+        """Records a FailedMount Warning on the pod, once per message, as the kubelet reports it."""
+        log.warning("pod %s: %s", state.key, message)
+        if message in state.reported:
+            return
+        state.reported.add(message)
+        stamp = _now()
+        name = f"{state.name}.{uuid.uuid4().hex[:16]}"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": state.namespace, "uid": str(uuid.uuid4()), "creationTimestamp": stamp},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": state.name, "namespace": state.namespace,
+                               "uid": state.uid, "resourceVersion": pod["metadata"].get("resourceVersion", "")},
+            "reason": "FailedMount",
+            "message": message,
+            "source": {"component": "kubelet", "host": self._options.name},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "type": "Warning",
+            "reportingComponent": "kubelet",
+            "reportingInstance": self._options.name,
+        }  # fmt: skip
+        self._store.create(f"/registry/core/events/{state.namespace}/{name}", event)
 
     def _step_container(
         self, state: _Pod, pod: dict[str, Any], container: ContainerState, now: float
@@ -369,6 +469,12 @@ class ProcessKubelet:
             container.waiting = ("CreateContainerConfigError", str(err))
             container.restart_at = now + 1.0  # the ConfigMap or Secret may yet appear
             return
+        try:
+            mounts = self._mount_plan(state, pod, spec, env)
+        except VolumeError as err:
+            container.waiting = ("CreateContainerConfigError", str(err))
+            container.restart_at = now + 1.0
+            return
         container.waiting = None
         executable = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else argv[0]
         working_dir = spec.get("workingDir") or None
@@ -388,7 +494,7 @@ class ProcessKubelet:
         writer = logs.LogWriter(path)
         try:
             process = subprocess.Popen(
-                [*self._exec_prefix(state), executable, *argv[1:]],
+                [*self._exec_prefix(state), *self._mounting(state, container, mounts), executable, *argv[1:]],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -406,13 +512,44 @@ class ProcessKubelet:
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
         shares_host_network = state.host_network or not self._network.isolated
-        context = ProbeContext(state.ip, self._exec_prefix(state), env, ports, shares_host_network)
+        prefix = self._entering(process.pid) if mounts else self._exec_prefix(state)
+        context = ProbeContext(state.ip, prefix, env, ports, shares_host_network)
         probes = {
             kind: Prober(kind, spec[f"{kind}Probe"], context, now)
             for kind in ("startup", "liveness", "readiness")
             if spec.get(f"{kind}Probe") and not container.init
         }
         container.run = Run(process, _now(), now, probes, writer, context)
+
+    def _mount_plan(
+        self, state: _Pod, pod: dict[str, Any], spec: dict[str, Any], env: dict[str, str]
+    ) -> list[Mount]:
+        assert state.sandbox is not None and state.volumes is not None
+        mounts = state.volumes.mounts(pod, spec, env)
+        if mounts and not state.sandbox.private_mounts:
+            raise VolumeError(
+                "volumeMounts need a mount namespace of the pod's own, which this node cannot make: run "
+                "localkube as root, or where unprivileged user namespaces are allowed"
+            )
+        return mounts
+
+    def _mounting(self, state: _Pod, container: ContainerState, mounts: list[Mount]) -> tuple[str, ...]:
+        """The argv prefix that mounts the container's volumes in its mount namespace (nothing without)."""
+        if not mounts:
+            return ()
+        plans = self._pod_dir(state) / "mounts"
+        stage = plans / "stage"
+        stage.mkdir(parents=True, exist_ok=True)
+        plan = plans / f"{container.name}.json"
+        plan.write_text(json.dumps({"stage": str(stage), "mounts": [m.plan() for m in mounts]}))
+        return (sys.executable, "-I", "-S", str(MOUNT_HELPER), str(plan))
+
+    def _entering(self, pid: int) -> tuple[str, ...]:
+        """The argv prefix that runs a command in the namespaces of a running container's process (where
+        its volumes are mounted): probes and hooks run there, as in a real container."""
+        assert self._nsenter is not None
+        spaces = ("--net",) if self._network.isolated else ("--user", "--preserve-credentials")
+        return (self._nsenter, f"--target={pid}", *spaces, "--mount", "--uts", "--")
 
     def _pod_dir(self, state: _Pod) -> Path:
         """The pod's kubelet directory: its /tmp/ray, its containers' homes, its process records."""
@@ -505,6 +642,8 @@ class ProcessKubelet:
         if state.teardown is None:
             for run in state.live_runs():
                 run.writer.close()
+            if state.volumes is not None:
+                state.volumes.teardown()
             state.teardown = asyncio.get_running_loop().create_task(self._network.destroy(state.key))
             if remove_logs:
                 data_dir = self._process_options.data_dir
@@ -559,4 +698,10 @@ class ProcessKubelet:
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
         metadata, spec = pod["metadata"], pod.get("spec") or {}
         env["HOSTNAME"] = spec.get("hostname") or metadata["name"]
+        api = self._process_options.api
+        if api is not None:
+            if self._network.isolated and self._network.host_address is not None:
+                env.update(service_environment(self._network.host_address, SERVICE_PORT))
+            else:
+                env.update(service_environment(api.host, api.port))
         return env
