@@ -13,7 +13,8 @@ the mount plan of each container (what `mountns.py` binds inside the container's
 A volumeMount's `subPath` (or `subPathExpr`, expanded against the container's environment) mounts that
 entry of the volume (made as a directory when missing in an emptyDir or hostPath); `readOnly` is honoured.
 A problem raises `VolumeError` with the kubelet's message; the kubelet keeps the pod ContainerCreating and
-records a FailedMount Event. `teardown` unmounts what `setup` mounted on the host.
+records a FailedMount Event. `teardown` unmounts what `setup` mounted on the host, and `unmount_leftovers`
+what a kubelet killed before its teardown left.
 """
 
 from __future__ import annotations
@@ -172,6 +173,15 @@ class PodVolumes:
             return token
 
         return Sources(self.sources.read, cached, self.sources.cluster_ca, self.sources.allocatable)
+
+
+def unmount_leftovers(pods_dir: Path) -> None:
+    """Unmounts what an earlier kubelet on this directory mounted on the host and left (it was killed)."""
+    prefix = str(pods_dir.resolve()) + "/"
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(prefix):
+            subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
 
 
 def _host_path(spec: Mapping[str, Any]) -> Path:

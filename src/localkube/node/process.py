@@ -61,7 +61,7 @@ from localkube.node.exec import ContainerProcess
 from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
 from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
-from localkube.node.podvolumes import Mount, PodVolumes
+from localkube.node.podvolumes import Mount, PodVolumes, unmount_leftovers
 from localkube.node.probes import ProbeContext, Prober, tick_run
 from localkube.node.simulate import rfc3339
 from localkube.node.supervision import (
@@ -154,6 +154,7 @@ class ProcessKubelet:
         self._options = replace(options, host_ip=self._network.host_address or options.host_ip)
         self._process_options = process_options
         kill_leftovers(process_options.data_dir / "kubelet" / "pods")
+        unmount_leftovers(process_options.data_dir / "kubelet" / "pods")
         self._pods: dict[str, _Pod] = {}
         self._unshare = shutil.which("unshare")
         self._nsenter = shutil.which("nsenter")
