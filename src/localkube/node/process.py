@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,11 +62,12 @@ from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, re
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
 from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
 from localkube.node.podvolumes import Mount, PodVolumes, unmount_leftovers
-from localkube.node.probes import ProbeContext, Prober, tick_run
+from localkube.node.probes import ProbeContext, Prober, run_hook, tick_run
 from localkube.node.simulate import rfc3339
 from localkube.node.supervision import (
     MINIMUM_GRACE,
     ContainerState,
+    Hook,
     RestartRules,
     Run,
     exit_code,
@@ -362,7 +363,7 @@ class ProcessKubelet:
                 state.volumes.setup(pod)
                 state.volumes_ready = True
         except VolumeError as err:
-            self._failed_mount(state, pod, str(err))
+            self._warning(state, "FailedMount", str(err))
         state.next_sync = now + self._process_options.volume_sync
         return state.volumes_ready
 
@@ -387,10 +388,10 @@ class ProcessKubelet:
         )
         return account is not None and automounts_token(pod, account)
 
-    def _failed_mount(self, state: _Pod, pod: dict[str, Any], message: str) -> None:
-        """Records a FailedMount Warning on the pod, once per message, as the kubelet reports it."""
-        log.warning("pod %s: %s", state.key, message)
-        if message in state.reported:
+    def _warning(self, state: _Pod, reason: str, message: str) -> None:
+        """Records a Warning Event on the pod (FailedMount once per message), as the kubelet reports it."""
+        log.warning("pod %s: %s: %s", state.key, reason, message)
+        if reason == "FailedMount" and message in state.reported:
             return
         state.reported.add(message)
         stamp = _now()
@@ -400,8 +401,8 @@ class ProcessKubelet:
             "kind": "Event",
             "metadata": {"name": name, "namespace": state.namespace, "uid": str(uuid.uuid4()), "creationTimestamp": stamp},
             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": state.name, "namespace": state.namespace,
-                               "uid": state.uid, "resourceVersion": pod["metadata"].get("resourceVersion", "")},
-            "reason": "FailedMount",
+                               "uid": state.uid},
+            "reason": reason,
             "message": message,
             "source": {"component": "kubelet", "host": self._options.name},
             "firstTimestamp": stamp,
@@ -423,6 +424,10 @@ class ProcessKubelet:
             if run.process.poll() is None:
                 if run.stop_deadline is not None:
                     run.gone(now)  # SIGKILL when the grace period is over
+                elif not run.set_up():
+                    pass  # its mounts are still being made: no hook or probe yet
+                elif run.post_start is not None:
+                    self._post_started(state, container, run, now)
                 else:
                     failing = tick_run(run.probes, now)
                     if failing is not None:
@@ -493,9 +498,11 @@ class ProcessKubelet:
             self._process_options.data_dir, state.namespace, state.name, state.uid, container.name, restart
         )
         writer = logs.LogWriter(path)
+        plan = self._mount_plan_file(state, container, mounts)
+        helper = (sys.executable, "-I", "-S", str(MOUNT_HELPER), str(plan)) if plan is not None else ()
         try:
             process = subprocess.Popen(
-                [*self._exec_prefix(state), *self._mounting(state, container, mounts), executable, *argv[1:]],
+                [*self._exec_prefix(state), *helper, executable, *argv[1:]],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -513,14 +520,21 @@ class ProcessKubelet:
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
         shares_host_network = state.host_network or not self._network.isolated
-        prefix = self._entering(process.pid) if mounts else self._exec_prefix(state)
+        prefix = self._entering(process.pid) if state.sandbox.private_mounts else self._exec_prefix(state)
         context = ProbeContext(state.ip, prefix, env, ports, shares_host_network)
         probes = {
             kind: Prober(kind, spec[f"{kind}Probe"], context, now)
             for kind in ("startup", "liveness", "readiness")
             if spec.get(f"{kind}Probe") and not container.init
         }
-        container.run = Run(process, _now(), now, probes, writer, context)
+        container.run = Run(process, _now(), now, probes, writer, context, setup=plan)
+        post_start = (spec.get("lifecycle") or {}).get("postStart")
+        if post_start:
+            container.run.post_start = asyncio.get_running_loop().create_task(
+                self._after_setup(
+                    container.run, lambda: run_hook("PostStart", post_start, context, state.grace)
+                )
+            )
 
     def _mount_plan(
         self, state: _Pod, pod: dict[str, Any], spec: dict[str, Any], env: dict[str, str]
@@ -534,23 +548,27 @@ class ProcessKubelet:
             )
         return mounts
 
-    def _mounting(self, state: _Pod, container: ContainerState, mounts: list[Mount]) -> tuple[str, ...]:
-        """The argv prefix that mounts the container's volumes in its mount namespace (nothing without)."""
-        if not mounts:
-            return ()
+    def _mount_plan_file(self, state: _Pod, container: ContainerState, mounts: list[Mount]) -> Path | None:
+        """Where the sandbox gives every command a mount namespace: the plan for `mountns.py`, which mounts
+        the container's volumes there and gives it a PID namespace."""
+        assert state.sandbox is not None
+        if not state.sandbox.private_mounts:
+            return None
         plans = self._pod_dir(state) / "mounts"
         stage = plans / "stage"
         stage.mkdir(parents=True, exist_ok=True)
         plan = plans / f"{container.name}.json"
         plan.write_text(json.dumps({"stage": str(stage), "mounts": [m.plan() for m in mounts]}))
-        return (sys.executable, "-I", "-S", str(MOUNT_HELPER), str(plan))
+        return plan
 
     def _entering(self, pid: int) -> tuple[str, ...]:
-        """The argv prefix that runs a command in the namespaces of a running container's process (where
-        its volumes are mounted): probes and hooks run there, as in a real container."""
+        """The argv prefix that runs a command in the namespaces of a running container (its volumes, its
+        processes, its network): probes and hooks run there, as in a real container. `pid` is the process
+        the kubelet started; the container's own processes are in the PID namespace it made."""
         assert self._nsenter is not None
         spaces = ("--net",) if self._network.isolated else ("--user", "--preserve-credentials")
-        return (self._nsenter, f"--target={pid}", *spaces, "--mount", "--uts", "--")
+        children = f"--pid=/proc/{pid}/ns/pid_for_children"
+        return (self._nsenter, f"--target={pid}", *spaces, "--mount", "--uts", children, "--")
 
     def _pod_dir(self, state: _Pod) -> Path:
         """The pod's kubelet directory: its /tmp/ray, its containers' homes, its process records."""
@@ -615,6 +633,42 @@ class ProcessKubelet:
         }
         state.rules.after_exit(container, 128, 0.0, now)
 
+    @staticmethod
+    async def _after_setup(
+        run: Run, hook: Callable[[], Coroutine[Any, Any, tuple[bool, str]]]
+    ) -> tuple[bool, str]:
+        """Runs `hook` once the run's container is set up (a hook may need its mounts)."""
+        while not run.set_up():
+            await asyncio.sleep(0.02)
+        return await hook()
+
+    def _post_started(self, state: _Pod, container: ContainerState, run: Run, now: float) -> None:
+        """Collects the postStart hook: the run's probes start after it; a failure kills the run."""
+        assert run.post_start is not None
+        if not run.post_start.done():
+            return
+        ok, message = run.post_start.result()
+        run.post_start = None
+        if not ok:
+            self._warning(state, "FailedPostStartHook", message.strip())
+            run.begin_stop(state.grace, now, self._pre_stop(container, run))
+
+    def _pre_stop(self, container: ContainerState, run: Run) -> Hook | None:
+        """The container's preStop hook, to run in the run's namespaces before it is sent SIGTERM."""
+        spec = (container.spec.get("lifecycle") or {}).get("preStop")
+        if not spec:
+            return None
+
+        async def hook(timeout: float) -> tuple[bool, str]:
+            ok, message = await self._after_setup(
+                run, lambda: run_hook("PreStop", spec, run.context, timeout)
+            )
+            if not ok:
+                log.warning("container %s: preStop hook failed: %s", container.name, message.strip())
+            return ok, message
+
+        return hook
+
     def _kill_for_probe(
         self, state: _Pod, container: ContainerState, run: Run, prober: Prober, now: float
     ) -> None:
@@ -626,7 +680,9 @@ class ProcessKubelet:
             prober.message.strip(),
         )
         grace = prober.spec.get("terminationGracePeriodSeconds")
-        run.begin_stop(float(grace) if grace is not None else state.grace, now)
+        run.begin_stop(
+            float(grace) if grace is not None else state.grace, now, self._pre_stop(container, run)
+        )
 
     def _stop(self, state: _Pod, grace: float | None, *, remove_logs: bool) -> bool:
         """One step of stopping the whole pod; True once its processes and its sandbox are gone."""
@@ -635,8 +691,10 @@ class ProcessKubelet:
             state.stopping = True
             if state.sandbox_task is not None:
                 state.sandbox_task.cancel()
-            for run in state.live_runs():
-                run.begin_stop(state.grace if grace is None else float(grace), now)
+            for container in state.containers:
+                if container.run is not None:
+                    hook = self._pre_stop(container, container.run)
+                    container.run.begin_stop(state.grace if grace is None else float(grace), now, hook)
         gone = [run.gone(now) for run in state.live_runs()]  # every run polled (and killed when due)
         if not all(gone):
             return False

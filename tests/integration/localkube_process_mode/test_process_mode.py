@@ -29,6 +29,7 @@ from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
 from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork
 from localkube.node.process import ProcessKubelet, ProcessOptions
+from localkube.node.supervision import descendants
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
@@ -148,6 +149,13 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+def _command(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().split("\0")[:-1]
+    except FileNotFoundError:
+        return []
 
 
 def _netns() -> list[str]:
@@ -328,11 +336,14 @@ async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None
     )
     cluster.create("pods", _pod("doomed", _python(code)))
     pod = await cluster.until("doomed", lambda p: bool(_container(p)["state"].get("running")))
-    pids: list[int] = []
     async with asyncio.timeout(10):
-        while not pids:
-            pids = [int(p) for p in cluster.log(pod).split()]
+        while not cluster.log(pod).split():
             await asyncio.sleep(0.05)
+    # The pids the container prints are its PID namespace's (where it has one): the host's are found from
+    # the process the kubelet started.
+    leader = int(_container(pod)["containerID"].removeprefix("process://"))
+    pids = [leader, *descendants(leader)]
+    assert sum(_command(pid)[:1] == ["sleep"] for pid in pids) == 2
     netns_before = _netns() if cluster.isolated else []
     assert all(_alive(pid) for pid in pids) and len(netns_before) == (1 if cluster.isolated else 0)
     cluster.delete_pod("doomed")
@@ -458,3 +469,71 @@ async def test_on_the_host_network_probes_also_reach_servers_bound_to_loopback_o
     web["command"] = [*web["command"], "--bind", "127.0.0.1"]
     cluster.create("pods", _pod("local", web))
     await cluster.until("local", _ready)
+
+
+def _hooks_volume(directory: Path) -> dict[str, Any]:
+    return {"volumes": [{"name": "hooks", "hostPath": {"path": str(directory), "type": "DirectoryOrCreate"}}]}
+
+
+_HOOKS_MOUNT = {"volumeMounts": [{"name": "hooks", "mountPath": "/var/hooks"}]}
+
+
+async def test_a_pre_stop_hook_runs_in_its_own_container_and_stops_only_its_processes(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    if not cluster.private_files:
+        pytest.skip("containers have PID namespaces only with network or user namespaces")
+    hooks = tmp_path / "hooks"
+    sleeper = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+    # `lk-mar[k]er` matches the sleepers' command lines but not the hook's own shell.
+    pre_stop = "echo stopped > /var/hooks/prestop; pkill -KILL -f 'lk-mar[k]er'"
+    lifecycle = {"preStop": {"exec": {"command": ["sh", "-c", pre_stop]}}}
+    hooked = {**_python(sleeper, args=["lk-marker"], lifecycle=lifecycle), **_HOOKS_MOUNT}
+    cluster.create("pods", _pod("hooked", hooked, **_hooks_volume(hooks), terminationGracePeriodSeconds=30))
+    cluster.create("pods", _pod("bystander", _python(sleeper, args=["lk-marker"])))
+    pids = {}
+    for name in ("hooked", "bystander"):
+        pod = await cluster.until(name, lambda p: _container(p).get("started") is True)
+        pids[name] = int(_container(pod)["containerID"].removeprefix("process://"))
+    cluster.delete_pod("hooked")
+    async with asyncio.timeout(20):
+        while cluster.pod("hooked") is not None:
+            await asyncio.sleep(0.05)
+    assert (hooks / "prestop").read_text() == "stopped\n"
+    assert not _alive(pids["hooked"])
+    assert _alive(pids["bystander"]) and all(_alive(pid) for pid in descendants(pids["bystander"]))
+
+
+async def test_post_start_and_http_pre_stop_hooks_run(cluster: Cluster, tmp_path: Path) -> None:
+    port = 8000 if cluster.isolated else _free_port()
+    # A server that notes every path it is asked for in a file of the test's directory (which the
+    # container sees at the same path: a mount namespace only adds mounts).
+    server = (
+        "import http.server, sys\n"
+        "class Handler(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        open(sys.argv[2], 'a').write(self.path + '\\n')\n"
+        "        self.send_response(200)\n"
+        "        self.end_headers()\n"
+        "http.server.HTTPServer(('', int(sys.argv[1])), Handler).serve_forever()\n"
+    )
+    requests, started = tmp_path / "requests", tmp_path / "poststart"
+    lifecycle = {
+        "postStart": {"exec": {"command": ["sh", "-c", f"echo $HOSTNAME > {started}"]}},
+        "preStop": {"httpGet": {"path": "/prestop", "port": "http"}},
+    }
+    web = {
+        **_python(server, args=[str(port), str(requests)]),
+        "ports": [{"name": "http", "containerPort": port}],
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 1},
+        "lifecycle": lifecycle,
+    }
+    cluster.create("pods", _pod("web", web))
+    pod = await cluster.until("web", _ready)
+    assert _container(pod)["started"] is True
+    assert started.read_text() == "web\n"
+    cluster.delete_pod("web")
+    async with asyncio.timeout(20):
+        while cluster.pod("web") is not None:
+            await asyncio.sleep(0.05)
+    assert requests.read_text().splitlines()[-1] == "/prestop"
