@@ -98,10 +98,13 @@ class Namespace:
         info = os.stat(directory)
         stage = tempfile.mkdtemp(dir=self._stage)
         _mount(directory, stage, None, MS_BIND | MS_REC)
+        # Through a descriptor: the stage itself may lie under the directory about to be covered.
+        held = os.open(stage, os.O_RDONLY | os.O_DIRECTORY)
+        original_root = f"/proc/self/fd/{held}"
         _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={info.st_mode & 0o7777:o}")
         os.chown(directory, info.st_uid, info.st_gid)
-        for name in os.listdir(stage):
-            original, copy = os.path.join(stage, name), os.path.join(directory, name)
+        for name in os.listdir(held):
+            original, copy = os.path.join(original_root, name), os.path.join(directory, name)
             if os.path.islink(original):
                 os.symlink(os.readlink(original), copy)
                 continue
@@ -110,8 +113,8 @@ class Namespace:
             else:
                 open(copy, "a").close()
             _mount(original, copy, None, MS_BIND | MS_REC)
-        _detach(stage)
-        os.rmdir(stage)
+        _detach(original_root)
+        os.close(held)
         self._ours.add(os.stat(directory).st_dev)
 
     def bind(self, source: str, target: str, read_only: bool, is_file: bool) -> None:

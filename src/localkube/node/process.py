@@ -27,6 +27,13 @@ directory does not meet another's, and its own hostname (the pod's name). Only /
 the rest of /tmp stays the host's, because localkube's interpreter or the files a pod is given may live
 there (a checkout under /tmp, a test's temporary directory). A pod that had already finished when
 localkube (re)started is never run again; a running one is started afresh (restart counts begin at 0).
+
+Volumes (`podvolumes.py`) are set up after the sandbox and before any container, kept in sync every
+`volume_sync` seconds, and mounted in each container's own mount namespace by `mountns.py`, which also
+gives the container a PID namespace; probes, lifecycle hooks and `command_in_pod` enter the container's
+namespaces by the pid the kubelet started. Pods get their ServiceAccount's credentials and the
+`KUBERNETES_SERVICE_*` variables when the node is given the API server (`ProcessOptions.api`); on the
+bridge a forwarder (`apiaccess.py`) takes them to it.
 """
 
 from __future__ import annotations
@@ -216,9 +223,10 @@ class ProcessKubelet:
     def command_in_pod(
         self, namespace: str, name: str, container: str, argv: list[str]
     ) -> tuple[list[str], dict[str, str]] | None:
-        """The argv and environment that run `argv` inside a running container's pod (its network namespace
-        and /tmp/ray, the container's environment and working directory are the caller's to use), as
-        `kubectl exec` would; None when the container is not running here."""
+        """The argv and environment that run `argv` inside a running container (where the sandbox has mount
+        namespaces: entering the container's network, mount, UTS and PID namespaces, so its volumes, /tmp/ray
+        and processes; the working directory is the caller's to set), as `kubectl exec` would; None when the
+        container is not running here."""
         state = self._pods.get(f"{PODS_PREFIX}{namespace}/{name}")
         if state is None or state.stopping:
             return None

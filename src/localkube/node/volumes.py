@@ -139,7 +139,8 @@ def _source(
             if key not in data:
                 if spec.get("optional"):
                     continue
-                raise VolumeError(f"configmap references non-existent config key: {key}")
+                what = "config key" if kind == "configMap" else "secret key"
+                raise VolumeError(f"{title} references non-existent {what}: {key}")
             files[_relative(item.get("path") or key)] = File(data[key], int(item.get("mode", mode)))
         return files
     if kind == "downwardAPI":
