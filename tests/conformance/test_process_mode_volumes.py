@@ -160,7 +160,6 @@ def test_config_map_secret_token_and_downward_api_files_are_read_and_follow_upda
     paths = ["/etc/app", "/etc/secret", "/etc/podinfo", "/var/run/vault", SA_DIR]
     _apply(
         server,
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
         _config_map("app-config", greeting="hello"),
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "app-secret"}, "stringData": {"password": "s3cret"}},
         _pod("files", _lister(*paths, volumeMounts=mounts), volumes=volumes),
@@ -180,6 +179,7 @@ def test_config_map_secret_token_and_downward_api_files_are_read_and_follow_upda
     assert claims["sub"] == "system:serviceaccount:default:default"
     assert listing[f"{SA_DIR}/namespace"]["content"] == "default"
     assert listing[f"{SA_DIR}/ca.crt"]["content"] == server.ca_cert.read_text()
+    # localkube's ServiceAccount controller made `default`, whose token every pod that names none gets.
     assert _claims(listing[f"{SA_DIR}/token"]["content"])["sub"] == "system:serviceaccount:default:default"
     assert not Path("/etc/app").exists() and not Path("/etc/podinfo").exists()  # the host's tree is untouched
 

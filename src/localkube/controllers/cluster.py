@@ -17,6 +17,7 @@ from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.job import JobController
 from localkube.controllers.runner import Controller, Runner
 from localkube.controllers.scheduler import Scheduler
+from localkube.controllers.serviceaccounts import ServiceAccountController
 from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions, SimulatedKubelet
 from localkube.node.process import ProcessKubelet, ProcessOptions
@@ -76,6 +77,7 @@ def cluster_controllers(
             JobController(store, api),
             GarbageCollector(store, api),
             EndpointsController(store, api),
+            ServiceAccountController(store, api),
         ],
         kubelet if isinstance(kubelet, ProcessKubelet) else None,
     )

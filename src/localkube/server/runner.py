@@ -186,7 +186,8 @@ def serve(options: ServeOptions) -> None:
         )
         controllers = None
         attach_output = _attach_output(data_dir, store)
-        # The pods of a process node on a bridge reach the server through the node's forwarder there.
+        # The `kubernetes` Service names this server, or, once a process node has a pod bridge, the node's
+        # forwarder to it there (where those pods reach it).
         apiservice.publish(app.resources, loopback, port)
         if options.node_mode != "none":
             controllers = cluster_controllers(

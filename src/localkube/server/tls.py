@@ -1,8 +1,9 @@
 """TLS material in the data directory: a self-signed CA and a serving certificate it signs.
 
 Made once, on first start, and reused afterwards so kubeconfigs written earlier keep working. The serving
-certificate names localhost, the loopback addresses, the host the server binds and the in-cluster names of
-the `kubernetes` Service, so a client may reach it by any of them. Keys are EC P-256: quick to make and to
+certificate names localhost, the loopback addresses, the host the server binds, the in-cluster names of
+the `kubernetes` Service and the process node's bridge gateways (where its pods reach the server), so a
+client may reach it by any of them; a certificate made before it named the gateways is made again. Keys are EC P-256: quick to make and to
 handshake with.
 """
 
