@@ -387,7 +387,7 @@ class ProcessKubelet:
     def _mounts_api_access(self, pod: dict[str, Any], sandbox: Sandbox) -> bool:
         """Whether the pod gets its service-account credentials: when it asks (or does not refuse), when
         this node can mount them (a mount namespace) and issue tokens, and when its ServiceAccount exists
-        (localkube makes no `default` ServiceAccount: a pod of a missing one runs without credentials)."""
+        (a pod of a missing one runs without credentials, where a real cluster refuses the pod)."""
         if self._process_options.api is None or not sandbox.private_mounts:
             return False
         metadata, spec = pod["metadata"], pod.get("spec") or {}
