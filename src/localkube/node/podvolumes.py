@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localkube.controllers.scheduling import parse_quantity
+from kubesemantics import quantity
 from localkube.node import atomicdir
 from localkube.node.environment import expand
 from localkube.node.volumes import (
@@ -148,7 +148,7 @@ class PodVolumes:
         if spec.get("medium") == "Memory" and self.may_mount and not os.path.ismount(path):
             options = "mode=1777"
             if spec.get("sizeLimit"):
-                options += f",size={int(parse_quantity(spec['sizeLimit']))}"
+                options += f",size={quantity.ceil_value(spec['sizeLimit'])}"
             result = subprocess.run(
                 ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True
             )
