@@ -91,23 +91,31 @@ class PodVolumes:
             self._kinds[name] = kind
             if name in self._paths:
                 continue
-            if kind == "emptyDir":
-                self._paths[name] = self._empty_dir(name, volume["emptyDir"] or {})
-            elif kind == "hostPath":
-                self._paths[name] = _host_path(volume["hostPath"] or {})
-            elif kind in PROJECTED_KINDS:
-                path = self.directory / kind.lower() / name
-                atomicdir.write(path, project(volume, pod, self._sources()))
-                self._paths[name] = path
-            else:
-                raise VolumeError(f'volume "{name}": {kind or "no"} source is not supported by localkube')
+            try:
+                self._paths[name] = self._setup(volume, kind, pod)
+            except VolumeError as err:
+                raise _set_up_failed(name, err) from None
+
+    def _setup(self, volume: Mapping[str, Any], kind: str, pod: Mapping[str, Any]) -> Path:
+        if kind == "emptyDir":
+            return self._empty_dir(str(volume["name"]), volume["emptyDir"] or {})
+        if kind == "hostPath":
+            return _host_path(volume["hostPath"] or {})
+        if kind in PROJECTED_KINDS:
+            path: Path = self.directory / kind.lower() / str(volume["name"])
+            atomicdir.write(path, project(volume, pod, self._sources()))
+            return path
+        raise VolumeError(f"{kind or 'no'} source is not supported by localkube")
 
     def sync(self, pod: Mapping[str, Any]) -> None:
         """Rewrites the projected volumes whose content changed; raises VolumeError."""
         for volume in self.volumes(pod):
             path = self._paths.get(volume["name"])
             if path is not None and kind_of(volume) in PROJECTED_KINDS:
-                atomicdir.write(path, project(volume, pod, self._sources()))
+                try:
+                    atomicdir.write(path, project(volume, pod, self._sources()))
+                except VolumeError as err:
+                    raise _set_up_failed(volume["name"], err) from None
 
     def mounts(
         self, pod: Mapping[str, Any], container: Mapping[str, Any], env: Mapping[str, str]
@@ -173,6 +181,11 @@ class PodVolumes:
             return token
 
         return Sources(self.sources.read, cached, self.sources.cluster_ca, self.sources.allocatable)
+
+
+def _set_up_failed(name: str, err: VolumeError) -> VolumeError:
+    """The kubelet's FailedMount message for a volume."""
+    return VolumeError(f'MountVolume.SetUp failed for volume "{name}" : {err}')
 
 
 def unmount_leftovers(pods_dir: Path) -> None:

@@ -537,3 +537,57 @@ async def test_post_start_and_http_pre_stop_hooks_run(cluster: Cluster, tmp_path
         while cluster.pod("web") is not None:
             await asyncio.sleep(0.05)
     assert requests.read_text().splitlines()[-1] == "/prestop"
+
+
+async def test_a_missing_config_map_volume_keeps_the_pod_creating_until_it_appears(cluster: Cluster) -> None:
+    if not cluster.private_files:
+        pytest.skip("volumes are mounted only with network or user namespaces")
+    reader = "import time; print(open('/etc/app/greeting').read(), flush=True); time.sleep(300)"
+    container = {**_python(reader), "volumeMounts": [{"name": "app", "mountPath": "/etc/app"}]}
+    cluster.create(
+        "pods", _pod("reader", container, volumes=[{"name": "app", "configMap": {"name": "late"}}])
+    )
+
+    def failed_mount(pod: dict[str, Any]) -> bool:
+        events = cluster.store.list("/registry/core/events/default/")[0]
+        return any(e["reason"] == "FailedMount" and e["involvedObject"]["name"] == "reader" for e in events)
+
+    pod = await cluster.until("reader", failed_mount)
+    events = cluster.store.list("/registry/core/events/default/")[0]
+    messages = [e["message"] for e in events if e["reason"] == "FailedMount"]
+    assert messages == ['MountVolume.SetUp failed for volume "app" : configmap "late" not found']
+    assert pod["status"]["phase"] == "Pending"
+    assert _container(pod)["state"] == {"waiting": {"reason": "ContainerCreating"}}
+    cluster.create("configmaps", {"metadata": {"name": "late"}, "data": {"greeting": "at last"}})
+    pod = await cluster.until("reader", lambda p: bool(_container(p)["state"].get("running")))
+    async with asyncio.timeout(15):
+        while cluster.log(pod) != "at last\n":
+            await asyncio.sleep(0.1)
+
+
+async def test_volume_mounts_are_refused_where_the_node_has_no_mount_namespaces(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
+    options = ProcessOptions(tmp_path, backoff_initial=0.2, poll_interval=0.05, shutdown_grace=2)
+    kubelet = ProcessKubelet(store, NodeOptions(), options, HostNetwork())  # no user namespaces asked for
+    kubelet.register(lambda node: ControllerApi(resources).create("", "nodes", None, node))
+    runner = Runner(store, [Scheduler(store), kubelet])
+    await runner.start()
+    try:
+        cluster = Cluster(resources, kubelet, tmp_path)
+        container = {
+            **_python("print('never')"),
+            "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+        }
+        cluster.create("pods", _pod("mounts", container, volumes=[{"name": "scratch", "emptyDir": {}}]))
+        pod = await cluster.until(
+            "mounts", lambda p: bool(_container(p)["state"].get("waiting", {}).get("message"))
+        )
+        waiting = _container(pod)["state"]["waiting"]
+        assert waiting["reason"] == "CreateContainerConfigError"
+        assert "volumeMounts need a mount namespace" in waiting["message"]
+    finally:
+        await runner.stop()
+        await kubelet.shutdown()
+        store.close()
