@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from localkube.node import logs
-from localkube.node.apiaccess import SERVICE_PORT, ApiAccess, Forwarder, service_environment
+from localkube.node.apiaccess import ApiAccess, Forwarder, service_environment
 from localkube.node.environment import (
     ContainerConfigError,
     MissingCommand,
@@ -167,7 +167,8 @@ class ProcessKubelet:
         self._unshare = shutil.which("unshare")
         self._nsenter = shutil.which("nsenter")
         api = process_options.api
-        self._forwarder = Forwarder(api) if api is not None and self._network.isolated else None
+        gateway = self._network.host_address
+        self._forwarder = Forwarder(api, gateway) if api is not None and gateway is not None else None
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
@@ -175,6 +176,14 @@ class ProcessKubelet:
     @property
     def network(self) -> PodNetwork:
         return self._network
+
+    @property
+    def api_endpoint(self) -> tuple[str, int] | None:
+        """Where pods reach the API server (the `kubernetes` Service's endpoint), when this node has one."""
+        api = self._process_options.api
+        if api is None:
+            return None
+        return self._forwarder.address if self._forwarder is not None else (api.host, api.port)
 
     def register(self, create: Callable[[dict[str, Any]], object]) -> None:
         """Creates this kubelet's Node through the API's create path unless it exists."""
@@ -315,8 +324,8 @@ class ProcessKubelet:
 
     async def _create_sandbox(self, state: _Pod) -> Sandbox:
         sandbox = await self._network.create(state.key, state.uid)
-        if self._forwarder is not None and self._network.host_address is not None:
-            await self._forwarder.start(self._network.host_address)  # the bridge exists from now on
+        if self._forwarder is not None:
+            await self._forwarder.start()  # the bridge exists from now on
         return sandbox
 
     def _hosts(self, pod: dict[str, Any], ip: str) -> str:
@@ -765,10 +774,6 @@ class ProcessKubelet:
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
         metadata, spec = pod["metadata"], pod.get("spec") or {}
         env["HOSTNAME"] = spec.get("hostname") or metadata["name"]
-        api = self._process_options.api
-        if api is not None:
-            if self._network.isolated and self._network.host_address is not None:
-                env.update(service_environment(self._network.host_address, SERVICE_PORT))
-            else:
-                env.update(service_environment(api.host, api.port))
+        if self.api_endpoint is not None:
+            env.update(service_environment(*self.api_endpoint))
         return env

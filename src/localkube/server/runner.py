@@ -21,7 +21,7 @@ import uvloop
 
 from localkube.controllers.cluster import cluster_controllers
 from localkube.node import logs
-from localkube.node.apiaccess import SERVICE_PORT, ApiAccess
+from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions
 from localkube.node.network import bridge_gateways
 from localkube.node.volumes import IssueToken, Token
@@ -204,9 +204,9 @@ def serve(options: ServeOptions) -> None:
                 app.pod_streams.node = ProcessNode(controllers.kubelet.container_process, attach_output)
                 if app.pod_proxy is not None:
                     app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
-            gateway = controllers.kubelet.network.host_address if controllers.kubelet is not None else None
-            if gateway is not None:
-                apiservice.publish(app.resources, gateway, SERVICE_PORT)
+            endpoint = controllers.kubelet.api_endpoint if controllers.kubelet is not None else None
+            if endpoint is not None:
+                apiservice.publish(app.resources, *endpoint)
         try:
             await server.serve(sockets=[sock])
         finally:

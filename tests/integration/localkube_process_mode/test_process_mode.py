@@ -25,11 +25,13 @@ from localkube.controllers.cluster import ClusterRunner, cluster_controllers
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
+from localkube.node.apiaccess import ApiAccess, Forwarder
 from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
 from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork
 from localkube.node.process import ProcessKubelet, ProcessOptions
 from localkube.node.supervision import descendants
+from localkube.node.volumes import Token
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
@@ -591,3 +593,33 @@ async def test_volume_mounts_are_refused_where_the_node_has_no_mount_namespaces(
         await runner.stop()
         await kubelet.shutdown()
         store.close()
+
+
+async def test_the_api_forwarder_takes_another_port_when_443_is_taken() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("binding port 443 needs root")
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"api:" + await reader.readline())
+        await writer.drain()
+        writer.close()
+
+    api = await asyncio.start_server(echo, "127.0.0.1", 0)
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.3", 443))  # something of the host's on the port a forwarder would take
+    holder.listen()
+    port = api.sockets[0].getsockname()[1]
+    forwarder = Forwarder(ApiAccess("127.0.0.1", port, b"", lambda *_: Token("", 0)), "127.0.0.3")
+    try:
+        assert forwarder.address[1] not in (443, 0)
+        await forwarder.start()
+        reader, writer = await asyncio.open_connection(*forwarder.address)
+        writer.write(b"hello\n")
+        assert await reader.read() == b"api:hello\n"
+        writer.close()
+    finally:
+        await forwarder.close()
+        holder.close()
+        api.close()
+        await api.wait_closed()
