@@ -20,7 +20,9 @@ from localkube.controllers.job import JobController
 from localkube.controllers.replicaset import ReplicaSetController
 from localkube.controllers.runner import Controller, Runner
 from localkube.controllers.scheduler import Scheduler
+from localkube.controllers.serviceaccounts import ServiceAccountController
 from localkube.controllers.statefulset import StatefulSetController
+from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions, SimulatedKubelet
 from localkube.node.process import ProcessKubelet, ProcessOptions
 from localkube.server.rest import Resources
@@ -46,18 +48,24 @@ class ClusterRunner(Runner):
 
 
 def cluster_controllers(
-    resources: Resources, node: NodeOptions, *, node_mode: NodeMode = "simulate", data_dir: Path | None = None
+    resources: Resources,
+    node: NodeOptions,
+    *,
+    node_mode: NodeMode = "simulate",
+    data_dir: Path | None = None,
+    api_access: ApiAccess | None = None,
 ) -> ClusterRunner:
     """Registers the node and returns the runner of every in-process controller (not yet started).
 
-    `data_dir` is required in process mode (container logs live under it)."""
+    `data_dir` is required in process mode (container logs live under it); `api_access` is the API server as a
+    process-mode node's pods reach it (without, pods get no service-account credentials)."""
     store = resources.store
     api = ControllerApi(resources)
     kubelet: SimulatedKubelet | ProcessKubelet
     if node_mode == "process":
         if data_dir is None:
             raise ValueError("node_mode 'process' needs a data directory for container logs")
-        kubelet = ProcessKubelet(store, node, ProcessOptions(data_dir=data_dir))
+        kubelet = ProcessKubelet(store, node, ProcessOptions(data_dir=data_dir, api=api_access))
     elif node_mode == "simulate":
         kubelet = SimulatedKubelet(store, node)
     else:
@@ -77,6 +85,7 @@ def cluster_controllers(
             DaemonSetController(store, api),
             GarbageCollector(store, api),
             EndpointsController(store, api),
+            ServiceAccountController(store, api),
         ],
         kubelet if isinstance(kubelet, ProcessKubelet) else None,
     )

@@ -3,7 +3,8 @@
 All it needs of a container is its main process's pid, its environment and its working directory
 (`ContainerProcess`). A command enters every namespace of that process that differs from localkube's own
 (network and mount, so the pod's address, /etc/hosts, /tmp/ray and volumes; UTS for its hostname; IPC;
-a user namespace where the pod has one) with `nsenter`, and runs with the container's environment in its
+a user namespace where the pod has one; without a terminal, the PID namespace the container's processes
+live in) with `nsenter`, and runs with the container's environment in its
 working directory. Without a TTY it gets pipes (stdout and stderr apart); with one, a pseudo-terminal that
 is its controlling terminal (`setsid --ctty`), whose window size the client sets.
 
@@ -61,7 +62,7 @@ def _namespace(pid: int | str, kind: str) -> int | None:
         return None
 
 
-def _nsenter_argv(container: ContainerProcess) -> list[str]:
+def _nsenter_argv(container: ContainerProcess, *, terminal: bool = False) -> list[str]:
     nsenter = shutil.which("nsenter")
     if nsenter is None:
         raise ExecError("nsenter (util-linux) is not installed: localkube cannot enter a pod's namespaces")
@@ -71,6 +72,11 @@ def _nsenter_argv(container: ContainerProcess) -> list[str]:
     argv += [
         flag for kind, flag in _NAMESPACES if _namespace(container.pid, kind) != _namespace("self", kind)
     ]
+    # The process the node started stays outside the container's PID namespace, which it made for its
+    # children: the command joins that one, as the container's own processes have. Not with a terminal: its
+    # session (made outside) has a process group a job-control shell inside could not set back on exit.
+    if not terminal and _namespace(container.pid, "pid_for_children") != _namespace("self", "pid"):
+        argv.append(f"--pid=/proc/{container.pid}/ns/pid_for_children")
     argv.append(f"--wd={container.cwd}" if container.cwd else "--wd")
     return argv
 
@@ -161,7 +167,7 @@ async def start(
     container: ContainerProcess, argv: Sequence[str], *, stdin: bool, tty: bool, size: tuple[int, int] | None
 ) -> Execution:
     """Starts `argv` in the container (see the module docstring)."""
-    command = [*_nsenter_argv(container), "--", *argv]
+    command = [*_nsenter_argv(container, terminal=tty), "--", *argv]
     env = dict(container.env)
     if not tty:
         process = await asyncio.create_subprocess_exec(

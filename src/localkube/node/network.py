@@ -372,6 +372,16 @@ def _rewrite_in_place(path: Path, content: str) -> None:
             f.write(content.encode())
 
 
+def bridge_network(index: int) -> ipaddress.IPv4Network:
+    """The pod network of bridge `lk<index>`: 10.246.0.0/16, then 10.245.0.0/16, and so on."""
+    return ipaddress.IPv4Network((int(BRIDGE_PODS.network_address) - (index << 16), 16))
+
+
+def bridge_gateways() -> list[str]:
+    """The node's address on each bridge a localkube may take (the API server's certificate names them)."""
+    return [str(bridge_network(index).network_address + 1) for index in range(BRIDGES)]
+
+
 def pod_network(files: Path | None = None, isolated: bool | None = None) -> PodNetwork:
     """The namespace network when running as root (or when asked), else the host network (with `files`,
     the directory for its pods' hosts files). Each localkube
@@ -381,9 +391,8 @@ def pod_network(files: Path | None = None, isolated: bool | None = None) -> PodN
     if not isolated:
         return HostNetwork(files=files)
     for index in range(BRIDGES):
-        network = ipaddress.IPv4Network((int(BRIDGE_PODS.network_address) - (index << 16), 16))
         try:
-            return NamespaceNetwork(f"lk{index}", network, f"lk{index}-")
+            return NamespaceNetwork(f"lk{index}", bridge_network(index), f"lk{index}-")
         except BridgeInUse:
             continue
     raise NetworkError(f"all {BRIDGES} localkube bridges (lk0 to lk{BRIDGES - 1}) are in use on this machine")

@@ -40,8 +40,8 @@ def failed(containers: Sequence[ContainerState]) -> bool:
 
 def started(container: ContainerState) -> bool:
     run = container.run
-    if run is None:
-        return False
+    if run is None or run.setup is not None or run.post_start is not None:
+        return False  # started once set up (its mounts made) and once its postStart hook has run
     startup = run.probes.get("startup")
     return startup is None or startup.result is True
 

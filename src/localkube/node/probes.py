@@ -1,4 +1,5 @@
-"""Container probes (startup, liveness, readiness) with exec, httpGet and tcpSocket handlers.
+"""Container probes (startup, liveness, readiness) and lifecycle hooks, with exec, httpGet and tcpSocket
+handlers (`handle`; `run_hook` runs a postStart or preStop hook once).
 
 A `Prober` is the state of one probe of one run of a container. The kubelet's owner calls `tick(now)` on
 every reconcile: it collects a finished attempt, and starts the next one when it is due, as an asyncio
@@ -24,7 +25,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,90 +91,109 @@ class Prober:
         return self.result != before
 
     async def _attempt(self) -> tuple[bool, str]:
-        handler: Callable[[], Awaitable[tuple[bool, str]]]
-        if "exec" in self.spec:
-            handler = self._exec
-        elif "httpGet" in self.spec:
-            handler = self._http
-        elif "tcpSocket" in self.spec:
-            handler = self._tcp
-        else:
-            return True, ""  # a handler this node does not run (grpc): never fails the container
         try:
-            return await asyncio.wait_for(handler(), self._timeout)
+            return await asyncio.wait_for(handle(self.spec, self._context), self._timeout)
         except TimeoutError:
             return False, f"{self.kind} probe timed out after {self._timeout:g}s"
         except Exception as err:  # any failure to reach the container is a probe failure
             return False, f"{self.kind} probe failed: {err}"
 
-    def _port(self, value: int | str) -> int:
-        if isinstance(value, int) or str(value).isdigit():
-            return int(value)
-        if value in self._context.ports:
-            return self._context.ports[value]
-        raise ValueError(f"no container port named {value!r}")
 
-    async def _exec(self) -> tuple[bool, str]:
-        command: Sequence[str] = self.spec["exec"].get("command") or []
-        process = await asyncio.create_subprocess_exec(
-            *self._context.exec_prefix,
-            *command,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=dict(self._context.env),
-            start_new_session=True,
-        )
-        try:
-            out, _ = await process.communicate()
-        except asyncio.CancelledError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-            raise
-        return process.returncode == 0, out.decode(errors="replace")[-1024:]
+async def handle(spec: Mapping[str, Any], context: ProbeContext) -> tuple[bool, str]:
+    """Runs the handler a probe or lifecycle hook names (exec, httpGet or tcpSocket) once; success and a
+    message. A handler this node does not run (grpc) succeeds."""
+    if "exec" in spec:
+        return await _exec(spec["exec"], context)
+    if "httpGet" in spec:
+        return await _http(spec["httpGet"], context)
+    if "tcpSocket" in spec:
+        return await _tcp(spec["tcpSocket"], context)
+    return True, ""
 
-    def _hosts(self, spec: Mapping[str, Any]) -> list[str]:
-        """Where a network probe dials: the probe's host, else the pod's address and, when the pod shares
-        the host's network, the host's loopback too (a process there that binds all interfaces or only
-        127.0.0.1 never listens on the pod's own loopback address)."""
-        if spec.get("host"):
-            return [str(spec["host"])]
-        return [self._context.pod_ip, *(["127.0.0.1"] if self._context.shares_host_network else [])]
 
-    async def _http(self) -> tuple[bool, str]:
-        spec = self.spec["httpGet"]
-        scheme = str(spec.get("scheme") or "HTTP").lower()
-        path = spec.get("path") or "/"
-        path = path if path.startswith("/") else "/" + path
-        headers = {h["name"]: h["value"] for h in spec.get("httpHeaders") or []}
-        headers.setdefault("User-Agent", "kube-probe/1.32")
-        port = self._port(spec["port"])
-        hosts = self._hosts(spec)
-        async with httpx.AsyncClient(verify=False, trust_env=False) as client:  # the kubelet skips TLS checks
-            for host in hosts[:-1]:
-                with contextlib.suppress(httpx.ConnectError):
-                    response = await client.get(f"{scheme}://{host}:{port}{path}", headers=headers)
-                    break
-            else:
-                response = await client.get(f"{scheme}://{hosts[-1]}:{port}{path}", headers=headers)
-        ok = 200 <= response.status_code < 400
-        return ok, "" if ok else f"HTTP probe failed with statuscode: {response.status_code}"
+async def run_hook(
+    kind: str, spec: Mapping[str, Any], context: ProbeContext, timeout: float
+) -> tuple[bool, str]:
+    """A lifecycle hook (postStart, preStop) run once within `timeout`; success and the kubelet's message."""
+    try:
+        ok, message = await asyncio.wait_for(handle(spec, context), timeout)
+    except TimeoutError:
+        return False, f"{kind} hook timed out after {timeout:g}s"
+    except Exception as err:  # a hook that cannot reach the container fails
+        return False, f"{kind} hook failed: {err}"
+    return ok, message
 
-    async def _tcp(self) -> tuple[bool, str]:
-        spec = self.spec["tcpSocket"]
-        port = self._port(spec["port"])
-        hosts = self._hosts(spec)
+
+def _port(value: int | str, context: ProbeContext) -> int:
+    if isinstance(value, int) or str(value).isdigit():
+        return int(value)
+    if value in context.ports:
+        return context.ports[value]
+    raise ValueError(f"no container port named {value!r}")
+
+
+async def _exec(spec: Mapping[str, Any], context: ProbeContext) -> tuple[bool, str]:
+    command: Sequence[str] = spec.get("command") or []
+    process = await asyncio.create_subprocess_exec(
+        *context.exec_prefix,
+        *command,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=dict(context.env),
+        start_new_session=True,
+    )
+    try:
+        out, _ = await process.communicate()
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        raise
+    return process.returncode == 0, out.decode(errors="replace")[-1024:]
+
+
+def _hosts(spec: Mapping[str, Any], context: ProbeContext) -> list[str]:
+    """Where a network handler dials: its host, else the pod's address and, when the pod shares the host's
+    network, the host's loopback too (a process there that binds all interfaces or only 127.0.0.1 never
+    listens on the pod's own loopback address)."""
+    if spec.get("host"):
+        return [str(spec["host"])]
+    return [context.pod_ip, *(["127.0.0.1"] if context.shares_host_network else [])]
+
+
+async def _http(spec: Mapping[str, Any], context: ProbeContext) -> tuple[bool, str]:
+    scheme = str(spec.get("scheme") or "HTTP").lower()
+    path = spec.get("path") or "/"
+    path = path if path.startswith("/") else "/" + path
+    headers = {h["name"]: h["value"] for h in spec.get("httpHeaders") or []}
+    headers.setdefault("User-Agent", "kube-probe/1.32")
+    port = _port(spec["port"], context)
+    hosts = _hosts(spec, context)
+    async with httpx.AsyncClient(verify=False, trust_env=False) as client:  # the kubelet skips TLS checks
         for host in hosts[:-1]:
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection(host, port)
+            with contextlib.suppress(httpx.ConnectError):
+                response = await client.get(f"{scheme}://{host}:{port}{path}", headers=headers)
                 break
         else:
-            _, writer = await asyncio.open_connection(hosts[-1], port)
-        writer.close()
+            response = await client.get(f"{scheme}://{hosts[-1]}:{port}{path}", headers=headers)
+    ok = 200 <= response.status_code < 400
+    return ok, "" if ok else f"HTTP probe failed with statuscode: {response.status_code}"
+
+
+async def _tcp(spec: Mapping[str, Any], context: ProbeContext) -> tuple[bool, str]:
+    port = _port(spec["port"], context)
+    hosts = _hosts(spec, context)
+    for host in hosts[:-1]:
         with contextlib.suppress(OSError):
-            await writer.wait_closed()
-        return True, ""
+            _, writer = await asyncio.open_connection(host, port)
+            break
+    else:
+        _, writer = await asyncio.open_connection(hosts[-1], port)
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True, ""
 
 
 def tick_run(probes: Mapping[str, Prober], now: float) -> Prober | None:

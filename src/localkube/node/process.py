@@ -27,12 +27,20 @@ directory does not meet another's, and its own hostname (the pod's name). Only /
 the rest of /tmp stays the host's, because localkube's interpreter or the files a pod is given may live
 there (a checkout under /tmp, a test's temporary directory). A pod that had already finished when
 localkube (re)started is never run again; a running one is started afresh (restart counts begin at 0).
+
+Volumes (`podvolumes.py`) are set up after the sandbox and before any container, kept in sync every
+`volume_sync` seconds, and mounted in each container's own mount namespace by `mountns.py`, which also
+gives the container a PID namespace; probes, lifecycle hooks and `command_in_pod` enter the container's
+namespaces by the pid the kubelet started. Pods get their ServiceAccount's credentials and the
+`KUBERNETES_SERVICE_*` variables when the node is given the API server (`ProcessOptions.api`); on the
+bridge a forwarder (`apiaccess.py`) takes them to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
 import math
 import os
@@ -42,12 +50,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from localkube.node import logs
+from localkube.node.apiaccess import ApiAccess, Forwarder, service_environment
 from localkube.node.environment import (
     ContainerConfigError,
     MissingCommand,
@@ -58,17 +68,20 @@ from localkube.node.exec import ContainerProcess
 from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
 from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
-from localkube.node.probes import ProbeContext, Prober, tick_run
+from localkube.node.podvolumes import Mount, PodVolumes, unmount_leftovers
+from localkube.node.probes import ProbeContext, Prober, run_hook, tick_run
 from localkube.node.simulate import rfc3339
 from localkube.node.supervision import (
     MINIMUM_GRACE,
     ContainerState,
+    Hook,
     RestartRules,
     Run,
     exit_code,
     kill_leftovers,
     record_process,
 )
+from localkube.node.volumes import Sources, VolumeError, automounts_token
 from localkube.storage import Event, Store
 
 log = logging.getLogger(__name__)
@@ -79,6 +92,8 @@ HOSTS_KEY = ENDPOINTS_PREFIX
 DEFAULT_GRACE = 30.0
 # Ray keeps its sessions under /tmp/ray; a pod with a mount namespace gets its own there.
 HOST_RAY_DIR = Path("/tmp/ray")
+# The program that mounts a container's volumes inside its mount namespace, then runs its command.
+MOUNT_HELPER = Path(__file__).with_name("mountns.py")
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,10 @@ class ProcessOptions:
     backoff_max: float = 300.0
     poll_interval: float = 0.5
     shutdown_grace: float = 10.0
+    # How often mounted ConfigMaps, Secrets, downward API files and tokens are brought up to date.
+    volume_sync: float = 2.0
+    # The API server pods reach (their service-account token, KUBERNETES_SERVICE_HOST); None: not served.
+    api: ApiAccess | None = None
 
 
 def _now() -> str:
@@ -114,6 +133,10 @@ class _Pod:
     transitions: Transitions = field(default_factory=dict)
     stopping: bool = False
     teardown: asyncio.Task[None] | None = None
+    volumes: PodVolumes | None = None
+    volumes_ready: bool = False
+    next_sync: float = 0.0
+    reported: set[str] = field(default_factory=set)  # FailedMount messages already recorded as Events
 
     def live_runs(self) -> Iterable[Run]:
         return (c.run for c in self.containers if c.run is not None)
@@ -139,8 +162,13 @@ class ProcessKubelet:
         self._options = replace(options, host_ip=self._network.host_address or options.host_ip)
         self._process_options = process_options
         kill_leftovers(process_options.data_dir / "kubelet" / "pods")
+        unmount_leftovers(process_options.data_dir / "kubelet" / "pods")
         self._pods: dict[str, _Pod] = {}
         self._unshare = shutil.which("unshare")
+        self._nsenter = shutil.which("nsenter")
+        api = process_options.api
+        gateway = self._network.host_address
+        self._forwarder = Forwarder(api, gateway) if api is not None and gateway is not None else None
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
@@ -148,6 +176,14 @@ class ProcessKubelet:
     @property
     def network(self) -> PodNetwork:
         return self._network
+
+    @property
+    def api_endpoint(self) -> tuple[str, int] | None:
+        """Where pods reach the API server (the `kubernetes` Service's endpoint), when this node has one."""
+        api = self._process_options.api
+        if api is None:
+            return None
+        return self._forwarder.address if self._forwarder is not None else (api.host, api.port)
 
     def register(self, create: Callable[[dict[str, Any]], object]) -> None:
         """Creates this kubelet's Node through the API's create path unless it exists."""
@@ -196,9 +232,10 @@ class ProcessKubelet:
     def command_in_pod(
         self, namespace: str, name: str, container: str, argv: list[str]
     ) -> tuple[list[str], dict[str, str]] | None:
-        """The argv and environment that run `argv` inside a running container's pod (its network namespace
-        and /tmp/ray, the container's environment and working directory are the caller's to use), as
-        `kubectl exec` would; None when the container is not running here."""
+        """The argv and environment that run `argv` inside a running container (where the sandbox has mount
+        namespaces: entering the container's network, mount, UTS and PID namespaces, so its volumes, /tmp/ray
+        and processes; the working directory is the caller's to set), as `kubectl exec` would; None when the
+        container is not running here."""
         state = self._pods.get(f"{PODS_PREFIX}{namespace}/{name}")
         if state is None or state.stopping:
             return None
@@ -230,6 +267,8 @@ class ProcessKubelet:
                 if self._stop(state, None, remove_logs=False):
                     del self._pods[key]
             await asyncio.sleep(0.05)
+        if self._forwarder is not None:
+            await self._forwarder.close()
         await self._network.close()
 
     # Admission and the sandbox.
@@ -270,9 +309,7 @@ class ProcessKubelet:
             return True
         task = state.sandbox_task
         if task is None:
-            state.sandbox_task = asyncio.get_running_loop().create_task(
-                self._network.create(state.key, state.uid)
-            )
+            state.sandbox_task = asyncio.get_running_loop().create_task(self._create_sandbox(state))
             return False
         if not task.done():
             return False
@@ -284,6 +321,12 @@ class ProcessKubelet:
             self._scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
         return True
+
+    async def _create_sandbox(self, state: _Pod) -> Sandbox:
+        sandbox = await self._network.create(state.key, state.uid)
+        if self._forwarder is not None:
+            await self._forwarder.start()  # the bridge exists from now on
+        return sandbox
 
     def _hosts(self, pod: dict[str, Any], ip: str) -> str:
         return hosts_file(pod, ip, self._store.list(ENDPOINTS_PREFIX)[0])
@@ -301,6 +344,8 @@ class ProcessKubelet:
         if not self._sandbox_ready(state, pod):
             return 0.05
         now = time.monotonic()
+        if not self._volumes_ready(state, pod, now):
+            return 1.0
         for container in state.containers:
             if container.init:
                 if container.succeeded:
@@ -310,7 +355,81 @@ class ProcessKubelet:
                     break  # the next init container waits for this one
             else:
                 self._step_container(state, pod, container, now)
-        return self._recheck(state, now)
+        recheck = self._recheck(state, now)
+        return None if recheck is None else min(recheck, max(state.next_sync - now, 0.01))
+
+    # Volumes.
+
+    def _volumes_ready(self, state: _Pod, pod: dict[str, Any], now: float) -> bool:
+        """Sets the pod's volumes up (once) and keeps them in sync (every `volume_sync`); False while they
+        cannot be set up (a FailedMount Event says why)."""
+        assert state.sandbox is not None
+        if state.volumes is None:
+            state.volumes = PodVolumes(
+                self._pod_dir(state) / "volumes",
+                self._sources(),
+                api_access=self._mounts_api_access(pod, state.sandbox),
+                may_mount=os.geteuid() == 0,
+            )
+        if state.volumes_ready and now < state.next_sync:
+            return True
+        try:
+            if state.volumes_ready:
+                state.volumes.sync(pod)
+            else:
+                state.volumes.setup(pod)
+                state.volumes_ready = True
+        except VolumeError as err:
+            self._warning(state, "FailedMount", str(err))
+        state.next_sync = now + self._process_options.volume_sync
+        return state.volumes_ready
+
+    def _sources(self) -> Sources:
+        api = self._process_options.api
+        return Sources(
+            self._read,
+            api.issue_token if api is not None else None,
+            api.ca_cert if api is not None else b"",
+            self._options.capacity,
+        )
+
+    def _mounts_api_access(self, pod: dict[str, Any], sandbox: Sandbox) -> bool:
+        """Whether the pod gets its service-account credentials: when it asks (or does not refuse), when
+        this node can mount them (a mount namespace) and issue tokens, and when its ServiceAccount exists
+        (a pod of a missing one runs without credentials, where a real cluster refuses the pod)."""
+        if self._process_options.api is None or not sandbox.private_mounts:
+            return False
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        account = self._read(
+            "serviceaccounts", metadata.get("namespace", ""), spec.get("serviceAccountName") or "default"
+        )
+        return account is not None and automounts_token(pod, account)
+
+    def _warning(self, state: _Pod, reason: str, message: str) -> None:
+        """Records a Warning Event on the pod (FailedMount once per message), as the kubelet reports it."""
+        log.warning("pod %s: %s: %s", state.key, reason, message)
+        if reason == "FailedMount" and message in state.reported:
+            return
+        state.reported.add(message)
+        stamp = _now()
+        name = f"{state.name}.{uuid.uuid4().hex[:16]}"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": state.namespace, "uid": str(uuid.uuid4()), "creationTimestamp": stamp},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": state.name, "namespace": state.namespace,
+                               "uid": state.uid},
+            "reason": reason,
+            "message": message,
+            "source": {"component": "kubelet", "host": self._options.name},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "type": "Warning",
+            "reportingComponent": "kubelet",
+            "reportingInstance": self._options.name,
+        }  # fmt: skip
+        self._store.create(f"/registry/core/events/{state.namespace}/{name}", event)
 
     def _step_container(
         self, state: _Pod, pod: dict[str, Any], container: ContainerState, now: float
@@ -322,6 +441,10 @@ class ProcessKubelet:
             if run.process.poll() is None:
                 if run.stop_deadline is not None:
                     run.gone(now)  # SIGKILL when the grace period is over
+                elif not run.set_up():
+                    pass  # its mounts are still being made: no hook or probe yet
+                elif run.post_start is not None:
+                    self._post_started(state, container, run, now)
                 else:
                     failing = tick_run(run.probes, now)
                     if failing is not None:
@@ -369,6 +492,12 @@ class ProcessKubelet:
             container.waiting = ("CreateContainerConfigError", str(err))
             container.restart_at = now + 1.0  # the ConfigMap or Secret may yet appear
             return
+        try:
+            mounts = self._mount_plan(state, pod, spec, env)
+        except VolumeError as err:
+            container.waiting = ("CreateContainerConfigError", str(err))
+            container.restart_at = now + 1.0
+            return
         container.waiting = None
         executable = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else argv[0]
         working_dir = spec.get("workingDir") or None
@@ -386,9 +515,11 @@ class ProcessKubelet:
             self._process_options.data_dir, state.namespace, state.name, state.uid, container.name, restart
         )
         writer = logs.LogWriter(path)
+        plan = self._mount_plan_file(state, container, mounts)
+        helper = (sys.executable, "-I", "-S", str(MOUNT_HELPER), str(plan)) if plan is not None else ()
         try:
             process = subprocess.Popen(
-                [*self._exec_prefix(state), executable, *argv[1:]],
+                [*self._exec_prefix(state), *helper, executable, *argv[1:]],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -406,13 +537,55 @@ class ProcessKubelet:
         writer.attach("stderr", process.stderr)
         ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
         shares_host_network = state.host_network or not self._network.isolated
-        context = ProbeContext(state.ip, self._exec_prefix(state), env, ports, shares_host_network)
+        prefix = self._entering(process.pid) if state.sandbox.private_mounts else self._exec_prefix(state)
+        context = ProbeContext(state.ip, prefix, env, ports, shares_host_network)
         probes = {
             kind: Prober(kind, spec[f"{kind}Probe"], context, now)
             for kind in ("startup", "liveness", "readiness")
             if spec.get(f"{kind}Probe") and not container.init
         }
-        container.run = Run(process, _now(), now, probes, writer, context)
+        container.run = Run(process, _now(), now, probes, writer, context, setup=plan)
+        post_start = (spec.get("lifecycle") or {}).get("postStart")
+        if post_start:
+            container.run.post_start = asyncio.get_running_loop().create_task(
+                self._after_setup(
+                    container.run, lambda: run_hook("PostStart", post_start, context, state.grace)
+                )
+            )
+
+    def _mount_plan(
+        self, state: _Pod, pod: dict[str, Any], spec: dict[str, Any], env: dict[str, str]
+    ) -> list[Mount]:
+        assert state.sandbox is not None and state.volumes is not None
+        mounts = state.volumes.mounts(pod, spec, env)
+        if mounts and not state.sandbox.private_mounts:
+            raise VolumeError(
+                "volumeMounts need a mount namespace of the pod's own, which this node cannot make: run "
+                "localkube as root, or where unprivileged user namespaces are allowed"
+            )
+        return mounts
+
+    def _mount_plan_file(self, state: _Pod, container: ContainerState, mounts: list[Mount]) -> Path | None:
+        """Where the sandbox gives every command a mount namespace: the plan for `mountns.py`, which mounts
+        the container's volumes there and gives it a PID namespace."""
+        assert state.sandbox is not None
+        if not state.sandbox.private_mounts:
+            return None
+        plans = self._pod_dir(state) / "mounts"
+        stage = plans / "stage"
+        stage.mkdir(parents=True, exist_ok=True)
+        plan = plans / f"{container.name}.json"
+        plan.write_text(json.dumps({"stage": str(stage), "mounts": [m.plan() for m in mounts]}))
+        return plan
+
+    def _entering(self, pid: int) -> tuple[str, ...]:
+        """The argv prefix that runs a command in the namespaces of a running container (its volumes, its
+        processes, its network): probes and hooks run there, as in a real container. `pid` is the process
+        the kubelet started; the container's own processes are in the PID namespace it made."""
+        assert self._nsenter is not None
+        spaces = ("--net",) if self._network.isolated else ("--user", "--preserve-credentials")
+        children = f"--pid=/proc/{pid}/ns/pid_for_children"
+        return (self._nsenter, f"--target={pid}", *spaces, "--mount", "--uts", children, "--")
 
     def _pod_dir(self, state: _Pod) -> Path:
         """The pod's kubelet directory: its /tmp/ray, its containers' homes, its process records."""
@@ -477,6 +650,42 @@ class ProcessKubelet:
         }
         state.rules.after_exit(container, 128, 0.0, now)
 
+    @staticmethod
+    async def _after_setup(
+        run: Run, hook: Callable[[], Coroutine[Any, Any, tuple[bool, str]]]
+    ) -> tuple[bool, str]:
+        """Runs `hook` once the run's container is set up (a hook may need its mounts)."""
+        while not run.set_up():
+            await asyncio.sleep(0.02)
+        return await hook()
+
+    def _post_started(self, state: _Pod, container: ContainerState, run: Run, now: float) -> None:
+        """Collects the postStart hook: the run's probes start after it; a failure kills the run."""
+        assert run.post_start is not None
+        if not run.post_start.done():
+            return
+        ok, message = run.post_start.result()
+        run.post_start = None
+        if not ok:
+            self._warning(state, "FailedPostStartHook", message.strip())
+            run.begin_stop(state.grace, now, self._pre_stop(container, run))
+
+    def _pre_stop(self, container: ContainerState, run: Run) -> Hook | None:
+        """The container's preStop hook, to run in the run's namespaces before it is sent SIGTERM."""
+        spec = (container.spec.get("lifecycle") or {}).get("preStop")
+        if not spec:
+            return None
+
+        async def hook(timeout: float) -> tuple[bool, str]:
+            ok, message = await self._after_setup(
+                run, lambda: run_hook("PreStop", spec, run.context, timeout)
+            )
+            if not ok:
+                log.warning("container %s: preStop hook failed: %s", container.name, message.strip())
+            return ok, message
+
+        return hook
+
     def _kill_for_probe(
         self, state: _Pod, container: ContainerState, run: Run, prober: Prober, now: float
     ) -> None:
@@ -488,7 +697,9 @@ class ProcessKubelet:
             prober.message.strip(),
         )
         grace = prober.spec.get("terminationGracePeriodSeconds")
-        run.begin_stop(float(grace) if grace is not None else state.grace, now)
+        run.begin_stop(
+            float(grace) if grace is not None else state.grace, now, self._pre_stop(container, run)
+        )
 
     def _stop(self, state: _Pod, grace: float | None, *, remove_logs: bool) -> bool:
         """One step of stopping the whole pod; True once its processes and its sandbox are gone."""
@@ -497,14 +708,18 @@ class ProcessKubelet:
             state.stopping = True
             if state.sandbox_task is not None:
                 state.sandbox_task.cancel()
-            for run in state.live_runs():
-                run.begin_stop(state.grace if grace is None else float(grace), now)
+            for container in state.containers:
+                if container.run is not None:
+                    hook = self._pre_stop(container, container.run)
+                    container.run.begin_stop(state.grace if grace is None else float(grace), now, hook)
         gone = [run.gone(now) for run in state.live_runs()]  # every run polled (and killed when due)
         if not all(gone):
             return False
         if state.teardown is None:
             for run in state.live_runs():
                 run.writer.close()
+            if state.volumes is not None:
+                state.volumes.teardown()
             state.teardown = asyncio.get_running_loop().create_task(self._network.destroy(state.key))
             if remove_logs:
                 data_dir = self._process_options.data_dir
@@ -559,4 +774,6 @@ class ProcessKubelet:
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
         metadata, spec = pod["metadata"], pod.get("spec") or {}
         env["HOSTNAME"] = spec.get("hostname") or metadata["name"]
+        if self.api_endpoint is not None:
+            env.update(service_environment(*self.api_endpoint))
         return env

@@ -14,11 +14,13 @@ kubelet started after one that died unclean can stop what that one left (`kill_l
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import signal
 import subprocess
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,9 @@ from localkube.node import logs
 from localkube.node.probes import ProbeContext, Prober
 
 log = logging.getLogger(__name__)
+
+# A lifecycle hook to run, given the time it may take; it returns success and a message.
+Hook = Callable[[float], Coroutine[Any, Any, tuple[bool, str]]]
 
 # What a run still gets after SIGKILL before its leftovers (zombies nobody reaps) are given up on; also the
 # kubelet's minimum grace period.
@@ -101,7 +106,9 @@ def _group_alive(pgid: int) -> bool:
 
 @dataclass
 class Run:
-    """One run of a container: its process (a group leader) and what belongs to this run."""
+    """One run of a container: its process (a group leader) and what belongs to this run, with its
+    lifecycle hooks: `post_start` runs while the run starts (its probes wait for it), a preStop hook given
+    to `begin_stop` runs before SIGTERM, within the grace period (the kubelet's order)."""
 
     process: subprocess.Popen[bytes]
     started_at: str
@@ -109,12 +116,22 @@ class Run:
     probes: dict[str, Prober]
     writer: logs.LogWriter
     context: ProbeContext
+    setup: Path | None = None  # the mount plan, which mountns.py removes once the container is set up
+    post_start: asyncio.Task[tuple[bool, str]] | None = None
+    pre_stop: asyncio.Task[tuple[bool, str]] | None = None
     stop_deadline: float | None = None
+    terminated: bool = False  # SIGTERM sent
     strays: set[int] = field(default_factory=set)  # descendants outside the group, seen at SIGTERM
 
     @property
     def container_id(self) -> str:
         return f"process://{self.process.pid}"
+
+    def set_up(self) -> bool:
+        """Whether the container's namespaces are ready (its volumes mounted): hooks and probes may run."""
+        if self.setup is not None and not self.setup.exists():
+            self.setup = None
+        return self.setup is None
 
     def signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -123,21 +140,44 @@ class Run:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
-    def begin_stop(self, grace: float, now: float) -> None:
+    def begin_stop(self, grace: float, now: float, pre_stop: Hook | None = None) -> None:
         if self.stop_deadline is not None:
             return
         for prober in self.probes.values():
             prober.cancel()
+        if self.post_start is not None:
+            self.post_start.cancel()
+        self.stop_deadline = now + grace
+        if pre_stop is not None and self.process.poll() is None:
+            self.pre_stop = asyncio.get_running_loop().create_task(pre_stop(grace))
+        else:
+            self._terminate()
+
+    def _terminate(self) -> None:
+        self.terminated = True
         self.strays = descendants(self.process.pid) - {self.process.pid}
         self.signal(signal.SIGTERM)
-        self.stop_deadline = now + grace
 
     def gone(self, now: float) -> bool:
-        """Polls the run; SIGKILLs it once its grace period is over. True when nothing of it is left."""
+        """Polls the run: SIGTERM once its preStop hook is over, SIGKILL once its grace period is. True when
+        nothing of it is left."""
         exited = self.process.poll() is not None
         if exited and not _group_alive(self.process.pid):
+            if self.pre_stop is not None:
+                self.pre_stop.cancel()
             return True
-        if self.stop_deadline is not None and now >= self.stop_deadline:
+        if self.stop_deadline is None:
+            return False
+        if not self.terminated and (
+            self.pre_stop is None or self.pre_stop.done() or now >= self.stop_deadline
+        ):
+            if self.pre_stop is not None and not self.pre_stop.done():
+                self.pre_stop.cancel()
+            self._terminate()
+            # The kubelet gives a container whose preStop hook used up the grace period 2 s more.
+            self.stop_deadline = max(self.stop_deadline, now + MINIMUM_GRACE)
+            return False
+        if now >= self.stop_deadline:
             self.signal(signal.SIGKILL)
             # After SIGKILL only reaping is left; a group that still shows up holds zombies nobody waits on.
             return exited and now >= self.stop_deadline + MINIMUM_GRACE

@@ -60,9 +60,12 @@ class Authenticator:
         self._find_service_account = find_service_account
 
     def authenticate(self, authorization: str | None) -> UserInfo | None:
-        if not authorization or not authorization.startswith("Bearer "):
+        scheme, _, token = (authorization or "").partition(" ")
+        if (
+            scheme.lower() != "bearer"
+        ):  # the scheme is case-insensitive (the in-cluster client sends "bearer")
             return None
-        token = authorization[7:].strip()
+        token = token.strip()
         if hmac.compare_digest(token, self.admin_token):
             return UserInfo(ADMIN_USER, (MASTERS, AUTHENTICATED))
         return self._service_account_user(token)

@@ -21,8 +21,11 @@ import uvloop
 
 from localkube.controllers.cluster import cluster_controllers
 from localkube.node import logs
+from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions
-from localkube.server import errors
+from localkube.node.network import bridge_gateways
+from localkube.node.volumes import IssueToken, Token
+from localkube.server import apiservice, errors
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
 from localkube.server.podstreams import Output, ProcessNode
@@ -137,10 +140,17 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
+def _token_issuer(authenticator: Authenticator) -> IssueToken:
+    def issue(namespace: str, name: str, uid: str, expiration: int, audiences: list[str]) -> Token:
+        return Token(*authenticator.issue_service_account_token(namespace, name, uid, expiration, audiences))
+
+    return issue
+
+
 def serve(options: ServeOptions) -> None:
     data_dir = options.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    tls = ensure_tls(data_dir, options.host)
+    tls = ensure_tls(data_dir, options.host, bridge_gateways())
     store = Store(data_dir / "state.db")
     app = build_app(data_dir, store)
     sock = _bind(options.host, options.port)
@@ -148,6 +158,7 @@ def serve(options: ServeOptions) -> None:
     url_host = (
         "127.0.0.1" if options.host in ("0.0.0.0", "") else "[::1]" if options.host == "::" else options.host
     )
+    loopback = url_host
     url_host = f"[{url_host}]" if ":" in url_host and not url_host.startswith("[") else url_host
     url = f"https://{url_host}:{port}"
     write_kubeconfig(data_dir / "kubeconfig", url, tls.ca_cert, app.authenticator.admin_token)
@@ -175,18 +186,27 @@ def serve(options: ServeOptions) -> None:
         )
         controllers = None
         attach_output = _attach_output(data_dir, store)
+        # The `kubernetes` Service names this server, or, once a process node has a pod bridge, the node's
+        # forwarder to it there (where those pods reach it).
+        apiservice.publish(app.resources, loopback, port)
         if options.node_mode != "none":
             controllers = cluster_controllers(
                 app.resources,
                 NodeOptions(),
                 node_mode="process" if options.node_mode == "process" else "simulate",
                 data_dir=data_dir,
+                api_access=ApiAccess(
+                    loopback, port, tls.ca_cert.read_bytes(), _token_issuer(app.authenticator)
+                ),
             )
             await controllers.start()
             if controllers.kubelet is not None:
                 app.pod_streams.node = ProcessNode(controllers.kubelet.container_process, attach_output)
                 if app.pod_proxy is not None:
                     app.pod_proxy.allow(str(controllers.kubelet.network.cidr))
+            endpoint = controllers.kubelet.api_endpoint if controllers.kubelet is not None else None
+            if endpoint is not None:
+                apiservice.publish(app.resources, *endpoint)
         try:
             await server.serve(sockets=[sock])
         finally:

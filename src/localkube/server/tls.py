@@ -1,8 +1,9 @@
 """TLS material in the data directory: a self-signed CA and a serving certificate it signs.
 
 Made once, on first start, and reused afterwards so kubeconfigs written earlier keep working. The serving
-certificate names localhost, the loopback addresses, the host the server binds and the in-cluster names of
-the `kubernetes` Service, so a client may reach it by any of them. Keys are EC P-256: quick to make and to
+certificate names localhost, the loopback addresses, the host the server binds, the in-cluster names of
+the `kubernetes` Service and the process node's bridge gateways (where its pods reach the server), so a
+client may reach it by any of them; a certificate made before it named the gateways is made again. Keys are EC P-256: quick to make and to
 handshake with.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _VALIDITY = datetime.timedelta(days=3650)
 _SERVICE_NAMES = (
     "localhost",
@@ -37,12 +40,18 @@ class TlsFiles:
     server_key: Path
 
 
-def ensure_tls(data_dir: Path, host: str) -> TlsFiles:
-    """The CA and serving certificate under `data_dir/pki`, made if missing."""
+def ensure_tls(data_dir: Path, host: str, addresses: Iterable[str] = ()) -> TlsFiles:
+    """The CA and serving certificate under `data_dir/pki`, made if missing, or if the certificate does not
+    name every one of `addresses` (more addresses the server is reached at: the pod bridges' gateways)."""
     pki = data_dir / "pki"
     files = TlsFiles(pki / "ca.crt", pki / "server.crt", pki / "server.key")
+    wanted = {ipaddress.ip_address(address) for address in addresses}
     if files.ca_cert.exists() and files.server_cert.exists() and files.server_key.exists():
-        return files
+        names = x509.load_pem_x509_certificate(
+            files.server_cert.read_bytes()
+        ).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        if wanted <= set(names.value.get_values_for_type(x509.IPAddress)):
+            return files
     pki.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -81,7 +90,7 @@ def ensure_tls(data_dir: Path, host: str) -> TlsFiles:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(_alternative_names(host)), critical=False)
+        .add_extension(x509.SubjectAlternativeName(_alternative_names(host, wanted)), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
@@ -96,9 +105,9 @@ def ensure_tls(data_dir: Path, host: str) -> TlsFiles:
     return files
 
 
-def _alternative_names(host: str) -> list[x509.GeneralName]:
+def _alternative_names(host: str, extra: Iterable[IPAddress]) -> list[x509.GeneralName]:
     dns = set(_SERVICE_NAMES) | {socket.gethostname()}
-    addresses = set(_SERVICE_ADDRESSES)
+    addresses = set(_SERVICE_ADDRESSES) | {str(address) for address in extra}
     try:
         ipaddress.ip_address(host)
         if host not in ("0.0.0.0", "::"):

@@ -25,10 +25,13 @@ from localkube.controllers.cluster import ClusterRunner, cluster_controllers
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
+from localkube.node.apiaccess import ApiAccess, Forwarder
 from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
 from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork
 from localkube.node.process import ProcessKubelet, ProcessOptions
+from localkube.node.supervision import descendants
+from localkube.node.volumes import Token
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
@@ -148,6 +151,13 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+def _command(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().split("\0")[:-1]
+    except FileNotFoundError:
+        return []
 
 
 def _netns() -> list[str]:
@@ -328,11 +338,14 @@ async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None
     )
     cluster.create("pods", _pod("doomed", _python(code)))
     pod = await cluster.until("doomed", lambda p: bool(_container(p)["state"].get("running")))
-    pids: list[int] = []
     async with asyncio.timeout(10):
-        while not pids:
-            pids = [int(p) for p in cluster.log(pod).split()]
+        while not cluster.log(pod).split():
             await asyncio.sleep(0.05)
+    # The pids the container prints are its PID namespace's (where it has one): the host's are found from
+    # the process the kubelet started.
+    leader = int(_container(pod)["containerID"].removeprefix("process://"))
+    pids = [leader, *descendants(leader)]
+    assert sum(_command(pid)[:1] == ["sleep"] for pid in pids) == 2
     netns_before = _netns() if cluster.isolated else []
     assert all(_alive(pid) for pid in pids) and len(netns_before) == (1 if cluster.isolated else 0)
     cluster.delete_pod("doomed")
@@ -458,3 +471,155 @@ async def test_on_the_host_network_probes_also_reach_servers_bound_to_loopback_o
     web["command"] = [*web["command"], "--bind", "127.0.0.1"]
     cluster.create("pods", _pod("local", web))
     await cluster.until("local", _ready)
+
+
+def _hooks_volume(directory: Path) -> dict[str, Any]:
+    return {"volumes": [{"name": "hooks", "hostPath": {"path": str(directory), "type": "DirectoryOrCreate"}}]}
+
+
+_HOOKS_MOUNT = {"volumeMounts": [{"name": "hooks", "mountPath": "/var/hooks"}]}
+
+
+async def test_a_pre_stop_hook_runs_in_its_own_container_and_stops_only_its_processes(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    if not cluster.private_files:
+        pytest.skip("containers have PID namespaces only with network or user namespaces")
+    hooks = tmp_path / "hooks"
+    sleeper = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+    # `lk-mar[k]er` matches the sleepers' command lines but not the hook's own shell.
+    pre_stop = "echo stopped > /var/hooks/prestop; pkill -KILL -f 'lk-mar[k]er'"
+    lifecycle = {"preStop": {"exec": {"command": ["sh", "-c", pre_stop]}}}
+    hooked = {**_python(sleeper, args=["lk-marker"], lifecycle=lifecycle), **_HOOKS_MOUNT}
+    cluster.create("pods", _pod("hooked", hooked, **_hooks_volume(hooks), terminationGracePeriodSeconds=30))
+    cluster.create("pods", _pod("bystander", _python(sleeper, args=["lk-marker"])))
+    pids = {}
+    for name in ("hooked", "bystander"):
+        pod = await cluster.until(name, lambda p: _container(p).get("started") is True)
+        pids[name] = int(_container(pod)["containerID"].removeprefix("process://"))
+    cluster.delete_pod("hooked")
+    async with asyncio.timeout(20):
+        while cluster.pod("hooked") is not None:
+            await asyncio.sleep(0.05)
+    assert (hooks / "prestop").read_text() == "stopped\n"
+    assert not _alive(pids["hooked"])
+    assert _alive(pids["bystander"]) and all(_alive(pid) for pid in descendants(pids["bystander"]))
+
+
+async def test_post_start_and_http_pre_stop_hooks_run(cluster: Cluster, tmp_path: Path) -> None:
+    port = 8000 if cluster.isolated else _free_port()
+    # A server that notes every path it is asked for in a file of the test's directory (which the
+    # container sees at the same path: a mount namespace only adds mounts).
+    server = (
+        "import http.server, sys\n"
+        "class Handler(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        open(sys.argv[2], 'a').write(self.path + '\\n')\n"
+        "        self.send_response(200)\n"
+        "        self.end_headers()\n"
+        "http.server.HTTPServer(('', int(sys.argv[1])), Handler).serve_forever()\n"
+    )
+    requests, started = tmp_path / "requests", tmp_path / "poststart"
+    lifecycle = {
+        "postStart": {"exec": {"command": ["sh", "-c", f"echo $HOSTNAME > {started}"]}},
+        "preStop": {"httpGet": {"path": "/prestop", "port": "http"}},
+    }
+    web = {
+        **_python(server, args=[str(port), str(requests)]),
+        "ports": [{"name": "http", "containerPort": port}],
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 1},
+        "lifecycle": lifecycle,
+    }
+    cluster.create("pods", _pod("web", web))
+    pod = await cluster.until("web", _ready)
+    assert _container(pod)["started"] is True
+    assert started.read_text() == "web\n"
+    cluster.delete_pod("web")
+    async with asyncio.timeout(20):
+        while cluster.pod("web") is not None:
+            await asyncio.sleep(0.05)
+    assert requests.read_text().splitlines()[-1] == "/prestop"
+
+
+async def test_a_missing_config_map_volume_keeps_the_pod_creating_until_it_appears(cluster: Cluster) -> None:
+    if not cluster.private_files:
+        pytest.skip("volumes are mounted only with network or user namespaces")
+    reader = "import time; print(open('/etc/app/greeting').read(), flush=True); time.sleep(300)"
+    container = {**_python(reader), "volumeMounts": [{"name": "app", "mountPath": "/etc/app"}]}
+    cluster.create(
+        "pods", _pod("reader", container, volumes=[{"name": "app", "configMap": {"name": "late"}}])
+    )
+
+    def failed_mount(pod: dict[str, Any]) -> bool:
+        events = cluster.store.list("/registry/core/events/default/")[0]
+        return any(e["reason"] == "FailedMount" and e["involvedObject"]["name"] == "reader" for e in events)
+
+    pod = await cluster.until("reader", failed_mount)
+    events = cluster.store.list("/registry/core/events/default/")[0]
+    messages = [e["message"] for e in events if e["reason"] == "FailedMount"]
+    assert messages == ['MountVolume.SetUp failed for volume "app" : configmap "late" not found']
+    assert pod["status"]["phase"] == "Pending"
+    assert _container(pod)["state"] == {"waiting": {"reason": "ContainerCreating"}}
+    cluster.create("configmaps", {"metadata": {"name": "late"}, "data": {"greeting": "at last"}})
+    pod = await cluster.until("reader", lambda p: bool(_container(p)["state"].get("running")))
+    async with asyncio.timeout(15):
+        while cluster.log(pod) != "at last\n":
+            await asyncio.sleep(0.1)
+
+
+async def test_volume_mounts_are_refused_where_the_node_has_no_mount_namespaces(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
+    options = ProcessOptions(tmp_path, backoff_initial=0.2, poll_interval=0.05, shutdown_grace=2)
+    kubelet = ProcessKubelet(store, NodeOptions(), options, HostNetwork())  # no user namespaces asked for
+    kubelet.register(lambda node: ControllerApi(resources).create("", "nodes", None, node))
+    runner = Runner(store, [Scheduler(store), kubelet])
+    await runner.start()
+    try:
+        cluster = Cluster(resources, kubelet, tmp_path)
+        container = {
+            **_python("print('never')"),
+            "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+        }
+        cluster.create("pods", _pod("mounts", container, volumes=[{"name": "scratch", "emptyDir": {}}]))
+        pod = await cluster.until(
+            "mounts", lambda p: bool(_container(p)["state"].get("waiting", {}).get("message"))
+        )
+        waiting = _container(pod)["state"]["waiting"]
+        assert waiting["reason"] == "CreateContainerConfigError"
+        assert "volumeMounts need a mount namespace" in waiting["message"]
+    finally:
+        await runner.stop()
+        await kubelet.shutdown()
+        store.close()
+
+
+async def test_the_api_forwarder_takes_another_port_when_443_is_taken() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("binding port 443 needs root")
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"api:" + await reader.readline())
+        await writer.drain()
+        writer.close()
+
+    api = await asyncio.start_server(echo, "127.0.0.1", 0)
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.3", 443))  # something of the host's on the port a forwarder would take
+    holder.listen()
+    port = api.sockets[0].getsockname()[1]
+    forwarder = Forwarder(ApiAccess("127.0.0.1", port, b"", lambda *_: Token("", 0)), "127.0.0.3")
+    try:
+        assert forwarder.address[1] not in (443, 0)
+        await forwarder.start()
+        reader, writer = await asyncio.open_connection(*forwarder.address)
+        writer.write(b"hello\n")
+        assert await reader.read() == b"api:hello\n"
+        writer.close()
+    finally:
+        await forwarder.close()
+        holder.close()
+        api.close()
+        await api.wait_closed()
