@@ -3,45 +3,133 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 import typer
 
 import kuberay
-from kuberay import local
 from kuberay.api import crd, manifest
 from kuberay.api.features import FeatureGateError, FeatureGates
+from kuberay.local import instance, launcher
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="KubeRay in Python.")
-local_app = typer.Typer(no_args_is_help=True, help="KubeRay on this machine, on localkube.")
+app = typer.Typer(no_args_is_help=True, help="KubeRay, the Kubernetes operator for Ray, in Python.")
+local_app = typer.Typer(
+    no_args_is_help=True,
+    help="KubeRay on this machine: localkube and the operator, one instance per data directory.",
+)
 app.add_typer(local_app, name="local")
 
+DEFAULT_DATA_DIR = Path(".localkube")
+STOP_TIMEOUT = 90.0  # localkube gives each pod's processes up to 10 s, then the launcher waits for it
 
-@local_app.command("up")
+DataDir = Annotated[
+    Path,
+    typer.Option(help="The instance's directory: localkube's state, the kubeconfig, the logs, the lock."),
+]
+
+
+class NodeMode(StrEnum):
+    simulate = "simulate"
+    process = "process"
+
+
+class LogFormat(StrEnum):
+    console = "console"
+    json = "json"
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@local_app.command("up", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def local_up(
-    data_dir: Annotated[Path, typer.Option(help="localkube's state, the kubeconfig and the logs.")] = Path(
-        ".localkube"
-    ),
-    port: Annotated[int, typer.Option(help="localkube's HTTPS port (0 picks a free one).")] = 6443,
+    context: typer.Context,
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    port: Annotated[int, typer.Option(help="localkube's HTTPS port; 0 picks a free one.")] = 6443,
     node_mode: Annotated[
-        str, typer.Option(help="simulate: pods are simulated; process: pods run as local processes.")
-    ] = "simulate",
-    feature_gates: Annotated[str, typer.Option(help="Passed to the operator, e.g. RayCronJob=true.")] = "",
+        NodeMode,
+        typer.Option(help="simulate: pods are simulated; process: pods run as local processes (real Ray)."),
+    ] = NodeMode.simulate,
+    feature_gates: Annotated[
+        str, typer.Option(help="The operator's feature gates, e.g. RayCronJob=true.")
+    ] = "",
+    log_format: Annotated[
+        LogFormat, typer.Option(help="The launcher's and the operator's log lines: console or JSON.")
+    ] = LogFormat.console,
 ) -> None:
-    """Start localkube and the operator; print how to use them; stop both on Ctrl-C."""
-    if node_mode not in ("simulate", "process"):
-        typer.echo(f"error: --node-mode must be simulate or process, not {node_mode!r}", err=True)
-        raise typer.Exit(2)
-    options = local.LocalOptions(
-        data_dir=data_dir, port=port, node_mode=node_mode, feature_gates=feature_gates
+    """Start localkube and the operator; print how to use them once both answer; stop both on Ctrl-C.
+
+    Arguments after `--` go to kuberay-operator and override the launcher's, e.g.
+    `kuberay local up -- --batch-scheduler volcano`.
+
+    The operator's metrics and health-probe ports are free ones; `kuberay local status` shows them.
+    """
+    options = launcher.LocalOptions(
+        data_dir=data_dir,
+        port=port,
+        node_mode=node_mode.value,
+        feature_gates=feature_gates,
+        log_format=log_format.value,
+        operator_args=tuple(context.args),
     )
-    raise typer.Exit(local.up(options))
+    raise typer.Exit(launcher.up(options))
+
+
+@local_app.command("status")
+def local_status(
+    data_dir: DataDir = DEFAULT_DATA_DIR,
+    output: Annotated[
+        OutputFormat, typer.Option(help="text for people, json for scripts.")
+    ] = OutputFormat.text,
+) -> None:
+    """Show what runs on the data directory: phase, processes, ports, kubeconfig, logs.
+
+    Exits 0 when an instance runs there, 3 when none does.
+    """
+    state = instance.read_state(data_dir.resolve())
+    if state is None:
+        pid = instance.holder(data_dir.resolve())
+        if output is OutputFormat.json:
+            typer.echo(orjson.dumps({"phase": "starting" if pid is not None else "stopped"}).decode())
+        else:
+            typer.echo(f"kuberay local: {'starting' if pid is not None else 'not running'} on {data_dir}")
+        raise typer.Exit(0 if pid is not None else 3)
+    if output is OutputFormat.json:
+        typer.echo(state.to_json().decode())
+        return
+    children = ", ".join(f"{name} (pid {pid})" for name, pid in state.children.items())
+    typer.echo(
+        f"kuberay local: {state.phase} on {state.data_dir} (launcher pid {state.pid}, {state.node_mode} mode)\n"
+        f"  processes: {children or 'none yet'}\n"
+        f"  API server: {state.api_server or 'not yet'}\n"
+        f"  operator metrics: {state.operator_metrics}; health probe: {state.operator_health_probe}\n"
+        f"  kubeconfig: {state.kubeconfig}\n"
+        f"  logs: {', '.join(state.logs.values())}"
+    )
+
+
+@local_app.command("down")
+def local_down(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
+    """Stop the instance running on the data directory (from any shell); waits until it has stopped.
+
+    Succeeds, saying so, when nothing runs there.
+    """
+    try:
+        pid = instance.stop(data_dir.resolve(), STOP_TIMEOUT)
+    except instance.InstanceError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"kuberay local: {'stopped process ' + str(pid) if pid else 'nothing runs'} on {data_dir}")
 
 
 @app.command()
 def version() -> None:
-    """Print kuberay's version."""
+    """Print kuberay's version (the installed distribution's)."""
     typer.echo(kuberay.__version__)
 
 
@@ -105,4 +193,8 @@ def _ray_objects(path: Path) -> list[dict[str, object]]:
 
 
 def main() -> None:
-    app()
+    app(prog_name="kuberay")
+
+
+if __name__ == "__main__":
+    main()

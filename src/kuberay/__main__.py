@@ -1,0 +1,5 @@
+"""`python -m kuberay`: the same as the `kuberay` command."""
+
+from kuberay.cli import main
+
+main()

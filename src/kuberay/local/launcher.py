@@ -1,0 +1,275 @@
+"""`kuberay local up`: localkube and the operator on this machine, as two child processes.
+
+The only place where kuberay and localkube meet, and only as processes talking HTTP: localkube is started
+with `python -m localkube serve`, the ray.io CRDs are applied through the API like any client would, then
+`kuberay-operator` is started against localkube's kubeconfig, reaching every Ray dashboard through the API
+server's service proxy (the host cannot resolve Service names). "ready" is announced only once the API
+server answers and the operator's /readyz does (its caches have synced). The data directory is locked for
+the launcher's lifetime (`instance`). Ctrl-C, SIGTERM (`kuberay local down`) or either child dying stops
+both: the operator first, then localkube (which first stops its pods' processes), each with SIGTERM and,
+after a grace period, SIGKILL. The children also get SIGTERM from the kernel if the launcher itself dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import httpx
+
+from kuberay.api import crd
+from kuberay.local.instance import InstanceError, InstanceLock, InstanceState
+from kuberay.operator import logs, settings
+from kuberay.runtime.client import Client, PatchType, load_config
+from kuberay.runtime.errors import KubeError
+from kuberay.runtime.resources import CUSTOM_RESOURCE_DEFINITION, NAMESPACE
+from kuberay.runtime.serving import parse_bind_address
+
+log = logging.getLogger("local")
+
+OPERATOR_GRACE_SECONDS = 10.0
+# localkube stops its pods' processes first (each with up to 10 s of grace, in parallel), then itself.
+LOCALKUBE_GRACE_SECONDS = 30.0
+# Generous: on a loaded machine the operator's imports alone take several seconds.
+READY_TIMEOUT = 120.0
+PROGRESS_EVERY = 5.0
+FIELD_MANAGER = "kuberay-local"
+LOG_FORMATS = ("console", "json")
+PR_SET_PDEATHSIG = 1
+
+
+class LocalError(Exception):
+    """The local cluster could not be started; the message says what failed and where its log is."""
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    data_dir: Path
+    port: int = 6443
+    node_mode: str = "simulate"
+    feature_gates: str = ""
+    log_format: str = "console"
+    # Passed to kuberay-operator after the launcher's own flags, so they override them.
+    operator_args: tuple[str, ...] = ()
+
+
+def operator_command(options: LocalOptions, kubeconfig: Path) -> list[str]:
+    """The operator's command line: leader election off, free ports for its endpoints, the service proxy to
+    the Ray dashboards; then the user's flags, which win (the last occurrence of a flag counts)."""
+    command = [
+        sys.executable, "-m", "kuberay.operator", f"--kubeconfig={kubeconfig}",
+        "--enable-leader-election=false", f"--metrics-addr=127.0.0.1:{_free_port()}",
+        f"--health-probe-bind-address=127.0.0.1:{_free_port()}", "--use-kubernetes-proxy=true",
+        f"--log-stdout-encoder={options.log_format}",
+    ]  # fmt: skip
+    if options.feature_gates:
+        command.append(f"--feature-gates={options.feature_gates}")
+    return command + list(options.operator_args)
+
+
+def up(options: LocalOptions) -> int:
+    """Runs until interrupted; returns the exit status for the command line."""
+    logs.configure(stdout_encoder=options.log_format, level="info")
+    data_dir = options.data_dir.resolve()
+    kubeconfig = data_dir / "localkube" / "kubeconfig"
+    command = operator_command(options, kubeconfig)
+    try:
+        operator_settings = settings.parse(command[3:])
+    except settings.SettingsError as e:
+        log.error("invalid operator flags: %s", e)
+        return 2
+    lock = InstanceLock(data_dir)
+    try:
+        lock.acquire()
+    except InstanceError as e:
+        log.error("%s", e)
+        return 1
+    stopping = _StopFlag()
+    children: list[subprocess.Popen[bytes]] = []
+    state = InstanceState(
+        pid=os.getpid(), phase="starting", node_mode=options.node_mode, data_dir=str(data_dir),
+        kubeconfig=str(kubeconfig), operator_metrics=operator_settings.config.metrics_addr,
+        operator_health_probe=operator_settings.config.probe_addr,
+        logs={"localkube": str(data_dir / "localkube.log"), "operator": str(data_dir / "operator.log")},
+    )  # fmt: skip
+    try:
+        kubeconfig.unlink(missing_ok=True)
+        localkube = _spawn(
+            [sys.executable, "-m", "localkube", "serve", "--data-dir", str(kubeconfig.parent),
+             "--port", str(options.port), "--node-mode", options.node_mode],
+            Path(state.logs["localkube"]),
+        )  # fmt: skip
+        children.append(localkube)
+        state = replace(state, children={"localkube": localkube.pid})
+        lock.write(state)
+        api_server = asyncio.run(_install_crds_when_ready(localkube, kubeconfig, state, stopping))
+        operator = _spawn(command, Path(state.logs["operator"]))
+        children.append(operator)
+        state = replace(state, api_server=api_server, children={**state.children, "operator": operator.pid})
+        lock.write(state)
+        asyncio.run(_operator_ready(operator, state, stopping))
+        state = replace(state, phase="ready")
+        lock.write(state)
+        log.info("%s", _ready_message(state))
+        while not stopping.requested:
+            for name, child in zip(("localkube", "the operator"), children, strict=True):
+                if child.poll() is not None:
+                    log.error("%s exited with status %d; stopping. Its log: %s",
+                              name, child.returncode, state.logs[name.removeprefix("the ")])  # fmt: skip
+                    return 1
+            time.sleep(0.2)
+        return 0
+    except LocalError as e:
+        log.error("%s", e)
+        return 1
+    finally:
+        if children:
+            lock.write(replace(state, phase="stopping"))
+            log.info("stopping")
+        for child in reversed(children):
+            _stop(child, LOCALKUBE_GRACE_SECONDS if child is children[0] else OPERATOR_GRACE_SECONDS)
+        lock.release()
+
+
+class _StopFlag:
+    """Set by SIGINT or SIGTERM; the launcher polls it, so a signal never interrupts a half-done step."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        signal.signal(signal.SIGINT, self._request)
+        signal.signal(signal.SIGTERM, self._request)
+
+    def _request(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+
+def _ready_message(state: InstanceState) -> str:
+    return (
+        f"kuberay is ready on localkube ({state.node_mode} mode)\n"
+        f"  export KUBECONFIG={state.kubeconfig}\n"
+        f"  kubectl apply -f examples/ray-cluster.minimal.yaml\n"
+        f"  API server: {state.api_server}; operator metrics: {state.operator_metrics}, "
+        f"health probe: {state.operator_health_probe}\n"
+        f"  logs: {state.logs['localkube']}, {state.logs['operator']}\n"
+        f"Press Ctrl-C (or run `kuberay local down --data-dir {state.data_dir}`) to stop."
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel sends it SIGTERM when the launcher dies, even by SIGKILL,
+    so no localkube is left running on a directory whose lock is gone."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _spawn(command: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as out:
+        return subprocess.Popen(
+            command, stdout=out, stderr=out, start_new_session=True, preexec_fn=_die_with_parent
+        )
+
+
+class _Waiting:
+    """One step of start-up: fails when its process exits, on a stop request or at the deadline, and logs
+    progress every few seconds."""
+
+    def __init__(
+        self, what: str, process: subprocess.Popen[bytes], log_path: str, stopping: _StopFlag
+    ) -> None:
+        self.what, self.process, self.log_path, self.stopping = what, process, log_path, stopping
+        self.started = self.last_report = time.monotonic()
+        log.info("waiting for %s", what)
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if self.process.poll() is not None:
+            raise LocalError(
+                f"{self.what}: the process exited with status {self.process.returncode}; see {self.log_path}"
+            )
+        if self.stopping.requested:
+            raise LocalError(f"interrupted while waiting for {self.what}")
+        if now - self.started > READY_TIMEOUT:
+            raise LocalError(f"{self.what}: no answer within {READY_TIMEOUT:.0f} s; see {self.log_path}")
+        if now - self.last_report >= PROGRESS_EVERY:
+            self.last_report = now
+            log.info("still waiting for %s (%.0f s)", self.what, now - self.started)
+
+
+async def _install_crds_when_ready(
+    process: subprocess.Popen[bytes], kubeconfig: Path, state: InstanceState, stopping: _StopFlag
+) -> str:
+    """Waits for localkube to answer, server-side applies the ray.io CRDs and returns the API's URL."""
+    waiting = _Waiting("the API server", process, state.logs["localkube"], stopping)
+    while not kubeconfig.exists():
+        waiting.check()
+        await asyncio.sleep(0.1)
+    config = load_config(str(kubeconfig))
+    client = Client.from_config(config, field_manager=FIELD_MANAGER, timeout=5.0)
+    try:
+        while True:
+            waiting.check()
+            try:
+                await client.get(NAMESPACE, "default")
+                break
+            except KubeError:
+                await asyncio.sleep(0.1)
+        for definition in crd.crds():
+            name = definition["metadata"]["name"]
+            await client.patch(
+                CUSTOM_RESOURCE_DEFINITION, name, definition, patch_type=PatchType.APPLY, force=True
+            )
+    finally:
+        await client.close()
+    return str(config.cluster.server)
+
+
+async def _operator_ready(
+    process: subprocess.Popen[bytes], state: InstanceState, stopping: _StopFlag
+) -> None:
+    """Waits until the operator's /readyz answers 200; without a probe endpoint, until it has started."""
+    waiting = _Waiting("the operator", process, state.logs["operator"], stopping)
+    bind = parse_bind_address(state.operator_health_probe)
+    if bind is None:
+        log.warning("the operator's health probe is disabled; not waiting for its caches to sync")
+        return
+    host = "127.0.0.1" if bind[0] in ("0.0.0.0", "::") else bind[0]
+    url = f"http://{host}:{bind[1]}/readyz"
+    async with httpx.AsyncClient(timeout=2.0) as http:
+        while True:
+            waiting.check()
+            try:
+                if (await http.get(url)).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+
+
+def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
