@@ -1,3 +1,6 @@
 """kuberay: KubeRay, the Kubernetes operator for Ray, in Python."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+# The one version source is pyproject.toml; both packages ship in the `kuberay` distribution.
+__version__ = version("kuberay")
