@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
-from kuberay.controllers import networkpolicy
+from kuberay.controllers import networkpolicy, unhandled
 from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.controllers.rayjob import setup as rayjob_setup
 from kuberay.runtime.manager import Manager
@@ -36,11 +36,17 @@ def _network_policy_gate(settings: OperatorSettings) -> bool:
     return settings.feature_gates.enabled(Feature.RAY_CLUSTER_NETWORK_POLICY)
 
 
-# The RayCluster, RayJob, RayService and RayCronJob controllers plug in here.
+def _install_unhandled(manager: Manager, settings: OperatorSettings) -> None:
+    unhandled.install(manager)
+
+
+# The RayCluster, RayJob, RayService and RayCronJob controllers plug in here, before "unhandled": it
+# warns about the ray.io kinds that no controller installed before it reconciles.
 BUILTIN: tuple[ControllerSetup, ...] = (
     ControllerSetup("raycluster", raycluster_setup.install),
     ControllerSetup("rayjob", rayjob_setup.install),
     ControllerSetup("networkpolicy", networkpolicy.install, _network_policy_gate),
+    ControllerSetup("unhandled", _install_unhandled),
 )
 
 # Upstream's manager cache selectors: only the pods and batch Jobs the operator manages are cached, so

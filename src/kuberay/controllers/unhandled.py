@@ -1,0 +1,88 @@
+"""Warnings for ray.io objects that no controller of this operator handles.
+
+Every ray.io kind is installed as a CRD, so the API server accepts a RayService or a RayCronJob even
+while no controller acts on it (its controller not written yet, or behind a feature gate that is off).
+Silence would look like a hang; instead, for each ray.io kind that no installed controller reconciles
+(known from the manager: the `for_` kind of each controller added before this one), a light watcher
+records one Warning Event `NoController` per object generation, so `kubectl describe` says why nothing
+happens. It is installed after every other controller and does nothing else: once an operator runs a
+controller for the kind, it is not installed for it.
+"""
+
+from __future__ import annotations
+
+from kuberay.api import crd
+from kuberay.api.features import Feature
+from kuberay.runtime.cache import Store
+from kuberay.runtime.controller import Controller, Result
+from kuberay.runtime.events import WARNING, EventRecorder
+from kuberay.runtime.informer import Event, EventType
+from kuberay.runtime.manager import Manager
+from kuberay.runtime.resources import ObjectKey, Resource
+
+REASON = "NoController"
+
+
+def ray_resources() -> list[Resource]:
+    """Every ray.io kind, at its storage version."""
+    return [
+        Resource(f"{crd.GROUP}/{next(v.name for v in kind.versions if v.storage)}", kind.kind, kind.plural)
+        for kind in crd.KINDS
+    ]
+
+
+def message(kind: str) -> str:
+    """Names the feature gate when the kind has one of its own (upstream names gates after their kinds)."""
+    why = (
+        f"its feature gate is off (start the operator with --feature-gates {kind}=true)"
+        if kind in {feature.value for feature in Feature}
+        else "this operator runs no controller for it"
+    )
+    return f"No controller handles {kind} objects: {why}. The object is stored, but nothing acts on it."
+
+
+def _new_generation(event: Event) -> bool:
+    if event.type is not EventType.MODIFIED or event.old is None:
+        return True
+    return bool(event.old["metadata"].get("generation") != event.obj["metadata"].get("generation"))
+
+
+class UnhandledWarner:
+    """Records the Warning once per (object, generation); remembers only what it has warned about."""
+
+    def __init__(self, resource: Resource, objects: Store, recorder: EventRecorder | None) -> None:
+        self.resource, self.objects, self.recorder = resource, objects, recorder
+        self._warned: dict[str, object] = {}  # uid -> generation
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        obj = self.objects.get(key)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return Result()
+        uid, generation = obj["metadata"].get("uid", ""), obj["metadata"].get("generation")
+        if self._warned.get(uid) == generation:
+            return Result()
+        self._warned[uid] = generation
+        if self.recorder is not None:
+            self.recorder.record(obj, WARNING, REASON, message(self.resource.kind))
+        return Result()
+
+    def forget(self, event: Event) -> bool:
+        """A predicate that drops a deleted object's memory (and the event)."""
+        if event.type is EventType.DELETED:
+            self._warned.pop(event.obj["metadata"].get("uid", ""), None)
+            return False
+        return _new_generation(event)
+
+
+def install(manager: Manager) -> list[str]:
+    """Adds a watcher for every ray.io kind no controller added so far reconciles; returns those kinds."""
+    handled = {controller.primary.kind for controller in manager.controllers if controller.primary}
+    kinds = []
+    for resource in ray_resources():
+        if resource.kind in handled:
+            continue
+        warner = UnhandledWarner(resource, manager.cache(resource), manager.recorder)
+        controller = Controller(f"unhandled-{resource.kind.lower()}", warner.reconcile, clock=manager.clock)
+        manager.add(controller.for_(resource, warner.forget))
+        kinds.append(resource.kind)
+    return kinds
