@@ -59,3 +59,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             node_mode=arguments.node_mode,
         )
     )
+
+
+if __name__ == "__main__":
+    main()

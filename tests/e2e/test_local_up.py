@@ -1,0 +1,133 @@
+"""The README's path, typed as a user types it: `bash scripts/up --port 0` while port 8080 is taken, an
+example applied with `kubectl`, `kuberay local status`, `kuberay local down`; a second `local up` on the
+same data directory refused; flags after `--` reaching the operator; `python -m` entry points.
+
+Simulate mode: these check the launcher and the CLI, not Ray (process mode runs in test_examples_run.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from local_instance import EXAMPLES, REPO, LocalInstance, kuberay
+
+STATE_TIMEOUT = 120.0
+
+
+@contextlib.contextmanager
+def port_8080_taken() -> Iterator[None]:
+    """Holds 8080 on every interface, the operator's default metrics address (or leaves it to whoever
+    already holds it: taken either way)."""
+    with socket.socket() as held:
+        with contextlib.suppress(OSError):
+            held.bind(("0.0.0.0", 8080))
+            held.listen()
+        yield
+
+
+def until(check, timeout: float = STATE_TIMEOUT):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"{check} not reached within {timeout} s"
+        time.sleep(0.5)
+    return result
+
+
+def test_the_readme_walk_through(tmp_path: Path) -> None:
+    data_dir = tmp_path / "first"
+    with port_8080_taken():
+        first = LocalInstance(data_dir, "--port", "0", command=["bash", "scripts/up"]).start()
+    try:
+        status = first.status()
+        assert status is not None
+        ns = first.namespace("walk")
+        first.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
+        until(lambda: first.get("raycluster", "minimal", ns).get("status", {}).get("state") == "ready")
+        # The operator's endpoints are free ports the status names, and they answer there.
+        probe = status["operator_health_probe"]
+        assert httpx.get(f"http://{probe}/readyz", timeout=5).status_code == 200
+        assert not probe.endswith(":8080") and not status["operator_metrics"].endswith(":8080")
+        text = kuberay("local", "status", "--data-dir", str(data_dir))
+        assert text.returncode == 0
+        assert "ready" in text.stdout and status["kubeconfig"] in text.stdout
+        assert status["api_server"] in text.stdout and probe in text.stdout
+
+        # A second instance on the same directory is refused, names the holder, and leaves the first alone.
+        second = subprocess.run(
+            [sys.executable, "-m", "kuberay", "local", "up", "--port", "0", "--data-dir", str(data_dir)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert second.returncode == 1
+        assert f"process {status['pid']}" in second.stdout + second.stderr
+        assert first.status() == {**status, "phase": "ready"}
+        assert first.get("raycluster", "minimal", ns)["status"]["state"] == "ready"
+
+        down = first.down()
+        assert down.returncode == 0 and str(status["pid"]) in down.stdout
+        assert first.process is not None and first.process.returncode == 0
+        assert first.status() is None
+        assert kuberay("local", "status", "--data-dir", str(data_dir)).returncode == 3
+        for pid in status["children"].values():
+            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    finally:
+        first.kill()
+
+
+def test_flags_after_the_separator_reach_the_operator(tmp_path: Path) -> None:
+    local = LocalInstance(tmp_path / "flags", "--port", "0", "--", "--enable-metrics").start()
+    try:
+        ns = local.namespace("flags")
+        local.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
+        metrics = f"http://{local.status()['operator_metrics']}/metrics"  # type: ignore[index]
+        # --enable-metrics turns on the control-plane metrics, which name the cluster.
+        until(lambda: f'name="minimal",namespace="{ns}"' in httpx.get(metrics, timeout=5).text)
+    finally:
+        local.kill()
+
+
+def test_a_bad_operator_flag_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    data_dir = tmp_path / "bad"
+    result = kuberay(
+        "local", "up", "--port", "0", "--data-dir", str(data_dir), "--", "--batch-scheduler", "nope"
+    )
+    assert result.returncode == 2
+    assert "batch-scheduler" in result.stdout + result.stderr or "nope" in result.stdout + result.stderr
+    assert not (data_dir / "localkube").exists()
+
+
+@pytest.mark.parametrize("module", ["kuberay", "kuberay.cli", "kuberay.operator", "kuberay.operator.main",
+                                    "localkube", "localkube.cli"])  # fmt: skip
+def test_every_runnable_module_runs(module: str) -> None:
+    """Each module a user can run with -m (it has a __main__ or an `if __name__` block) answers --help."""
+    result = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage" in result.stdout.lower()
+
+
+def test_the_runnable_modules_are_all_listed() -> None:
+    runnable = sorted(
+        ".".join(path.relative_to(REPO / "src").with_suffix("").parts).removesuffix(".__main__")
+        for path in (REPO / "src").rglob("*.py")
+        if path.name == "__main__.py" or 'if __name__ == "__main__"' in path.read_text()
+    )
+    listed = test_every_runnable_module_runs.pytestmark[0].args[1]  # type: ignore[attr-defined]
+    assert runnable == sorted(listed)
+
+
+def test_status_json_when_nothing_runs(tmp_path: Path) -> None:
+    result = kuberay("local", "status", "--data-dir", str(tmp_path), "--output", "json")
+    assert (result.returncode, json.loads(result.stdout)) == (3, {"phase": "stopped"})
+    down = kuberay("local", "down", "--data-dir", str(tmp_path))
+    assert down.returncode == 0 and "nothing runs" in down.stdout

@@ -1,0 +1,100 @@
+"""`kuberay local up` for tests, started the way the README tells a user: the `kuberay` command (or
+`bash scripts/up`) in a subprocess, `kuberay local status --output json` until it says ready, `kubectl`
+with the printed kubeconfig, `kuberay local down` to stop.
+
+`LocalInstance(data_dir, *args, command=...)`: `args` go to `kuberay local up` (after `--`, to the
+operator); `command` replaces `kuberay local up` (e.g. `bash scripts/up`). The launcher's output goes to
+`data_dir/../<name>.out`, kept for a look after a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+KUBERAY = str(Path(sys.executable).parent / "kuberay")
+EXAMPLES = REPO / "examples"
+# On a loaded machine the two processes' imports alone take a while; this is a bound, not a measurement.
+READY_TIMEOUT = 240.0
+
+
+def kuberay(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBERAY, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+class LocalInstance:
+    def __init__(self, data_dir: Path, *args: str, command: list[str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.argv = [*(command or [KUBERAY, "local", "up"]), "--data-dir", str(data_dir), *args]
+        self.output = data_dir.parent / f"{data_dir.name}.out"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> LocalInstance:
+        with self.output.open("ab") as out:
+            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while (self.status() or {}).get("phase") != "ready":
+            if self.process.poll() is not None:
+                raise RuntimeError(f"kuberay local up exited with {self.process.returncode}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kuberay local up was not ready in {READY_TIMEOUT} s:\n{self.log()}")
+            time.sleep(0.5)
+        return self
+
+    def log(self) -> str:
+        return self.output.read_text(errors="replace")
+
+    def status(self) -> dict[str, Any] | None:
+        """`kuberay local status --output json`, or None when nothing runs (exit 3)."""
+        result = kuberay("local", "status", "--data-dir", str(self.data_dir), "--output", "json")
+        if result.returncode == 3:
+            return None
+        assert result.returncode == 0, result.stderr
+        status: dict[str, Any] = json.loads(result.stdout)
+        return status
+
+    @property
+    def kubeconfig(self) -> str:
+        status = self.status()
+        assert status is not None, "not running"
+        return str(status["kubeconfig"])
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        env = {**os.environ, "KUBECONFIG": self.kubeconfig}
+        result = subprocess.run(
+            ["kubectl", *args], capture_output=True, text=True, env=env, input=input, timeout=120, check=False
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    def get(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.kubectl("get", kind, name, "-n", namespace, "-o", "json"))
+        return found
+
+    def namespace(self, name: str) -> str:
+        self.kubectl("create", "namespace", name)
+        return name
+
+    def down(self, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        """`kuberay local down`, then reaps the launcher."""
+        result = kuberay("local", "down", "--data-dir", str(self.data_dir), timeout=timeout)
+        if self.process is not None:
+            self.process.wait(timeout)
+        return result
+
+    def kill(self) -> None:
+        """For fixtures' clean-up after a failure: SIGTERM, which the launcher handles as `down` does."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(120)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
