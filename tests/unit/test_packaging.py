@@ -1,0 +1,63 @@
+"""pyproject.toml declares what src/ imports and nothing it does not (an import scan), and is the one
+version source."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import kuberay
+import localkube
+
+REPO = Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+OWN = {"kuberay", "localkube"}
+# Declared without an import statement, each for a reason.
+NOT_IMPORTED = {"httptools": "uvicorn's HTTP parser, which localkube's runner selects by name"}
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> set[str]:
+    return {
+        _canonical(re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0])
+        for spec in PYPROJECT["project"]["dependencies"]
+    }
+
+
+def _imported_modules() -> set[str]:
+    modules = set()
+    for path in (REPO / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.partition(".")[0])
+    return modules - OWN - set(sys.stdlib_module_names) - {"__future__"}
+
+
+def _distribution(module: str) -> str:
+    """The distribution that installs `module` (lightkube's package is shared with lightkube-models)."""
+    candidates = importlib.metadata.packages_distributions()[module]
+    return _canonical(module if _canonical(module) in map(_canonical, candidates) else candidates[0])
+
+
+def test_every_imported_distribution_is_declared() -> None:
+    imported = {_distribution(module) for module in _imported_modules()}
+    assert imported - _declared() == set()
+
+
+def test_every_declared_distribution_is_imported() -> None:
+    imported = {_distribution(module) for module in _imported_modules()}
+    assert _declared() - imported == set(NOT_IMPORTED)
+
+
+def test_one_version_source() -> None:
+    version = PYPROJECT["project"]["version"]
+    assert kuberay.__version__ == localkube.__version__ == importlib.metadata.version("kuberay") == version
