@@ -1,7 +1,15 @@
+"""Real Ray for the end-to-end tests, shared per test run.
+
+`ray_head`: one real Ray head (for the dashboard client). `local_process`: one `kuberay local up
+--node-mode process --port 0`, started as the README tells a user, for every test that runs examples on
+real Ray clusters; each test works in its own namespace.
+"""
+
 from collections.abc import Iterator
 
 import pytest
 
+from local_instance import LocalInstance
 from ray_process import RayHead
 
 
@@ -13,3 +21,17 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
     head.start()
     yield head
     head.stop()
+
+
+@pytest.fixture(scope="session")
+def local_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInstance]:
+    local = LocalInstance(
+        tmp_path_factory.mktemp("local") / "process", "--node-mode", "process", "--port", "0"
+    )
+    local.start()
+    try:
+        yield local
+    finally:
+        # localkube stops every pod's processes first (Ray's GCS may need its SIGKILL after 10 s).
+        local.down(timeout=180)
+        local.kill()

@@ -77,10 +77,34 @@ def test_the_readme_walk_through(tmp_path: Path) -> None:
         assert first.process is not None and first.process.returncode == 0
         assert first.status() is None
         assert kuberay("local", "status", "--data-dir", str(data_dir)).returncode == 3
-        for pid in status["children"].values():
-            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+        assert all(_gone(pid) for pid in status["children"].values())
     finally:
         first.kill()
+
+
+def _gone(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text()
+    except FileNotFoundError:
+        return True
+
+
+def test_a_killed_launcher_takes_its_children_along_and_frees_the_directory(tmp_path: Path) -> None:
+    data_dir = tmp_path / "killed"
+    local, again = LocalInstance(data_dir, "--port", "0"), LocalInstance(data_dir, "--port", "0")
+    try:
+        status = local.start().status()
+        assert status is not None and local.process is not None
+        local.process.kill()  # SIGKILL: no clean-up code runs
+        local.process.wait()
+        until(lambda: all(_gone(pid) for pid in status["children"].values()))
+        assert local.status() is None
+        assert again.start().status()["pid"] != status["pid"]  # type: ignore[index]
+        assert again.down().returncode == 0
+    finally:
+        local.kill()
+        again.kill()
 
 
 def test_flags_after_the_separator_reach_the_operator(tmp_path: Path) -> None:

@@ -1,0 +1,135 @@
+"""The examples on real Ray, through the user's path (issue 23 item 1's regression test): `kuberay local up
+--node-mode process` with no operator flags of ours, then `kubectl apply -f examples/...`. Pods run as
+local processes, so `ray start` and `ray job submit` really run; the operator, on the host, reaches each
+dashboard through the API server's service proxy, which `kuberay local up` turns on.
+
+As root, the minimal RayCluster runs twice side by side in two namespaces (each pod has its own network
+namespace and address); without root only one Ray cluster can run at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from local_instance import EXAMPLES, LocalInstance
+
+pytestmark = pytest.mark.slow
+
+# Ray on a loaded two-core machine: bounds, not measurements.
+READY_TIMEOUT = 300.0
+RAYJOB_MODES = {"K8sJobMode": "k8s-job-mode", "HTTPMode": "http-mode", "SidecarMode": "sidecar-mode"}
+
+
+def until(check: Callable[[], Any], timeout: float = READY_TIMEOUT, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"{what or check} not reached within {timeout} s"
+        time.sleep(1)
+    return result
+
+
+def _nodes_in(status_text: str) -> int:
+    """The nodes `ray status` lists as active or idle (lines such as ` 1 headgroup`)."""
+    count, section = 0, ""
+    for line in status_text.splitlines():
+        stripped = line.strip()
+        if stripped.endswith(":"):
+            section = stripped
+        elif section in ("Active:", "Idle:") and stripped[:1].isdigit():
+            count += int(stripped.split()[0])
+    return count
+
+
+def test_nodes_parsed_from_ray_status() -> None:
+    text = (
+        "Node status\n---\nActive:\n (no active nodes)\nIdle:\n 1 headgroup\n 2 workergroup\nPending:\n 3 x\n"
+    )
+    assert _nodes_in(text) == 3
+
+
+async def _ray_status(address: str) -> str:
+    ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+    process = await asyncio.create_subprocess_exec(
+        ray, "status", "--address", address, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 120)
+    return output.decode()
+
+
+def _example(name: str) -> dict[str, Any]:
+    (obj,) = [doc for doc in yaml.safe_load_all((EXAMPLES / name).read_text()) if doc]
+    return obj
+
+
+def _state(local: LocalInstance, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    status: dict[str, Any] = local.get(kind, name, namespace).get("status") or {}
+    return status
+
+
+async def test_the_minimal_raycluster_is_a_real_ray_cluster(local_process: LocalInstance) -> None:
+    namespaces = ["cluster-one", "cluster-two"] if os.geteuid() == 0 else ["cluster-one"]
+    for namespace in namespaces:
+        local_process.namespace(namespace)
+        local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
+    try:
+        statuses = [
+            until(lambda ns=ns: (s := _state(local_process, "raycluster", "minimal", ns)).get("state") == "ready"
+                  and s, what=f"RayCluster {ns}/minimal ready")
+            for ns in namespaces
+        ]  # fmt: skip
+        head_ips = [status["head"]["podIP"] for status in statuses]
+        assert len(set(head_ips)) == len(namespaces)
+        for head_ip in head_ips:
+            text = await _ray_status(f"{head_ip}:6379")
+            assert _nodes_in(text) == 2, text
+    finally:
+        for namespace in namespaces:
+            local_process.kubectl("delete", "raycluster", "minimal", "-n", namespace, "--wait=false")
+
+
+def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) -> None:
+    """K8sJobMode, HTTPMode and SidecarMode, applied as they are."""
+    namespace = local_process.namespace("rayjobs")
+    for name in RAYJOB_MODES.values():
+        local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / f"ray-job.{name}.yaml"))
+    greeting = yaml.safe_load(_example("ray-job.k8s-job-mode.yaml")["spec"]["runtimeEnvYAML"])["env_vars"]
+    for mode, name in RAYJOB_MODES.items():
+        done = until(
+            lambda name=name: (s := _state(local_process, "rayjob", name, namespace)).get("jobDeploymentStatus")
+            in ("Complete", "Failed") and s, what=f"RayJob {name} ({mode}) finished",
+        )  # fmt: skip
+        assert (done["jobDeploymentStatus"], done["jobStatus"], done.get("succeeded")) == (
+            "Complete", "SUCCEEDED", 1,
+        ), f"{mode}: {done}"  # fmt: skip
+        if mode == "K8sJobMode":
+            # The submitter follows the job's output (before the TTL removes it): the runtime env reached
+            # the tasks, and they ran.
+            expected = f"{greeting['GREETING']} {sum(i * i for i in range(10))}"
+            assert expected in local_process.kubectl("logs", "-n", namespace, "-l", f"job-name={name}")
+    local_process.kubectl("delete", "rayjobs", "--all", "-n", namespace, "--wait=false")
+
+
+def test_a_failing_entrypoint_ends_failed_with_rays_message(local_process: LocalInstance) -> None:
+    namespace = local_process.namespace("failing")
+    job = _example("ray-job.k8s-job-mode.yaml")
+    job["metadata"]["name"] = "fails"
+    job["spec"]["entrypoint"] = "python -c \"import sys; print('boom'); sys.exit(3)\""
+    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
+    failed = until(
+        lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
+        and s, what="RayJob fails Failed",
+    )  # fmt: skip
+    assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
+    assert failed["message"].startswith("Job entrypoint command failed with exit code 3")
+    assert "boom" in failed["message"]
+    local_process.kubectl("delete", "rayjob", "fails", "-n", namespace, "--wait=false")
