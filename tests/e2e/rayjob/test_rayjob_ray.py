@@ -1,11 +1,10 @@
-"""RayJob behaviours on one shared real Ray head, cheaper than a Ray cluster per test (the sample in every
-submission mode runs on real clusters in `test_rayjob_process.py`): localkube in simulate mode pins the
-simulated head pod to 127.0.0.1 (`localkube.io/pod-ip`), where the test's Ray head listens, and the operator
-reaches its dashboard through the API server's service proxy (`--use-kubernetes-proxy`).
+"""RayJob behaviours on one shared real Ray head, cheaper than a Ray cluster per test (the examples run on
+real clusters through `kuberay local up` in `test_examples_run.py`): localkube in simulate mode pins the
+simulated head pod to 127.0.0.1 (`localkube.io/pod-ip`), where the test's Ray head listens, and an
+in-process operator reaches its dashboard through the API server's service proxy (`--use-kubernetes-proxy`).
 
-The upstream sample's script (a ConfigMap mounted into the head pod upstream) is written to a local file
-run by this interpreter, which has Ray; its runtime env keeps its env_vars but not its pip packages (no
-network here), so the script's check of the pip-installed requests version is left out.
+The RayJob is examples/ray-job.http-mode.yaml, its `python` made this interpreter (which has Ray): `python`
+on the Ray head's PATH need not be the one Ray is installed in.
 """
 
 from __future__ import annotations
@@ -25,22 +24,18 @@ from kuberay.controllers.rayjob.reconciler import RAYJOB
 from kuberay.rayclient.dashboard import DashboardClient, JobSubmitRequest
 from ray_process import RayHead
 
-REPO = Path(__file__).resolve().parents[3]
-SAMPLE = REPO.parent / "shared" / "upstream-samples" / "ray-job.sample.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ray-job.http-mode.yaml"
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    rayjob, configmap = (doc for doc in yaml.safe_load_all(SAMPLE.read_text()) if doc)
-    script = configmap["data"]["sample_code.py"]
-    code = tmp_path_factory.mktemp("sample") / "sample_code.py"
-    code.write_text("\n".join(line for line in script.splitlines() if "requests.__version__" not in line))
-    runtime_env = yaml.safe_load(rayjob["spec"]["runtimeEnvYAML"])
-    rayjob["spec"]["runtimeEnvYAML"] = yaml.safe_dump({"env_vars": runtime_env["env_vars"]})
-    # `python` on the Ray head's PATH need not be the one Ray is installed in; the test's interpreter is.
-    rayjob["spec"]["entrypoint"] = f"{sys.executable} {code}"
+def sample() -> dict[str, Any]:
+    (rayjob,) = [doc for doc in yaml.safe_load_all(EXAMPLE.read_text()) if doc]
+    entrypoint: str = rayjob["spec"]["entrypoint"]
+    rayjob["spec"]["entrypoint"] = f"{sys.executable}{entrypoint.removeprefix('python')}"
+    for cleanup in ("shutdownAfterJobFinishes", "ttlSecondsAfterFinished"):  # each test sets its own
+        del rayjob["spec"][cleanup]
     return rayjob
 
 
@@ -55,8 +50,6 @@ def on_ray_head(
     head["metadata"] = {"annotations": {"localkube.io/pod-ip": "127.0.0.1"}}
     ray = head["spec"]["containers"][0]
     ray["ports"] = [{"name": "dashboard", "containerPort": ray_head.dashboard_port}]
-    ray.pop("volumeMounts")
-    head["spec"].pop("volumes")
     for group in cluster["workerGroupSpecs"]:
         group["replicas"] = group["minReplicas"] = 0  # the head does the work; no worker pods to simulate
     job["spec"].update(spec)
