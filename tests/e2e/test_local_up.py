@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -155,3 +156,32 @@ def test_status_json_when_nothing_runs(tmp_path: Path) -> None:
     assert (result.returncode, json.loads(result.stdout)) == (3, {"phase": "stopped"})
     down = kuberay("local", "down", "--data-dir", str(tmp_path))
     assert down.returncode == 0 and "nothing runs" in down.stdout
+
+
+def test_an_operator_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:
+    data_dir = tmp_path / "broken"
+    result = kuberay("local", "up", "--port", "0", "--data-dir", str(data_dir), "--", "--metrics-addr=nonsense",
+                     timeout=300)  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "waiting for the operator" in output and str(data_dir / "operator.log") in output
+    assert "is ready" not in output
+    assert "metrics server" in (data_dir / "operator.log").read_text()  # the log named holds the reason
+    assert kuberay("local", "status", "--data-dir", str(data_dir)).returncode == 3
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("kuberay local ", {"up", "status", "down"}),
+        ("kuberay local up --node-mode ", {"simulate", "process"}),
+    ],
+)
+def test_shell_completion(words: str, expected: set[str]) -> None:
+    """What bash's completion function asks of the program (typer's protocol) on Tab."""
+    env = {**os.environ, "_KUBERAY_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()))}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "kuberay"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert set(result.stdout.split()) == expected
