@@ -11,14 +11,18 @@ controller for the kind, it is not installed for it.
 
 from __future__ import annotations
 
+import logging
+
 from kuberay.api import crd
-from kuberay.api.features import Feature
+from kuberay.api.features import Feature, FeatureGates
 from kuberay.runtime.cache import Store
 from kuberay.runtime.controller import Controller, Result
 from kuberay.runtime.events import WARNING, EventRecorder
 from kuberay.runtime.informer import Event, EventType
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import ObjectKey, Resource
+
+log = logging.getLogger(__name__)
 
 REASON = "NoController"
 
@@ -31,11 +35,13 @@ def ray_resources() -> list[Resource]:
     ]
 
 
-def message(kind: str) -> str:
-    """Names the feature gate when the kind has one of its own (upstream names gates after their kinds)."""
+def message(kind: str, gates: FeatureGates) -> str:
+    """Names the feature gate when the kind has one of its own (upstream names gates after their kinds)
+    and it is off."""
+    gate = next((feature for feature in Feature if feature.value == kind), None)
     why = (
         f"its feature gate is off (start the operator with --feature-gates {kind}=true)"
-        if kind in {feature.value for feature in Feature}
+        if gate is not None and not gates.enabled(gate)
         else "this operator runs no controller for it"
     )
     return f"No controller handles {kind} objects: {why}. The object is stored, but nothing acts on it."
@@ -50,8 +56,8 @@ def _new_generation(event: Event) -> bool:
 class UnhandledWarner:
     """Records the Warning once per (object, generation); remembers only what it has warned about."""
 
-    def __init__(self, resource: Resource, objects: Store, recorder: EventRecorder | None) -> None:
-        self.resource, self.objects, self.recorder = resource, objects, recorder
+    def __init__(self, message: str, objects: Store, recorder: EventRecorder | None) -> None:
+        self.message, self.objects, self.recorder = message, objects, recorder
         self._warned: dict[str, object] = {}  # uid -> generation
 
     async def reconcile(self, key: ObjectKey) -> Result:
@@ -63,7 +69,7 @@ class UnhandledWarner:
             return Result()
         self._warned[uid] = generation
         if self.recorder is not None:
-            self.recorder.record(obj, WARNING, REASON, message(self.resource.kind))
+            self.recorder.record(obj, WARNING, REASON, self.message)
         return Result()
 
     def forget(self, event: Event) -> bool:
@@ -74,15 +80,16 @@ class UnhandledWarner:
         return _new_generation(event)
 
 
-def install(manager: Manager) -> list[str]:
-    """Adds a watcher for every ray.io kind no controller added so far reconciles; returns those kinds."""
+def install(manager: Manager, gates: FeatureGates) -> None:
+    """Adds a watcher for every ray.io kind no controller added so far reconciles."""
     handled = {controller.primary.kind for controller in manager.controllers if controller.primary}
     kinds = []
     for resource in ray_resources():
         if resource.kind in handled:
             continue
-        warner = UnhandledWarner(resource, manager.cache(resource), manager.recorder)
+        warner = UnhandledWarner(message(resource.kind, gates), manager.cache(resource), manager.recorder)
         controller = Controller(f"unhandled-{resource.kind.lower()}", warner.reconcile, clock=manager.clock)
         manager.add(controller.for_(resource, warner.forget))
         kinds.append(resource.kind)
-    return kinds
+    if kinds:
+        log.info("no controller handles %s: their objects get a Warning Event %s", ", ".join(kinds), REASON)

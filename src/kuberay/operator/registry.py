@@ -37,7 +37,7 @@ def _network_policy_gate(settings: OperatorSettings) -> bool:
 
 
 def _install_unhandled(manager: Manager, settings: OperatorSettings) -> None:
-    unhandled.install(manager)
+    unhandled.install(manager, settings.feature_gates)
 
 
 # The RayCluster, RayJob, RayService and RayCronJob controllers plug in here, before "unhandled": it

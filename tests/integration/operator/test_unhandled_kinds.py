@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kuberay.api.features import Feature, FeatureGates
 from kuberay.controllers.unhandled import REASON, message, ray_resources
 from kuberay.operator.registry import BUILTIN
 from kuberay.runtime.client import Client
@@ -59,7 +60,7 @@ async def test_a_kind_without_a_controller_gets_one_warning_per_generation(names
 
     await _until(lambda: warned(1))
     assert latest[0]["type"] == "Warning"
-    assert latest[0]["message"] == message("RayCronJob")
+    assert latest[0]["message"] == message("RayCronJob", FeatureGates())
     assert "--feature-gates RayCronJob=true" in latest[0]["message"]
     # A label is not a new generation: no second warning. The watcher works through one FIFO queue, so
     # once a later object's warning is out, the label change has been seen.
@@ -96,3 +97,10 @@ async def _until(check: Any, timeout: float = 60.0) -> None:
 
 def test_the_registry_installs_the_watcher_last() -> None:
     assert BUILTIN[-1].name == "unhandled"
+
+
+def test_the_message_names_the_gate_only_while_it_is_off() -> None:
+    assert "--feature-gates RayCronJob=true" in message("RayCronJob", FeatureGates())
+    gate_on = FeatureGates({Feature.RAY_CRON_JOB: True})
+    assert "runs no controller" in message("RayCronJob", gate_on)
+    assert "runs no controller" in message("RayService", FeatureGates())
