@@ -14,14 +14,25 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 KUBERAY = str(Path(sys.executable).parent / "kuberay")
 EXAMPLES = REPO / "examples"
 # On a loaded machine the two processes' imports alone take a while; this is a bound, not a measurement.
 READY_TIMEOUT = 240.0
+T = TypeVar("T")
+
+
+def until(check: Callable[[], T | None], timeout: float, what: str = "") -> T:
+    """Polls `check()` until it returns something true and returns that; a bound, not a measurement."""
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, f"{what or check} not reached within {timeout} s"
+        time.sleep(0.5)
+    return result
 
 
 def kuberay(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:

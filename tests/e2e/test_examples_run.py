@@ -13,29 +13,19 @@ import asyncio
 import os
 import shutil
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from local_instance import EXAMPLES, LocalInstance
+from local_instance import EXAMPLES, LocalInstance, until
 
 pytestmark = pytest.mark.slow
 
 # Ray on a loaded two-core machine: bounds, not measurements.
 READY_TIMEOUT = 300.0
 RAYJOB_MODES = {"K8sJobMode": "k8s-job-mode", "HTTPMode": "http-mode", "SidecarMode": "sidecar-mode"}
-
-
-def until(check: Callable[[], Any], timeout: float = READY_TIMEOUT, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, f"{what or check} not reached within {timeout} s"
-        time.sleep(1)
-    return result
 
 
 def _nodes_in(status_text: str) -> int:
@@ -84,7 +74,7 @@ async def test_the_minimal_raycluster_is_a_real_ray_cluster(local_process: Local
     try:
         statuses = [
             until(lambda ns=ns: (s := _state(local_process, "raycluster", "minimal", ns)).get("state") == "ready"
-                  and s, what=f"RayCluster {ns}/minimal ready")
+                  and s, READY_TIMEOUT, f"RayCluster {ns}/minimal ready")
             for ns in namespaces
         ]  # fmt: skip
         head_ips = [status["head"]["podIP"] for status in statuses]
@@ -106,7 +96,7 @@ def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) 
     for mode, name in RAYJOB_MODES.items():
         done = until(
             lambda name=name: (s := _state(local_process, "rayjob", name, namespace)).get("jobDeploymentStatus")
-            in ("Complete", "Failed") and s, what=f"RayJob {name} ({mode}) finished",
+            in ("Complete", "Failed") and s, READY_TIMEOUT, f"RayJob {name} ({mode}) finished",
         )  # fmt: skip
         assert (done["jobDeploymentStatus"], done["jobStatus"], done.get("succeeded")) == (
             "Complete", "SUCCEEDED", 1,
@@ -127,7 +117,7 @@ def test_a_failing_entrypoint_ends_failed_with_rays_message(local_process: Local
     local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
     failed = until(
         lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
-        and s, what="RayJob fails Failed",
+        and s, READY_TIMEOUT, "RayJob fails Failed",
     )  # fmt: skip
     assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
     assert failed["message"].startswith("Job entrypoint command failed with exit code 3")

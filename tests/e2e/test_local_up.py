@@ -13,14 +13,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from local_instance import EXAMPLES, REPO, LocalInstance, kuberay
+from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
 
 STATE_TIMEOUT = 120.0
 
@@ -36,14 +35,6 @@ def port_8080_taken() -> Iterator[None]:
         yield
 
 
-def until(check, timeout: float = STATE_TIMEOUT):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, f"{check} not reached within {timeout} s"
-        time.sleep(0.5)
-    return result
-
-
 def test_the_readme_walk_through(tmp_path: Path) -> None:
     data_dir = tmp_path / "first"
     with port_8080_taken():
@@ -53,7 +44,10 @@ def test_the_readme_walk_through(tmp_path: Path) -> None:
         assert status is not None
         ns = first.namespace("walk")
         first.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
-        until(lambda: first.get("raycluster", "minimal", ns).get("status", {}).get("state") == "ready")
+        until(
+            lambda: first.get("raycluster", "minimal", ns).get("status", {}).get("state") == "ready",
+            STATE_TIMEOUT,
+        )
         # The operator's endpoints are free ports the status names, and they answer there.
         probe = status["operator_health_probe"]
         assert httpx.get(f"http://{probe}/readyz", timeout=5).status_code == 200
@@ -99,7 +93,7 @@ def test_a_killed_launcher_takes_its_children_along_and_frees_the_directory(tmp_
         assert status is not None and local.process is not None
         local.process.kill()  # SIGKILL: no clean-up code runs
         local.process.wait()
-        until(lambda: all(_gone(pid) for pid in status["children"].values()))
+        until(lambda: all(_gone(pid) for pid in status["children"].values()), STATE_TIMEOUT)
         assert local.status() is None
         assert again.start().status()["pid"] != status["pid"]  # type: ignore[index]
         assert again.down().returncode == 0
@@ -115,7 +109,7 @@ def test_flags_after_the_separator_reach_the_operator(tmp_path: Path) -> None:
         local.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
         metrics = f"http://{local.status()['operator_metrics']}/metrics"  # type: ignore[index]
         # --enable-metrics turns on the control-plane metrics, which name the cluster.
-        until(lambda: f'name="minimal",namespace="{ns}"' in httpx.get(metrics, timeout=5).text)
+        until(lambda: f'name="minimal",namespace="{ns}"' in httpx.get(metrics, timeout=5).text, STATE_TIMEOUT)
     finally:
         local.kill()
 
