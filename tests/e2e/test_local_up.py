@@ -152,6 +152,17 @@ def test_status_json_when_nothing_runs(tmp_path: Path) -> None:
     assert down.returncode == 0 and "nothing runs" in down.stdout
 
 
+def test_a_taken_api_port_is_named_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = kuberay("local", "up", "--port", str(port), "--data-dir", str(tmp_path / "taken"))
+    assert result.returncode == 1
+    assert f"port {port} is in use" in result.stdout + result.stderr and "--port 0" in result.stdout
+    assert not (tmp_path / "taken" / "localkube.log").exists()
+
+
 def test_an_operator_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:
     data_dir = tmp_path / "broken"
     result = kuberay("local", "up", "--port", "0", "--data-dir", str(data_dir), "--", "--metrics-addr=nonsense",

@@ -103,6 +103,11 @@ def up(options: LocalOptions) -> int:
         logs={"localkube": str(data_dir / "localkube.log"), "operator": str(data_dir / "operator.log")},
     )  # fmt: skip
     try:
+        if options.port and not _port_free(options.port):
+            raise LocalError(
+                f"port {options.port} is in use (another localkube?); choose one with --port, "
+                "or --port 0 for a free one"
+            )
         kubeconfig.unlink(missing_ok=True)
         localkube = _spawn(
             [sys.executable, "-m", "localkube", "serve", "--data-dir", str(kubeconfig.parent),
@@ -170,6 +175,17 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def _port_free(port: int) -> bool:
+    """Whether localkube could listen on the port (it binds 127.0.0.1 with SO_REUSEADDR, as this does)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _die_with_parent() -> None:
