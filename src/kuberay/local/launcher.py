@@ -63,18 +63,17 @@ class LocalOptions:
     operator_args: tuple[str, ...] = ()
 
 
-def operator_command(options: LocalOptions, kubeconfig: Path) -> list[str]:
-    """The operator's command line: leader election off, free ports for its endpoints, the service proxy to
-    the Ray dashboards; then the user's flags, which win (the last occurrence of a flag counts)."""
-    command = [
-        sys.executable, "-m", "kuberay.operator", f"--kubeconfig={kubeconfig}",
-        "--enable-leader-election=false", f"--metrics-addr=127.0.0.1:{_free_port()}",
+def operator_flags(options: LocalOptions, kubeconfig: Path) -> list[str]:
+    """The operator's flags: leader election off, free ports for its endpoints, the service proxy to the Ray
+    dashboards; then the user's, which win (the last occurrence of a flag counts)."""
+    flags = [
+        f"--kubeconfig={kubeconfig}", "--enable-leader-election=false", f"--metrics-addr=127.0.0.1:{_free_port()}",
         f"--health-probe-bind-address=127.0.0.1:{_free_port()}", "--use-kubernetes-proxy=true",
         f"--log-stdout-encoder={options.log_format}",
     ]  # fmt: skip
     if options.feature_gates:
-        command.append(f"--feature-gates={options.feature_gates}")
-    return command + list(options.operator_args)
+        flags.append(f"--feature-gates={options.feature_gates}")
+    return flags + list(options.operator_args)
 
 
 def up(options: LocalOptions) -> int:
@@ -82,9 +81,9 @@ def up(options: LocalOptions) -> int:
     logs.configure(stdout_encoder=options.log_format, level="info")
     data_dir = options.data_dir.resolve()
     kubeconfig = data_dir / "localkube" / "kubeconfig"
-    command = operator_command(options, kubeconfig)
+    flags = operator_flags(options, kubeconfig)
     try:
-        operator_settings = settings.parse(command[3:])
+        operator_settings = settings.parse(flags)
     except settings.SettingsError as e:
         log.error("invalid operator flags: %s", e)
         return 2
@@ -118,7 +117,7 @@ def up(options: LocalOptions) -> int:
         state = replace(state, children={"localkube": localkube.pid})
         lock.write(state)
         api_server = asyncio.run(_install_crds_when_ready(localkube, kubeconfig, state, stopping))
-        operator = _spawn(command, Path(state.logs["operator"]))
+        operator = _spawn([sys.executable, "-m", "kuberay.operator", *flags], Path(state.logs["operator"]))
         children.append(operator)
         state = replace(state, api_server=api_server, children={**state.children, "operator": operator.pid})
         lock.write(state)
@@ -126,14 +125,7 @@ def up(options: LocalOptions) -> int:
         state = replace(state, phase="ready")
         lock.write(state)
         log.info("%s", _ready_message(state))
-        while not stopping.requested:
-            for name, child in zip(("localkube", "the operator"), children, strict=True):
-                if child.poll() is not None:
-                    log.error("%s exited with status %d; stopping. Its log: %s",
-                              name, child.returncode, state.logs[name.removeprefix("the ")])  # fmt: skip
-                    return 1
-            time.sleep(0.2)
-        return 0
+        return _supervise({"localkube": localkube, "operator": operator}, state, stopping)
     except LocalError as e:
         log.error("%s", e)
         return 1
@@ -144,6 +136,20 @@ def up(options: LocalOptions) -> int:
         for child in reversed(children):
             _stop(child, LOCALKUBE_GRACE_SECONDS if child is children[0] else OPERATOR_GRACE_SECONDS)
         lock.release()
+
+
+def _supervise(
+    children: dict[str, subprocess.Popen[bytes]], state: InstanceState, stopping: _StopFlag
+) -> int:
+    """Waits for a stop request (0) or for a child to exit (1)."""
+    while not stopping.requested:
+        for name, child in children.items():
+            if child.poll() is not None:
+                log.error("%s exited with status %d; stopping. Its log: %s",
+                          name, child.returncode, state.logs[name])  # fmt: skip
+                return 1
+        time.sleep(0.2)
+    return 0
 
 
 class _StopFlag:
