@@ -102,14 +102,20 @@ def test_a_killed_launcher_takes_its_children_along_and_frees_the_directory(tmp_
         again.kill()
 
 
-def test_flags_after_the_separator_reach_the_operator(tmp_path: Path) -> None:
-    local = LocalInstance(tmp_path / "flags", "--port", "0", "--", "--enable-metrics").start()
+def test_flags_after_the_separator_reach_the_operator_and_logs_are_json(tmp_path: Path) -> None:
+    local = LocalInstance(tmp_path / "flags", "--port", "0", "--log-format", "json", "--", "--enable-metrics")
     try:
+        status = local.start().status()
+        assert status is not None
         ns = local.namespace("flags")
         local.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
-        metrics = f"http://{local.status()['operator_metrics']}/metrics"  # type: ignore[index]
+        metrics = f"http://{status['operator_metrics']}/metrics"
         # --enable-metrics turns on the control-plane metrics, which name the cluster.
         until(lambda: f'name="minimal",namespace="{ns}"' in httpx.get(metrics, timeout=5).text, STATE_TIMEOUT)
+        # One format for the launcher and the operator: every line a JSON record.
+        for text in (local.log(), Path(status["logs"]["operator"]).read_text()):
+            records = [json.loads(line) for line in text.splitlines()]
+            assert records and all({"level", "ts", "logger", "msg"} <= record.keys() for record in records)
     finally:
         local.kill()
 
