@@ -15,9 +15,12 @@ import localkube
 
 REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-OWN = {"kuberay", "localkube"}
+OWN = {init.parent.name for init in (REPO / "src").glob("*/__init__.py")}
 # Declared without an import statement, each for a reason.
-NOT_IMPORTED = {"httptools": "uvicorn's HTTP parser, which localkube's runner selects by name"}
+NOT_IMPORTED = {
+    "httptools": "uvicorn's HTTP parser, which localkube's runner selects by name",
+    "wsproto": "uvicorn's WebSocket implementation, which localkube's runner selects by name",
+}
 
 
 def _canonical(name: str) -> str:
