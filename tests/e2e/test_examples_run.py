@@ -4,7 +4,8 @@ local processes, so `ray start` and `ray job submit` really run; the operator, o
 dashboard through the API server's service proxy, which `kuberay local up` turns on.
 
 As root, the minimal RayCluster runs twice side by side in two namespaces (each pod has its own network
-namespace and address); without root only one Ray cluster can run at a time.
+namespace and address); without root only one Ray cluster can run at a time. `kubectl exec` and
+`kubectl port-forward` reach the head of the same clusters.
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import ray
 import yaml
 
 from local_instance import EXAMPLES, LocalInstance, until
+from operator_process import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -66,25 +73,61 @@ def _state(local: LocalInstance, kind: str, name: str, namespace: str) -> dict[s
     return status
 
 
-async def test_the_minimal_raycluster_is_a_real_ray_cluster(local_process: LocalInstance) -> None:
+@pytest.fixture(scope="module")
+def minimal_clusters(local_process: LocalInstance) -> Iterator[list[dict[str, Any]]]:
+    """examples/ray-cluster.minimal.yaml applied with kubectl in each namespace, until ready (starting Ray
+    clusters is the slow part, so this module's cluster tests share them); their RayCluster objects."""
     namespaces = ["cluster-one", "cluster-two"] if os.geteuid() == 0 else ["cluster-one"]
     for namespace in namespaces:
         local_process.namespace(namespace)
         local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
     try:
-        statuses = [
-            until(lambda ns=ns: (s := _state(local_process, "raycluster", "minimal", ns)).get("state") == "ready"
-                  and s, READY_TIMEOUT, f"RayCluster {ns}/minimal ready")
+        yield [
+            until(lambda ns=ns: (c := local_process.get("raycluster", "minimal", ns)).get("status", {})
+                  .get("state") == "ready" and c, READY_TIMEOUT, f"RayCluster {ns}/minimal ready")
             for ns in namespaces
         ]  # fmt: skip
-        head_ips = [status["head"]["podIP"] for status in statuses]
-        assert len(set(head_ips)) == len(namespaces)
-        for head_ip in head_ips:
-            text = await _ray_status(f"{head_ip}:6379")
-            assert _nodes_in(text) == 2, text
     finally:
         for namespace in namespaces:
             local_process.kubectl("delete", "raycluster", "minimal", "-n", namespace, "--wait=false")
+
+
+async def test_the_minimal_raycluster_is_a_real_ray_cluster(minimal_clusters: list[dict[str, Any]]) -> None:
+    head_ips = [cluster["status"]["head"]["podIP"] for cluster in minimal_clusters]
+    assert len(set(head_ips)) == len(minimal_clusters)
+    for head_ip in head_ips:
+        text = await _ray_status(f"{head_ip}:6379")
+        assert _nodes_in(text) == 2, text
+
+
+def test_kubectl_exec_and_port_forward_reach_the_head(
+    local_process: LocalInstance, minimal_clusters: list[dict[str, Any]]
+) -> None:
+    """`kubectl exec` into the head runs `ray status` there; `kubectl port-forward svc/<cluster>-head-svc
+    8265` serves the dashboard; neither leaves a process or a listening port behind."""
+    cluster = minimal_clusters[0]
+    namespace, head = cluster["metadata"]["namespace"], cluster["status"]["head"]["podName"]
+    status = local_process.kubectl("exec", "-n", namespace, head, "--", "ray", "status")
+    assert _nodes_in(status) == 2, status
+    port = free_port()
+    forwarder = subprocess.Popen(
+        ["kubectl", "--kubeconfig", local_process.kubeconfig, "port-forward", "-n", namespace,
+         f"svc/{cluster['metadata']['name']}-head-svc", f"{port}:8265"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert forwarder.stdout is not None
+        assert "Forwarding from 127.0.0.1" in forwarder.stdout.readline()
+        version = httpx.get(f"http://127.0.0.1:{port}/api/version", timeout=60)
+        assert version.status_code == 200
+        assert version.json()["ray_version"] == ray.__version__
+    finally:
+        forwarder.send_signal(signal.SIGINT)
+        forwarder.communicate(timeout=30)
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/api/version", timeout=5)
+    left = subprocess.run(["pgrep", "-f", "^ray status$"], capture_output=True, check=False)
+    assert left.returncode != 0, "the exec's `ray status` is still running"
 
 
 def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) -> None:
