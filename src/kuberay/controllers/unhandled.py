@@ -15,6 +15,7 @@ import logging
 
 from kuberay.api import crd
 from kuberay.api.features import Feature, FeatureGates
+from kuberay.api.settings import OperatorSettings
 from kuberay.runtime.cache import Store
 from kuberay.runtime.controller import Controller, Result
 from kuberay.runtime.events import WARNING, EventRecorder
@@ -80,14 +81,16 @@ class UnhandledWarner:
         return _new_generation(event)
 
 
-def install(manager: Manager, gates: FeatureGates) -> None:
+def install(manager: Manager, settings: OperatorSettings) -> None:
     """Adds a watcher for every ray.io kind no controller added so far reconciles."""
     handled = {controller.primary.kind for controller in manager.controllers if controller.primary}
     kinds = []
     for resource in ray_resources():
         if resource.kind in handled:
             continue
-        warner = UnhandledWarner(message(resource.kind, gates), manager.cache(resource), manager.recorder)
+        warner = UnhandledWarner(
+            message(resource.kind, settings.feature_gates), manager.cache(resource), manager.recorder
+        )
         controller = Controller(f"unhandled-{resource.kind.lower()}", warner.reconcile, clock=manager.clock)
         manager.add(controller.for_(resource, warner.forget))
         kinds.append(resource.kind)

@@ -36,17 +36,13 @@ def _network_policy_gate(settings: OperatorSettings) -> bool:
     return settings.feature_gates.enabled(Feature.RAY_CLUSTER_NETWORK_POLICY)
 
 
-def _install_unhandled(manager: Manager, settings: OperatorSettings) -> None:
-    unhandled.install(manager, settings.feature_gates)
-
-
 # The RayCluster, RayJob, RayService and RayCronJob controllers plug in here, before "unhandled": it
 # warns about the ray.io kinds that no controller installed before it reconciles.
 BUILTIN: tuple[ControllerSetup, ...] = (
     ControllerSetup("raycluster", raycluster_setup.install),
     ControllerSetup("rayjob", rayjob_setup.install),
     ControllerSetup("networkpolicy", networkpolicy.install, _network_policy_gate),
-    ControllerSetup("unhandled", _install_unhandled),
+    ControllerSetup("unhandled", unhandled.install),
 )
 
 # Upstream's manager cache selectors: only the pods and batch Jobs the operator manages are cached, so
