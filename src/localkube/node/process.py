@@ -267,6 +267,8 @@ class ProcessKubelet:
                 if self._stop(state, None, remove_logs=False):
                     del self._pods[key]
             await asyncio.sleep(0.05)
+        # A pod whose teardown was cut short (its sandbox was still being made) may have left a tmpfs behind.
+        unmount_leftovers(self._process_options.data_dir / "kubelet" / "pods")
         if self._forwarder is not None:
             await self._forwarder.close()
         await self._network.close()
