@@ -1,8 +1,8 @@
 """Every RayCluster in the upstream samples reaches `ready` with the pods and services it asks for.
 
 All samples are created at once, each in its own namespace, with the supporting objects they ship
-(ConfigMaps, Secrets, ServiceAccounts, PVCs, Roles). Controllers localkube does not run (Deployments,
-StatefulSets, Volcano Queues, cluster-wide RBAC, Ingresses) are left out: a RayCluster never waits for them.
+(ConfigMaps, Secrets, ServiceAccounts, PVCs, Roles). The rest (Deployments and StatefulSets of external
+Redis and the like, Volcano Queues, cluster-wide RBAC, Ingresses) are left out: a RayCluster never waits for them.
 
 Two kinds of sample need help from the test, as they would on a real cluster:
 - node selectors for TPU or GPU node pools (`cloud.google.com/gke-tpu-topology: 4x4`, ...): the test labels
