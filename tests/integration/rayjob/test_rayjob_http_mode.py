@@ -10,6 +10,7 @@ reaches it through the API server's service proxy, as it would reach a real head
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -20,7 +21,10 @@ import pytest
 
 from integration.rayjob.harness import Operator, cluster_spec, operator, rayjob
 
-TIMEOUT_SECONDS = 3  # RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS for these tests
+# RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: short where the job should fail; long enough where the test must see the
+# failure timer and change the dashboard's answer before the job would fail (a loaded machine is slow to look).
+SHORT_TIMEOUT_SECONDS = 3
+LONG_TIMEOUT_SECONDS = 20
 
 
 class ScriptedDashboard:
@@ -81,10 +85,10 @@ def job_on(dashboard: ScriptedDashboard, namespace: str) -> dict[str, Any]:
     return rayjob(namespace, cluster=spec, submissionMode="HTTPMode")
 
 
-def http_mode_operator(localkube: Any) -> Any:
+def http_mode_operator(localkube: Any, check_timeout: int) -> Any:
     return operator(
         localkube,
-        environ={"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": str(TIMEOUT_SECONDS)},
+        environ={"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": str(check_timeout)},
         use_kubernetes_proxy=True,
     )
 
@@ -97,7 +101,7 @@ async def failure_timer(op: Operator) -> str | None:
 async def test_a_successful_resubmission_clears_the_failure_timer_and_the_job_stays_running(
     localkube: Any, dashboard: ScriptedDashboard
 ) -> None:
-    async with http_mode_operator(localkube) as op:
+    async with http_mode_operator(localkube, LONG_TIMEOUT_SECONDS) as op:
         await op.create(job_on(dashboard, op.namespace))
         await op.wait(lambda: failure_timer(op), timeout=90)  # the dashboard answers 500: checks fail
         dashboard.check = 404  # now it does not know the job, and accepts it again each time
@@ -105,10 +109,16 @@ async def test_a_successful_resubmission_clears_the_failure_timer_and_the_job_st
         async def cleared() -> bool:
             return dashboard.submissions > 0 and await failure_timer(op) is None
 
-        await op.wait(cleared, timeout=30)
+        await op.wait(cleared, timeout=60)
         # Keep forgetting well past the timeout: every successful submission keeps the job alive.
         seen = dashboard.submissions
-        await op.wait(lambda: _true(dashboard.submissions >= seen + 3), timeout=60)
+        past_timeout = asyncio.get_running_loop().time() + LONG_TIMEOUT_SECONDS + 2
+        await op.wait(
+            lambda: _true(
+                dashboard.submissions >= seen + 3 and asyncio.get_running_loop().time() > past_timeout
+            ),
+            timeout=120,
+        )
         status = (await op.rayjob())["status"]
         assert status["jobDeploymentStatus"] == "Running", status
         assert "jobStatusCheckFailureStartTime" not in status
@@ -118,7 +128,7 @@ async def test_a_failed_resubmission_is_a_failed_check_until_the_timeout(
     localkube: Any, dashboard: ScriptedDashboard
 ) -> None:
     dashboard.check, dashboard.submit = 404, 500
-    async with http_mode_operator(localkube) as op:
+    async with http_mode_operator(localkube, SHORT_TIMEOUT_SECONDS) as op:
         await op.create(job_on(dashboard, op.namespace))
         failed = await op.wait_status(jobDeploymentStatus="Failed", timeout=90)
         assert failed["status"]["reason"] == "JobStatusCheckTimeoutExceeded"
