@@ -20,7 +20,6 @@ client's short timeout, as upstream does.
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import random
@@ -36,6 +35,7 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode, RayJob
 from kuberay.builders import service
 from kuberay.builders import submitter as submitter_builder
+from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess, auth_token, head_service_name
 from kuberay.controllers.rayjob import cluster as rayjob_cluster
 from kuberay.controllers.rayjob import submitter as submitter_facts
@@ -57,9 +57,9 @@ from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
 from kuberay.runtime.controller import Result, TemporaryError
-from kuberay.runtime.events import NORMAL, WARNING, Recorder
+from kuberay.runtime.events import Recorder
 from kuberay.runtime.frozen import thaw
-from kuberay.runtime.resources import JOB, SERVICE, ObjectKey, Resource
+from kuberay.runtime.resources import JOB, ObjectKey, Resource
 from kuberay.runtime.steps import step as named_step
 
 log = logging.getLogger(__name__)
@@ -309,22 +309,19 @@ class _Pass:
         failures: tuple[type[Exception], ...] = (errors.KubeError,),
         temporary: str = "",
     ) -> None:
-        """Runs one write for the RayJob and records it as upstream does: a Normal Event `done` (reason,
-        message) when it worked, a Warning Event `failed` (reason, message with `{error}`) and the error
-        re-raised (as a TemporaryError with `temporary` when given) when it did not. An `already` error
-        (AlreadyExists on a create, NotFound on a delete) means there is nothing to do."""
+        """`writes.recorded` for the RayJob; a failure is re-raised as a TemporaryError with `temporary`
+        when given."""
         try:
-            await write()
-        except Exception as e:
-            if already is not None and isinstance(e, already):
-                return
-            if not isinstance(e, failures):
-                raise
-            self.reconciler.event(self.obj, WARNING, failed[0], failed[1].format(error=e), action)
+            await writes.recorded(
+                write, self._event, action, done, failed, already=already, failures=failures
+            )
+        except failures as e:
             if temporary:
                 raise TemporaryError(f"{temporary}: {e}") from e
             raise
-        self.reconciler.event(self.obj, NORMAL, done[0], done[1], action)
+
+    def _event(self, type: str, reason: str, message: str, action: str) -> None:
+        self.reconciler.event(self.obj, type, reason, message, action)
 
     async def _create_cluster(self, decision: Decision) -> None:
         name = decision.status.get("rayClusterName") or ""
@@ -385,31 +382,8 @@ class _Pass:
             self._cluster_model(),
             cluster_ip_service=self.reconciler.options.cluster_ip_head_service,
         )
-        ns, name = self.key.namespace, desired["metadata"]["name"]
-        existing = self.reconciler.caches.services.get(ObjectKey(ns, name))
-        if existing is None:
-            await self._recorded(
-                lambda: self.reconciler.client.create(SERVICE, desired),
-                "Create",
-                ("CreatedService", f"Created the service {ns}/{name}"),
-                ("FailedToCreateService", f"Failed to create the service {ns}/{name}, {{error}}"),
-                already=errors.AlreadyExists,
-            )
-            return
-        selector_key = constants.RAY_CLUSTER_LABEL
-        current_selector = ((existing.get("spec") or {}).get("selector") or {}).get(selector_key)
-        if current_selector == desired["spec"]["selector"].get(selector_key):
-            return
-        updated = thaw(existing)
-        spec = copy.deepcopy(desired["spec"])
-        if (existing.get("spec") or {}).get("clusterIP"):
-            spec["clusterIP"] = existing["spec"]["clusterIP"]
-        updated["spec"] = spec
-        await self._recorded(
-            lambda: self.reconciler.client.update(SERVICE, updated),
-            "Update",
-            ("UpdatedService", f"Updated the service {ns}/{name}"),
-            ("FailedToUpdateService", f"Failed to update the service {ns}/{name}, {{error}}"),
+        await writes.reconcile_service(
+            self.reconciler.client, self.reconciler.caches.services, desired, self._event
         )
 
     async def _poll(self, decision: Decision) -> None:
