@@ -318,3 +318,62 @@ async def _active_is(op: Operator, name: str, namespace: str, cluster: str) -> d
     obj = await op.rayservice(name, namespace)
     active = ((obj or {}).get("status") or {}).get("activeServiceStatus") or {}
     return obj if active.get("rayClusterName") == cluster else None
+
+
+async def test_an_upgrade_that_cannot_finish_says_why_and_is_abandoned_after_its_timeout(localkube):
+    async with operator(localkube, environ={"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": "8"}) as op:
+        service = small_service(op.namespace, name="bounded", rayClusterDeletionDelaySeconds=0)
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            ready = await op.wait_condition("bounded", "Ready", "True", timeout=90)
+            first = ready["status"]["activeServiceStatus"]["rayClusterName"]
+
+            def unpullable(obj: dict[str, Any]) -> None:
+                head = obj["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]
+                head["metadata"]["annotations"]["localkube.io/simulate"] = "ImagePullBackOff"
+
+            await replace_spec(op, "bounded", unpullable)
+            stuck = await op.wait(
+                lambda: _upgrade_message_has(op, "bounded", "ImagePullBackOff"), 60, "the why"
+            )
+            pending = stuck["status"]["pendingServiceStatus"]["rayClusterName"]
+            assert any("ImagePullBackOff" in e["note"] for e in await op.events("PendingRayClusterNotReady"))
+
+            abandoned = await op.wait(
+                lambda: _upgrade_message_has(op, "bounded", "abandoned"), 60, "abandoned"
+            )
+            upgrade = next(c for c in abandoned["status"]["conditions"] if c["type"] == "UpgradeInProgress")
+            assert (upgrade["status"], upgrade["reason"]) == ("False", "NoPendingCluster")
+            assert (
+                "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS=8" in upgrade["message"]
+                and "ImagePullBackOff" in upgrade["message"]
+            )
+            assert abandoned["status"]["activeServiceStatus"]["rayClusterName"] == first
+            assert not abandoned["status"].get("pendingServiceStatus", {}).get("rayClusterName")
+            [event] = await op.events("UpgradeTimeout")
+            assert pending in event["note"]
+            await op.wait(
+                lambda: _cluster_names_are(op, "bounded", [first]), 60, "the pending cluster deleted"
+            )
+            serve = await op.get(SERVICE, "bounded-serve-svc")
+            assert serve is not None and serve["spec"]["selector"]["ray.io/cluster"] == first
+            still = await op.rayservice("bounded")
+            assert still is not None and not still["status"].get("pendingServiceStatus", {}).get(
+                "rayClusterName"
+            )
+            assert next(c for c in still["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+        finally:
+            await standin.stop()
+
+
+async def _upgrade_message_has(op: Operator, name: str, text: str) -> dict[str, Any] | None:
+    obj = await op.rayservice(name)
+    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if c["type"] == "UpgradeInProgress" and text in c.get("message", ""):
+            return obj
+    return None
+
+
+async def _cluster_names_are(op: Operator, service: str, names: list[str]) -> bool:
+    return sorted(c["metadata"]["name"] for c in await op.clusters(service)) == sorted(names)
