@@ -193,3 +193,46 @@ async def _is(names: Any, want: list[str]) -> bool:
 async def _answer_is(client: ServeClient, text: str) -> str | None:
     answer = await client.answer()
     return answer if answer == text else None
+
+
+async def test_an_import_error_and_a_bounded_upgrade_that_cannot_finish(process_localkube):
+    environ = {"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": "90"}
+    async with operator(process_localkube, environ=environ) as op:
+        broken = serve_config(import_path="kuberay_no_such_module:app")
+        await op.client.create(RAYSERVICE, rayservice(op.namespace, "fragile", config=broken))
+        # Serve's own message for the failed import, in the Ready condition.
+        obj = await op.wait(
+            lambda: _condition_has(op, "fragile", "Ready", "kuberay_no_such_module"), 400, "Serve's why"
+        )
+        ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+        assert ready["status"] == "False" and "DEPLOY_FAILED" in ready["message"]
+
+        await update(op, "fragile", lambda o: o["spec"].update(serveConfigV2=serve_config()))
+        ready = await op.wait_condition("fragile", "Ready", "True", timeout=300)
+        first = ready["status"]["activeServiceStatus"]["rayClusterName"]
+        client = ServeClient(process_localkube, op.namespace, "fragile")
+        try:
+            assert await op.wait(client.answer, 120, "an answer") == "hello v1"
+            # The new cluster cannot import the application (its PYTHONPATH misses the module): it never serves.
+            await update(op, "fragile", lambda o: set_cluster_env(o, "PYTHONPATH", "/nonexistent"))
+            stuck = await op.wait(
+                lambda: _condition_has(op, "fragile", "UpgradeInProgress", "kuberay_echo"), 400, "the why"
+            )
+            pending = stuck["status"]["pendingServiceStatus"]["rayClusterName"]
+            await op.wait(
+                lambda: _condition_has(op, "fragile", "UpgradeInProgress", "abandoned"), 300, "abandoned"
+            )
+            await op.wait(lambda: _is(cluster_names(op, "fragile"), [first]), 120, f"{pending} deleted")
+            assert await client.answer() == "hello v1"
+            final = await op.rayservice("fragile")
+            assert final is not None and final["status"]["activeServiceStatus"]["rayClusterName"] == first
+        finally:
+            await client.close()
+
+
+async def _condition_has(op: Operator, name: str, kind: str, text: str) -> dict[str, Any] | None:
+    obj = await op.rayservice(name)
+    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if c["type"] == kind and text in c.get("message", ""):
+            return obj
+    return None
