@@ -34,19 +34,24 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
-from kuberay.api.rayservice import RayService
+from kuberay.api.rayservice import ClusterUpgradeOptions, RayService
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
 from kuberay.api.validation import event_reason, validate_rayservice
-from kuberay.builders import ownership
+from kuberay.builders import gateway, ownership
 from kuberay.builders import service as service_builder
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess, auth_token, head_service_name
 from kuberay.controllers.raycluster.conditions import remove_condition, set_condition
 from kuberay.controllers.rayjob.cluster import dashboard_address, random_suffix, startup_problem
-from kuberay.controllers.rayservice import clusters
+from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice import status as st
-from kuberay.controllers.rayservice.serving import ServeConfigCache, ServeOutcome, reconcile_serve
+from kuberay.controllers.rayservice.serving import (
+    ServeConfigCache,
+    ServeOutcome,
+    config_body,
+    reconcile_serve,
+)
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url, proxied_health_url
 from kuberay.runtime import errors
@@ -64,6 +69,10 @@ log = logging.getLogger(__name__)
 RAYSERVICE = Resource(constants.API_VERSION, "RayService", "rayservices")
 RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 ENDPOINT_SLICE = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
+# Read and written directly, never cached: the Gateway API CRDs need not be installed unless a RayService
+# uses incremental upgrade (upstream does not watch them either).
+GATEWAY = Resource(gateway.GATEWAY_API_VERSION, "Gateway", "gateways")
+HTTP_ROUTE = Resource(gateway.GATEWAY_API_VERSION, "HTTPRoute", "httproutes")
 REQUEUE = 2.0
 DEFAULT_DELETION_DELAY = 60
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -140,6 +149,10 @@ class _Pass:
         self.stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
         self.incremental = service_builder.is_incremental_upgrade(self.model, owner.options.gates)
         self.goal = clusters.goal_spec(self.model)
+        # Incremental upgrade: the HTTPRoute's backend weights and the Gateway API objects of this pass.
+        self.route_weights: dict[str, int] | None = None
+        self.gateway: JSON | None = None
+        self.route: JSON | None = None
 
     # --- names -------------------------------------------------------------------------------------------
 
@@ -209,6 +222,12 @@ class _Pass:
             active, pending = await self._reconcile_clusters()
         except errors.NotFound:
             return Result(requeue_after=REQUEUE)
+        if self.incremental and st.is_true(self.status, Type.UPGRADE_IN_PROGRESS):
+            if active is None:
+                self._event(WARNING, "RollbackImpossible", "Active cluster not found, rollback cannot be initiated",
+                            "Reconcile")  # fmt: skip
+            elif pending is not None:
+                incremental.decide_rollback(self.status, active, pending, self.goal, self.stamp)
         for cluster in (active, pending):
             if cluster is not None:
                 await self._label_head_pod(cluster)
@@ -230,6 +249,11 @@ class _Pass:
             for cluster in (active, pending):
                 if cluster is not None and cluster["metadata"].get("uid"):
                     await self._per_cluster_serve_service(cluster)
+            await self._reconcile_gateway(
+                active, pending, pending_outcome is not None and pending_outcome.ready
+            )
+            if upgrading and (active_outcome is not None or pending_outcome is not None):
+                await self._target_capacity(active, pending)
 
         pending_ready = pending_outcome is not None and pending_outcome.ready
         active_ready = active_outcome is not None and active_outcome.ready
@@ -501,6 +525,29 @@ class _Pass:
                     ("FailedToDeleteService", f"Failed to delete the Service {ns}/{svc_name}: {{error}}"),
                     already=errors.NotFound,
                 )
+        if self.incremental:
+            for resource, obj_name in (
+                (HTTP_ROUTE, gateway.route_name(name)),
+                (GATEWAY, gateway.gateway_name(name)),
+            ):
+                if await self._get_or_none(resource, obj_name) is None:
+                    continue
+                left = True
+                await self._recorded(
+                    functools.partial(
+                        self.r.client.delete, resource, obj_name, ns, propagation_policy="Background"
+                    ),
+                    "Delete",
+                    (
+                        f"Deleted{resource.kind}",
+                        f"Deleted the {resource.kind} {ns}/{obj_name} during suspend",
+                    ),
+                    (
+                        f"FailedToDelete{resource.kind}",
+                        f"Failed to delete the {resource.kind} {ns}/{obj_name}: {{error}}",
+                    ),
+                    already=errors.NotFound,
+                )
         return left
 
     # --- head pod label ----------------------------------------------------------------------------------
@@ -652,6 +699,113 @@ class _Pass:
         desired["metadata"]["ownerReferences"] = ownership.controlled_by(model)
         await self.reconcile_service(desired, update=False)
 
+    # --- incremental upgrade (Gateway API) ------------------------------------------------------------
+
+    def _upgrade_options(self) -> ClusterUpgradeOptions:
+        strategy = self.model.spec.upgrade_strategy
+        options = strategy.cluster_upgrade_options if strategy is not None else None
+        if options is None:
+            raise TemporaryError("Missing RayService ClusterUpgradeOptions during upgrade")
+        return options
+
+    async def _get_or_none(self, resource: Resource, name: str) -> JSON | None:
+        try:
+            return await self.r.client.get(resource, name, self.key.namespace)
+        except errors.NotFound:
+            return None
+
+    async def _reconcile_gateway(
+        self, active: JSON | None, pending: JSON | None, pending_ready: bool
+    ) -> None:
+        """The Gateway, then (once an active cluster exists) the HTTPRoute with this pass's weights."""
+        ns = self.key.namespace
+        options = self._upgrade_options()
+        desired = gateway.build_gateway(self.model, options.gateway_class_name)
+        name = desired["metadata"]["name"]
+        existing = await self._get_or_none(GATEWAY, name)
+        if existing is None:
+            await self._recorded(
+                lambda: self.r.client.create(GATEWAY, desired),
+                "Create",
+                ("CreatedGateway", f"Created Gateway for RayService {ns}/{name}"),
+                ("FailedToCreateGateway", f"Failed to create Gateway for RayService {ns}/{name}: {{error}}"),
+                already=errors.AlreadyExists,
+            )
+        elif gateway.gateway_differs(existing, desired):
+            existing["spec"] = desired["spec"]
+            await self._recorded(
+                lambda: self.r.client.update(GATEWAY, existing),
+                "Update",
+                ("UpdatedGateway", f"Updated the Gateway {ns}/{name}"),
+                ("FailedToUpdateGateway", f"Failed to update the Gateway {ns}/{name}: {{error}}"),
+            )
+        self.gateway = existing
+        if active is None:
+            return
+        w_active, w_pending = incremental.route_weights(
+            self.status,
+            options,
+            pending_exists=pending is not None,
+            pending_ready=pending_ready,
+            now=self.now,
+        )
+        backends = [(active["metadata"]["name"], _serve_port(active), w_active)]
+        if pending is not None:
+            backends.append((pending["metadata"]["name"], _serve_port(pending), w_pending))
+        route = gateway.build_http_route(self.model, backends)
+        route_name = route["metadata"]["name"]
+        current = await self._get_or_none(HTTP_ROUTE, route_name)
+        if current is None:
+            await self._recorded(
+                lambda: self.r.client.create(HTTP_ROUTE, route),
+                "Create",
+                ("CreatedHTTPRoute", f"Created HTTPRoute for RayService {ns}/{route_name}"),
+                (
+                    "FailedToCreateHTTPRoute",
+                    f"Failed to create the HTTPRoute for RayService {ns}/{route_name}: {{error}}",
+                ),
+                already=errors.AlreadyExists,
+            )
+        elif gateway.route_differs(current, route):
+            current["spec"] = route["spec"]
+            await self._recorded(
+                lambda: self.r.client.update(HTTP_ROUTE, current),
+                "Update",
+                ("UpdatedHTTPRoute", f"Updated the HTTPRoute {ns}/{route_name}"),
+                ("FailedToUpdateHTTPRoute", f"Failed to update the HTTPRoute {ns}/{route_name}: {{error}}"),
+            )
+        self.route = current
+        self.route_weights = dict(gateway.route_weights(route))
+
+    async def _target_capacity(self, active: JSON | None, pending: JSON | None) -> None:
+        """One step of Serve's `target_capacity` during an upgrade (or its rollback)."""
+        if not incremental.capacity_update_needed(self.status):
+            return
+        ns = self.key.namespace
+        if self.gateway is None or not gateway.gateway_ready(self.gateway):
+            return
+        if self.route is None or not gateway.route_ready(self.route, gateway.gateway_name(self.key.name), ns):
+            return
+        step = incremental.capacity_step(self.status, self._upgrade_options())
+        if step is None:
+            return
+        cluster = active if step.side == incremental.ACTIVE else pending
+        if cluster is None or not self._head_ready(cluster):
+            return
+        name = cluster["metadata"]["name"]
+        config = self.r.serve_configs.get(str(self.key), name) or self.model.spec.serve_config_v2 or ""
+        try:
+            client = await self._dashboard_client(cluster)
+            await client.update_serve_applications(config_body(config, step.goal))
+        except DashboardError as e:
+            self._event(WARNING, "FailedToUpdateTargetCapacity",
+                        f"Failed to update target_capacity of serve applications to the RayCluster {ns}/{name}: {e}",
+                        "Update")  # fmt: skip
+            raise TemporaryError(str(e)) from e
+        self.status.setdefault(step.side, {})["targetCapacity"] = step.goal
+        self._event(NORMAL, "UpdatedServeTargetCapacity",
+                    f"Updated target_capacity of serve applications to to the RayCluster {ns}/{name}", "Update")  # fmt: skip
+
     # --- status ------------------------------------------------------------------------------------------
 
     def _calculate_status(
@@ -679,9 +833,21 @@ class _Pass:
         why_active = self._why_not_ready(active, active_outcome) if active is not None else ""
         pending_serving = False
         if self.incremental:
-            # The first cluster is promoted once it serves; later ones once traffic has moved (incremental).
-            if not self.active_name and pending_outcome is not None and pending_outcome.ready:
+            if self.route_weights is not None:
+                incremental.record_weights(
+                    status, self.route_weights, self.stamp, pending_exists=pending is not None
+                )
+            # The first cluster is promoted once it serves; later ones once traffic and capacity have moved.
+            first = not self.active_name and pending_outcome is not None and pending_outcome.ready
+            if first or incremental.should_promote(status, pending is not None):
                 st.promote(status)
+                pending = None
+                why_pending = ""
+            pending_head_ready = pending is not None and st.is_true(
+                pending.get("status") or {}, "HeadPodReady"
+            )
+            if incremental.rollback_complete(status, pending_head_ready):
+                incremental.finish_rollback(status, self.stamp)
                 pending = None
                 why_pending = ""
         elif selected:

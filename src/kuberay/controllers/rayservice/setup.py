@@ -31,7 +31,10 @@ from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import POD, SERVICE
 
-CONTROLLER_NAME = "rayservice-controller"
+# controller-runtime names an unnamed controller by its lowercase kind (metrics and logs); the Events keep
+# upstream's reporting controller.
+CONTROLLER_NAME = "rayservice"
+EVENT_SOURCE = "rayservice-controller"
 
 
 @dataclass
@@ -72,7 +75,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayServiceReconcile
         slices=manager.cache(ENDPOINT_SLICE),
     )
     access = dashboard_access(config.use_kubernetes_proxy, settings.kubeconfig)
-    recorder = manager.recorder.for_controller(CONTROLLER_NAME) if manager.recorder is not None else None
+    recorder = manager.recorder.for_controller(EVENT_SOURCE) if manager.recorder is not None else None
     reconciler = RayServiceReconciler(
         manager.client, caches, access, options, manager.clock, recorder=recorder
     )
