@@ -34,6 +34,7 @@ from kuberay.runtime.resources import JOB, POD, SERVICE
 
 # controller-runtime names an unnamed controller after its kind in lowercase (the `controller` label).
 CONTROLLER_NAME = "rayjob"
+EVENT_SOURCE = "rayjob-controller"  # upstream's reporting controller of the RayJob's events.k8s.io/v1 Events
 POLLER_WORKERS = 8
 
 
@@ -97,7 +98,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayJobReconciler:
         access,
         options,
         manager.clock,
-        recorder=manager.recorder.for_controller(CONTROLLER_NAME) if manager.recorder is not None else None,
+        recorder=manager.recorder.for_controller(EVENT_SOURCE) if manager.recorder is not None else None,
         metrics=metrics,
     )
     controller = PollingController(
