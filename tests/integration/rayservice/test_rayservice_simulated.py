@@ -377,3 +377,48 @@ async def _upgrade_message_has(op: Operator, name: str, text: str) -> dict[str, 
 
 async def _cluster_names_are(op: Operator, service: str, names: list[str]) -> bool:
     return sorted(c["metadata"]["name"] for c in await op.clusters(service)) == sorted(names)
+
+
+async def test_exclude_head_pod_from_serve_svc_serves_from_the_workers_only(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="workers", excludeHeadPodFromServeSvc=True)
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            ready = await op.wait_condition("workers", "Ready", "True", timeout=90)
+            cluster = ready["status"]["activeServiceStatus"]["rayClusterName"]
+            pods = (await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={cluster}")).items
+            serve = {
+                p["metadata"]["labels"]["ray.io/node-type"]: p["metadata"]["labels"]["ray.io/serve"]
+                for p in pods
+            }
+            assert serve == {"head": "false", "worker": "true"}
+            assert ready["status"]["numServeEndpoints"] == 1
+        finally:
+            await standin.stop()
+
+
+async def test_the_initializing_timeout_fails_the_service_for_good(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="late")
+        service["metadata"]["annotations"] = {"ray.io/initializing-timeout": "5s"}
+        standin = await standin_for(service, failing={"fruit.deployment_graph": "ImportError: never"})
+        try:
+            await op.client.create(RAYSERVICE, service)
+            failed = await op.wait_condition(
+                "late", "Ready", "False", reason="InitializingTimeout", timeout=90
+            )
+            ready = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
+            assert ready["message"].startswith(
+                "RayService failed to become ready within the configured timeout of 5s."
+            )
+            assert not failed["status"].get("pendingServiceStatus", {}).get("rayClusterName")
+            [event] = await op.events("RayServiceInitializingTimeout")
+            assert event["type"] == "Warning"
+            await op.wait(lambda: _async_clusters_gone(op, "late"), 90, "its cluster deleted")
+        finally:
+            await standin.stop()
+
+
+async def _async_clusters_gone(op: Operator, name: str) -> bool:
+    return await op.clusters(name) == []
