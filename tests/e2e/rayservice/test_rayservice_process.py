@@ -29,6 +29,8 @@ SERVE_APPS = REPO / "tests" / "e2e" / "serveapps"
 
 pytestmark = [
     pytest.mark.slow,
+    # Each test starts two or three real Ray clusters one after the other: minutes on a loaded machine.
+    pytest.mark.timeout(900),
     pytest.mark.skipif(os.geteuid() != 0, reason="several Ray clusters side by side need root (pod netns)"),
 ]
 
