@@ -1,6 +1,9 @@
 import asyncio
+import socket
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -8,17 +11,29 @@ import pytest
 from kuberay.rayclient.dashboard import (
     DashboardClient,
     DashboardError,
+    DashboardTimeout,
     JobInfo,
     JobNotFound,
     JobSubmitRequest,
+    ServeDetails,
     SubmissionIdInUse,
 )
-from ray_process import RayHead
+from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url
+from ray_process import RayHead, free_port
+
+SERVE_APPS = Path(__file__).parent / "serveapps"
 
 
 @pytest.fixture
 async def client(ray_head: RayHead) -> AsyncIterator[DashboardClient]:
     async with httpx.AsyncClient(timeout=10) as http:
+        yield DashboardClient(http, ray_head.dashboard_url)
+
+
+@pytest.fixture
+async def serve_client(ray_head: RayHead) -> AsyncIterator[DashboardClient]:
+    # The first deployment starts Serve's controller inside the request: slow on a loaded machine.
+    async with httpx.AsyncClient(timeout=180) as http:
         yield DashboardClient(http, ray_head.dashboard_url)
 
 
@@ -79,13 +94,81 @@ async def test_missing_job(client: DashboardClient) -> None:
     assert await client.get_job_logs("no-such-job") == ""
 
 
-async def test_serve_api_errors_carry_the_status_line(client: DashboardClient) -> None:
-    # ray[serve] is not installed in the test environment, so the dashboard answers 501.
-    with pytest.raises(DashboardError, match=r"^GetServeDetails fail: 501 "):
-        await client.get_serve_applications()
+def _serve_config(http_port: int, *apps: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "http_options": {"host": "127.0.0.1", "port": http_port},
+        "applications": [
+            {"runtime_env": {"env_vars": {"PYTHONPATH": str(SERVE_APPS), "KUBERAY_ECHO_TAG": "t"}}, **app}
+            for app in apps
+        ],
+    }
+
+
+async def _until_settled(client: DashboardClient, timeout: float = 180) -> ServeDetails:
+    async with asyncio.timeout(timeout):
+        while True:
+            details = await client.get_serve_details()
+            statuses = {app.status for app in details.applications.values()}
+            if details.applications and statuses <= {"RUNNING", "DEPLOY_FAILED", "UNHEALTHY"}:
+                return details
+            await asyncio.sleep(1)
+
+
+async def test_serve_deploy_status_and_proxy_health(serve_client: DashboardClient) -> None:
+    client = serve_client
+    port = free_port()
+    echo = {
+        "name": "echo",
+        "route_prefix": "/echo",
+        "import_path": "kuberay_echo:app",
+        "args": {"greeting": "hi"},
+    }
+    broken = {"name": "broken", "route_prefix": "/broken", "import_path": "kuberay_no_such_module:app"}
+    await client.update_serve_applications(_serve_config(port, echo, broken))
+    try:
+        details = await _until_settled(client)
+        assert set(details.applications) == {"echo", "broken"}
+        running = details.applications["echo"]
+        assert running.status == "RUNNING"
+        assert {(d.name, d.status) for d in running.deployments.values()} == {("Echo", "HEALTHY")}
+        failed = details.applications["broken"]
+        assert failed.status == "DEPLOY_FAILED"
+        assert "kuberay_no_such_module" in failed.message
+        async with httpx.AsyncClient(timeout=10) as http:
+            await check_proxy_health(http, direct_health_url("127.0.0.1", port))
+            assert (await http.get(f"http://127.0.0.1:{port}/echo")).text == "hi t"
+            with pytest.raises(DashboardError, match="CheckProxyActorHealth fails. status code: 404"):
+                await check_proxy_health(http, f"http://127.0.0.1:{port}/no-such-route")
+    finally:
+        await client.update_serve_applications({"applications": []})
+
+
+async def test_serve_api_errors_carry_the_status_line(serve_client: DashboardClient) -> None:
+    with pytest.raises(DashboardError, match=r"^UpdateDeployments fail: 400 "):
+        await serve_client.update_serve_applications({"applications": "not a list"})
+
+
+async def test_an_unparsable_dashboard_url_is_upstreams_error() -> None:
+    async with httpx.AsyncClient(timeout=1) as http:
+        with pytest.raises(DashboardError, match="^failed to parse dashboard URL: "):
+            await DashboardClient(http, "http://head-svc:dashboard").get_serve_details()
 
 
 async def test_unreachable_dashboard_is_a_dashboard_error() -> None:
     async with httpx.AsyncClient(timeout=1) as http:
-        with pytest.raises(DashboardError):
+        with pytest.raises(DashboardError) as caught:
             await DashboardClient(http, "http://127.0.0.1:9").get_job_info("x")
+    assert not isinstance(caught.value, DashboardTimeout)
+
+
+async def test_a_deadline_is_a_timeout_the_caller_can_tell_apart() -> None:
+    # A listening socket that never accepts: the connection is made by the kernel, the answer never comes.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        async with httpx.AsyncClient(timeout=0.5) as http:
+            with pytest.raises(DashboardTimeout):
+                await DashboardClient(http, url).get_serve_details()
+            with pytest.raises(TimeoutError):
+                await check_proxy_health(http, direct_health_url("127.0.0.1", silent.getsockname()[1]))

@@ -16,6 +16,7 @@ from kuberay.api.settings import OperatorSettings
 from kuberay.controllers import networkpolicy, unhandled
 from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.controllers.rayjob import setup as rayjob_setup
+from kuberay.controllers.rayservice import setup as rayservice_setup
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, Resource
 
@@ -41,6 +42,7 @@ def _network_policy_gate(settings: OperatorSettings) -> bool:
 BUILTIN: tuple[ControllerSetup, ...] = (
     ControllerSetup("raycluster", raycluster_setup.install),
     ControllerSetup("rayjob", rayjob_setup.install),
+    ControllerSetup("rayservice", rayservice_setup.install),
     ControllerSetup("networkpolicy", networkpolicy.install, _network_policy_gate),
     ControllerSetup("unhandled", unhandled.install),
 )

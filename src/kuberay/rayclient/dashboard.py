@@ -31,6 +31,11 @@ class DashboardError(Exception):
     """A dashboard call failed; the message reads as upstream's."""
 
 
+class DashboardTimeout(DashboardError, TimeoutError):
+    """A dashboard call ran past the client's deadline. It is still a DashboardError (callers that only
+    retry need not care), but a caller can tell "the dashboard is slow" from "the dashboard said no"."""
+
+
 class JobNotFound(DashboardError):
     """The dashboard has no job with this submission id."""
 
@@ -129,6 +134,28 @@ class ServeApplicationStatus:
     deployments: Mapping[str, ServeDeploymentStatus] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ServeDetails:
+    """The declarative Serve applications of one cluster (upstream `ServeDetails`). `deploy_mode` is ""
+    when the dashboard does not send it (Ray releases since multi-app became the only mode do not)."""
+
+    applications: Mapping[str, ServeApplicationStatus]
+    deploy_mode: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ServeDetails:
+        applications: dict[str, ServeApplicationStatus] = {}
+        for name, app in (data.get("applications") or {}).items():
+            deployments = {
+                dep_name: ServeDeploymentStatus(dep_name, dep.get("status") or "", dep.get("message") or "")
+                for dep_name, dep in (app.get("deployments") or {}).items()
+            }
+            applications[name] = ServeApplicationStatus(
+                name, app.get("status") or "", app.get("message") or "", deployments
+            )
+        return cls(applications, str(data.get("deploy_mode") or ""))
+
+
 def dashboard_base_url(head_service: Mapping[str, Any], cluster_domain: str = "cluster.local") -> str:
     """`http://<svc>.<ns>.svc.<domain>:<port>` for a RayCluster's head Service, from its port named
     `dashboard`; DashboardError("dashboard port is not found") without one."""
@@ -162,11 +189,15 @@ class DashboardClient:
         if method in ("POST", "PUT"):
             headers = {**headers, "Content-Type": "application/json"}
         try:
-            return await self._http.request(
-                method, self._base + path, headers=headers, content=content, params=params
-            )
+            url = httpx.URL(self._base + path)
+        except httpx.InvalidURL as err:
+            raise DashboardError(f"failed to parse dashboard URL: {err}") from err
+        try:
+            return await self._http.request(method, url, headers=headers, content=content, params=params)
+        except httpx.TimeoutException as err:
+            raise DashboardTimeout(f"{method} {url}: timed out ({type(err).__name__})") from err
         except httpx.HTTPError as err:
-            raise DashboardError(f"{method} {self._base + path}: {err!r}") from err
+            raise DashboardError(f"{method} {url}: {err!r}") from err
 
     # -- Jobs ---------------------------------------------------------------------------------------------
 
@@ -228,7 +259,7 @@ class DashboardClient:
 
     # -- Serve --------------------------------------------------------------------------------------------
 
-    async def get_serve_applications(self) -> dict[str, ServeApplicationStatus]:
+    async def get_serve_details(self) -> ServeDetails:
         """Each declarative Serve application's status and its deployments' statuses."""
         response = await self._request("GET", "/api/serve/applications/", params={"api_type": "declarative"})
         if not response.is_success:
@@ -236,16 +267,7 @@ class DashboardClient:
         body = _json_or_none(response)
         if not isinstance(body, dict):
             raise DashboardError(f"GetServeDetails failed. Failed to unmarshal bytes: {response.text}")
-        applications: dict[str, ServeApplicationStatus] = {}
-        for name, app in (body.get("applications") or {}).items():
-            deployments = {
-                dep_name: ServeDeploymentStatus(dep_name, dep.get("status") or "", dep.get("message") or "")
-                for dep_name, dep in (app.get("deployments") or {}).items()
-            }
-            applications[name] = ServeApplicationStatus(
-                name, app.get("status") or "", app.get("message") or "", deployments
-            )
-        return applications
+        return ServeDetails.from_json(body)
 
     async def update_serve_applications(self, config: Mapping[str, Any]) -> None:
         """Deploys a Serve config (serveConfigV2 as JSON); sorted keys and compact, as upstream sends it."""

@@ -1,10 +1,16 @@
-"""Recording core/v1 Events about objects, aggregated as client-go's recorder does.
+"""Recording Events about objects, aggregated as client-go's recorders do.
+
+Two APIs, as upstream uses both: the manager's recorder writes core/v1 Events with its component as the
+source (client-go's `record` package, the RayCluster controller's); `for_controller(name)` gives a
+recorder that writes events.k8s.io/v1 Events reported by that controller (client-go's `events` package,
+which upstream's RayJob and RayService controllers use, as `rayjob-controller` / `rayservice-controller`).
+Both go through the one queue and writer.
 
 `record` never blocks and never fails the caller: Events are queued and written by `run` in the
 background (a full queue drops the Event with a log line, as client-go does). An Event identical to one
-already written (same object, type, reason, message) bumps that Event's `count` and `lastTimestamp`
-instead of creating another, so a reconcile loop that repeats itself produces one Event with a count, not
-thousands of objects.
+already written (same object, type, reason, message) bumps that Event's `count` and `lastTimestamp` (its
+`series` for events.k8s.io/v1) instead of creating another, so a reconcile loop that repeats itself
+produces one Event with a count, not thousands of objects.
 """
 
 from __future__ import annotations
@@ -14,20 +20,30 @@ import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
-from kuberay.runtime.resources import EVENT
+from kuberay.runtime.resources import EVENT, Resource
 
 log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
+EVENTS_V1 = Resource("events.k8s.io/v1", "Event", "events")
+
+
+class Recorder(Protocol):
+    """What a reconciler needs of a recorder."""
+
+    def record(
+        self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str = ""
+    ) -> None: ...
 
 
 class _Similar(NamedTuple):
+    controller: str
     uid: str
     namespace: str
     name: str
@@ -43,6 +59,7 @@ class _Occurrence(NamedTuple):
     message: str
     action: str
     at: datetime
+    controller: str = ""  # set: an events.k8s.io/v1 Event reported by this controller
 
 
 class _Written(NamedTuple):
@@ -71,11 +88,23 @@ class EventRecorder:
         self._last_nanos = 0
 
     def record(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str = "") -> None:
-        """Queues an Event about `obj` (any object with apiVersion, kind and metadata)."""
+        """Queues a core/v1 Event about `obj` (any object with apiVersion, kind and metadata)."""
+        self._enqueue(_Occurrence(obj, type, reason, message, action, self._clock.now()))
+
+    def for_controller(self, controller: str) -> ControllerRecorder:
+        """A recorder of events.k8s.io/v1 Events whose `reportingController` is `controller`."""
+        return ControllerRecorder(self, controller)
+
+    def _enqueue(self, occurrence: _Occurrence) -> None:
         try:
-            self._queue.put_nowait(_Occurrence(obj, type, reason, message, action, self._clock.now()))
+            self._queue.put_nowait(occurrence)
         except asyncio.QueueFull:
-            log.warning("event queue full; dropping %s event %s: %s", type, reason, message)
+            log.warning(
+                "event queue full; dropping %s event %s: %s",
+                occurrence.type,
+                occurrence.reason,
+                occurrence.message,
+            )
 
     async def run(self) -> None:
         while True:
@@ -92,47 +121,72 @@ class EventRecorder:
         await self._queue.join()
 
     async def _write(self, occurrence: _Occurrence) -> None:
-        obj, type, reason, message, action, at = occurrence
+        obj, type, reason, message, action, at, controller = occurrence
         metadata = obj.get("metadata") or {}
         namespace = metadata.get("namespace") or "default"
         similar = _Similar(
-            metadata.get("uid") or "", namespace, metadata.get("name") or "", type, reason, message
+            controller,
+            metadata.get("uid") or "",
+            namespace,
+            metadata.get("name") or "",
+            type,
+            reason,
+            message,
         )
-        timestamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        resource = EVENTS_V1 if controller else EVENT
         previous = self._written.get(similar)
         if previous is not None:
+            times = previous.times + 1
+            if controller:
+                patch: dict[str, Any] = {"series": {"count": times, "lastObservedTime": _micro_time(at)}}
+            else:
+                patch = {"count": times, "lastTimestamp": _time(at)}
             try:
-                patch = {"count": previous.times + 1, "lastTimestamp": timestamp}
-                await self.client.patch(EVENT, previous.name, patch, namespace)
-                self._remember(similar, _Written(previous.name, previous.times + 1))
+                await self.client.patch(resource, previous.name, patch, namespace)
+                self._remember(similar, _Written(previous.name, times))
                 return
             except errors.NotFound:
                 pass  # the Event expired; write a new one
         # client-go names Events <object>.<unix nanoseconds in hex>; strictly increasing keeps them unique.
         self._last_nanos = max(self._last_nanos + 1, int(at.timestamp() * 1e9))
         name = f"{similar.name}.{self._last_nanos:x}"
-        event = {
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion", ""),
-                "kind": obj.get("kind", ""),
-                "name": similar.name,
-                "namespace": metadata.get("namespace", ""),
-                "uid": similar.uid,
-                "resourceVersion": metadata.get("resourceVersion", ""),
-            },
-            "type": type,
-            "reason": reason,
-            "message": message,
-            "action": action,
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "reportingInstance": self.instance,
-            "firstTimestamp": timestamp,
-            "lastTimestamp": timestamp,
-            "count": 1,
+        about = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": similar.name,
+            "namespace": metadata.get("namespace", ""),
+            "uid": similar.uid,
+            "resourceVersion": metadata.get("resourceVersion", ""),
         }
-        await self.client.create(EVENT, event, namespace)
+        event: dict[str, Any]
+        if controller:
+            event = {
+                "metadata": {"name": name, "namespace": namespace},
+                "eventTime": _micro_time(at),
+                "regarding": about,
+                "type": type,
+                "reason": reason,
+                "note": message,
+                "action": action,
+                "reportingController": controller,
+                "reportingInstance": self.instance,
+            }
+        else:
+            event = {
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": about,
+                "type": type,
+                "reason": reason,
+                "message": message,
+                "action": action,
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "reportingInstance": self.instance,
+                "firstTimestamp": _time(at),
+                "lastTimestamp": _time(at),
+                "count": 1,
+            }
+        await self.client.create(resource, event, namespace)
         self._remember(similar, _Written(name, 1))
 
     def _remember(self, similar: _Similar, written: _Written) -> None:
@@ -140,3 +194,24 @@ class EventRecorder:
         self._written.move_to_end(similar)
         while len(self._written) > self._remembered:
             self._written.popitem(last=False)
+
+
+class ControllerRecorder:
+    """Records events.k8s.io/v1 Events reported by one controller, through its parent's queue and writer."""
+
+    def __init__(self, parent: EventRecorder, controller: str) -> None:
+        self._parent = parent
+        self.controller = controller
+
+    def record(self, obj: Mapping[str, Any], type: str, reason: str, message: str, action: str = "") -> None:
+        self._parent._enqueue(
+            _Occurrence(obj, type, reason, message, action, self._parent._clock.now(), self.controller)
+        )
+
+
+def _time(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_time(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -40,6 +40,10 @@ async def test_a_rayjob_makes_its_cluster_submitter_job_and_head_service(localku
         service = await op.wait(lambda: op.get(SERVICE, "job-head-svc"))
         assert service["spec"]["selector"]["ray.io/cluster"] == status["rayClusterName"]
         assert await op.events("CreatedRayCluster") and await op.events("CreatedRayJobSubmitter")
+        # events.k8s.io/v1 Events reported by upstream's rayjob-controller (read here in their core/v1 form).
+        assert {e["reportingComponent"] for e in await op.events("CreatedRayCluster")} == {
+            "rayjob-controller"
+        }
 
 
 async def test_suspend_creates_nothing_until_resumed_and_suspending_releases_the_cluster(localkube):

@@ -1,7 +1,7 @@
 import asyncio
 
 from kuberay.runtime.clock import FakeClock
-from kuberay.runtime.events import WARNING, EventRecorder
+from kuberay.runtime.events import EVENTS_V1, WARNING, EventRecorder
 from kuberay.runtime.resources import CONFIG_MAP, EVENT
 
 from .kube import client_for, new_namespace
@@ -34,4 +34,32 @@ async def test_repeated_events_are_one_event_with_a_count(localkube):
         "2026-01-01T00:00:00Z",
         "2026-01-01T00:00:02Z",
     )
+    await client.close()
+
+
+async def test_a_controllers_events_are_events_k8s_io_v1_with_a_series(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
+    clock = FakeClock()
+    recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=clock)
+    writer = asyncio.create_task(recorder.run())
+    rayservice = recorder.for_controller("rayservice-controller")
+    for _ in range(2):
+        rayservice.record(subject, WARNING, "FailedToUpdateService", "no", action="Update")
+        clock.advance(1)
+    await asyncio.wait_for(recorder.flush(), 20)
+    writer.cancel()
+    [event] = (await client.list(EVENTS_V1, namespace)).items
+    assert (event["reportingController"], event["reportingInstance"]) == ("rayservice-controller", "test")
+    assert (event["regarding"]["uid"], event["note"], event["action"]) == (
+        subject["metadata"]["uid"],
+        "no",
+        "Update",
+    )
+    assert event["eventTime"] == "2026-01-01T00:00:00.000000Z"
+    assert event["series"] == {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}
+    # The same object read as core/v1, as `kubectl get events` shows it.
+    [core] = (await client.list(EVENT, namespace)).items
+    assert (core["message"], core["reportingComponent"]) == ("no", "rayservice-controller")
     await client.close()

@@ -23,7 +23,7 @@ from kuberay.api import constants
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import JobSubmissionMode, RayJob
-from kuberay.builders import names, ownership, submitter
+from kuberay.builders import ownership, submitter
 
 # Container waiting reasons that do not go away by waiting (the kubelet keeps retrying, and keeps failing).
 STUCK_WAITING_REASONS = frozenset(
@@ -104,14 +104,6 @@ def dashboard_address(head_service: Mapping[str, Any] | None, cluster_domain: st
                 f"{metadata.get('name')}.{metadata.get('namespace')}.svc.{cluster_domain}:{port.get('port')}"
             )
     return None
-
-
-def head_service_name(cluster: Mapping[str, Any]) -> str:
-    """The head Service a cluster's status names, else the one its spec implies."""
-    status_head = ((cluster.get("status") or {}).get("head")) or {}
-    return status_head.get("serviceName") or names.head_service_name(
-        cluster["metadata"]["name"], cluster.get("spec") or {}
-    )
 
 
 def workers_suspended(cluster: Mapping[str, Any]) -> bool:

@@ -19,9 +19,7 @@ client's short timeout, as upstream does.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import copy
 import json
 import logging
 import random
@@ -29,15 +27,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import yaml
 
 from kuberay.api import constants
 from kuberay.api.features import Feature
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode, RayJob
-from kuberay.builders import auth, service
+from kuberay.builders import service
 from kuberay.builders import submitter as submitter_builder
+from kuberay.controllers import writes
+from kuberay.controllers.dashboards import DashboardAccess, auth_token, head_service_name
 from kuberay.controllers.rayjob import cluster as rayjob_cluster
 from kuberay.controllers.rayjob import submitter as submitter_facts
 from kuberay.controllers.rayjob.metrics import RayJobMetrics
@@ -52,15 +51,15 @@ from kuberay.controllers.rayjob.state import (
     SubmitterFacts,
     step,
 )
-from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobSubmitRequest, proxy_base_url
+from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobSubmitRequest
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
 from kuberay.runtime.controller import Result, TemporaryError
-from kuberay.runtime.events import NORMAL, WARNING, EventRecorder
+from kuberay.runtime.events import Recorder
 from kuberay.runtime.frozen import thaw
-from kuberay.runtime.resources import JOB, SECRET, SERVICE, ObjectKey, Resource
+from kuberay.runtime.resources import JOB, ObjectKey, Resource
 from kuberay.runtime.steps import step as named_step
 
 log = logging.getLogger(__name__)
@@ -76,20 +75,6 @@ class Caches:
     pods: Store
     services: Store
     jobs: Store
-
-
-@dataclass(frozen=True)
-class DashboardAccess:
-    """How the operator reaches a dashboard: directly by the head Service's DNS name, or through the API
-    server's service proxy (`--use-kubernetes-proxy`, `api_server` set)."""
-
-    http: httpx.AsyncClient
-    api_server: str | None = None
-
-    def base_url(self, namespace: str, dashboard_url: str, cluster: Mapping[str, Any] | None) -> str:
-        if self.api_server is not None and cluster is not None:
-            return proxy_base_url(self.api_server, namespace, rayjob_cluster.head_service_name(cluster))
-        return dashboard_url if dashboard_url.startswith("http://") else "http://" + dashboard_url
 
 
 @dataclass(frozen=True)
@@ -109,7 +94,7 @@ class RayJobReconciler:
         dashboard: DashboardAccess,
         options: Options,
         clock: Clock,
-        recorder: EventRecorder | None = None,
+        recorder: Recorder | None = None,
         metrics: RayJobMetrics | None = None,
         rng: random.Random | None = None,
     ) -> None:
@@ -203,7 +188,7 @@ class _Pass:
             return ClusterFacts(exists=False)
         status = cluster.get("status") or {}
         caches = self.reconciler.caches
-        svc = caches.services.get(ObjectKey(self.key.namespace, rayjob_cluster.head_service_name(cluster)))
+        svc = caches.services.get(ObjectKey(self.key.namespace, head_service_name(cluster)))
         address = rayjob_cluster.dashboard_address(svc, self.reconciler.options.cluster_domain)
         pods = caches.pods.list(self.key.namespace, {constants.RAY_CLUSTER_LABEL: self.cluster_name})
         return ClusterFacts(
@@ -262,25 +247,7 @@ class _Pass:
         return PollTarget(base_url, status["jobId"], await self._auth_token(), submit)
 
     async def _auth_token(self) -> str | None:
-        """The cluster's Ray auth token when its `authOptions.mode` is token (upstream reads it per client)."""
-        if self.cluster is None:
-            return None
-        options = (self.cluster.get("spec") or {}).get("authOptions")
-        if not options or options.get("mode") != auth.AUTH_MODE_TOKEN:
-            return None
-        name = auth.secret_name(self.cluster_name, options)
-        try:
-            secret = await self.reconciler.client.get(SECRET, name, self.key.namespace)
-        except errors.KubeError as e:
-            raise DashboardError(
-                f"failed to get the auth token Secret {self.key.namespace}/{name}: {e}"
-            ) from e
-        encoded = (secret.get("data") or {}).get(constants.RAY_AUTH_TOKEN_SECRET_KEY)
-        if not encoded:
-            raise DashboardError(
-                f"Secret {self.key.namespace}/{name} has no {constants.RAY_AUTH_TOKEN_SECRET_KEY} key"
-            )
-        return base64.b64decode(encoded).decode()
+        return await auth_token(self.reconciler.client, self.cluster)
 
     # --- actions ------------------------------------------------------------------------------------------
 
@@ -342,22 +309,19 @@ class _Pass:
         failures: tuple[type[Exception], ...] = (errors.KubeError,),
         temporary: str = "",
     ) -> None:
-        """Runs one write for the RayJob and records it as upstream does: a Normal Event `done` (reason,
-        message) when it worked, a Warning Event `failed` (reason, message with `{error}`) and the error
-        re-raised (as a TemporaryError with `temporary` when given) when it did not. An `already` error
-        (AlreadyExists on a create, NotFound on a delete) means there is nothing to do."""
+        """`writes.recorded` for the RayJob; a failure is re-raised as a TemporaryError with `temporary`
+        when given."""
         try:
-            await write()
-        except Exception as e:
-            if already is not None and isinstance(e, already):
-                return
-            if not isinstance(e, failures):
-                raise
-            self.reconciler.event(self.obj, WARNING, failed[0], failed[1].format(error=e), action)
+            await writes.recorded(
+                write, self._event, action, done, failed, already=already, failures=failures
+            )
+        except failures as e:
             if temporary:
                 raise TemporaryError(f"{temporary}: {e}") from e
             raise
-        self.reconciler.event(self.obj, NORMAL, done[0], done[1], action)
+
+    def _event(self, type: str, reason: str, message: str, action: str) -> None:
+        self.reconciler.event(self.obj, type, reason, message, action)
 
     async def _create_cluster(self, decision: Decision) -> None:
         name = decision.status.get("rayClusterName") or ""
@@ -418,31 +382,8 @@ class _Pass:
             self._cluster_model(),
             cluster_ip_service=self.reconciler.options.cluster_ip_head_service,
         )
-        ns, name = self.key.namespace, desired["metadata"]["name"]
-        existing = self.reconciler.caches.services.get(ObjectKey(ns, name))
-        if existing is None:
-            await self._recorded(
-                lambda: self.reconciler.client.create(SERVICE, desired),
-                "Create",
-                ("CreatedService", f"Created the service {ns}/{name}"),
-                ("FailedToCreateService", f"Failed to create the service {ns}/{name}, {{error}}"),
-                already=errors.AlreadyExists,
-            )
-            return
-        selector_key = constants.RAY_CLUSTER_LABEL
-        current_selector = ((existing.get("spec") or {}).get("selector") or {}).get(selector_key)
-        if current_selector == desired["spec"]["selector"].get(selector_key):
-            return
-        updated = thaw(existing)
-        spec = copy.deepcopy(desired["spec"])
-        if (existing.get("spec") or {}).get("clusterIP"):
-            spec["clusterIP"] = existing["spec"]["clusterIP"]
-        updated["spec"] = spec
-        await self._recorded(
-            lambda: self.reconciler.client.update(SERVICE, updated),
-            "Update",
-            ("UpdatedService", f"Updated the service {ns}/{name}"),
-            ("FailedToUpdateService", f"Failed to update the service {ns}/{name}, {{error}}"),
+        await writes.reconcile_service(
+            self.reconciler.client, self.reconciler.caches.services, desired, self._event
         )
 
     async def _poll(self, decision: Decision) -> None:

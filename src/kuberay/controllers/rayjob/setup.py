@@ -17,25 +17,24 @@ from dataclasses import dataclass, field
 import httpx
 
 from kuberay.api.settings import OperatorSettings
+from kuberay.controllers.dashboards import dashboard_access
 from kuberay.controllers.rayjob.metrics import RayJobMetrics
 from kuberay.controllers.rayjob.poller import JobStatusPoller
 from kuberay.controllers.rayjob.reconciler import (
     RAYCLUSTER,
     RAYJOB,
     Caches,
-    DashboardAccess,
     Options,
     RayJobReconciler,
 )
 from kuberay.controllers.rayjob.state import Settings
-from kuberay.rayclient.dashboard import DIRECT_TIMEOUT, PROXY_TIMEOUT
-from kuberay.runtime.client import api_server_http, load_config
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, SERVICE
 
 # controller-runtime names an unnamed controller after its kind in lowercase (the `controller` label).
 CONTROLLER_NAME = "rayjob"
+EVENT_SOURCE = "rayjob-controller"  # upstream's reporting controller of the RayJob's events.k8s.io/v1 Events
 POLLER_WORKERS = 8
 
 
@@ -76,16 +75,6 @@ def options_from(settings: OperatorSettings) -> Options:
     )
 
 
-def dashboard_access(use_kubernetes_proxy: bool, kubeconfig: str | None) -> DashboardAccess:
-    """Direct access with a 2 s timeout, or, with `--use-kubernetes-proxy`, the API server's service proxy with
-    its address and credentials and a 10 s timeout."""
-    if not use_kubernetes_proxy:
-        return DashboardAccess(httpx.AsyncClient(timeout=DIRECT_TIMEOUT))
-    kube = load_config(kubeconfig)
-    http = api_server_http(kube, PROXY_TIMEOUT)
-    return DashboardAccess(http, api_server=kube.cluster.server)
-
-
 def install(manager: Manager, settings: OperatorSettings) -> RayJobReconciler:
     """Adds the RayJob controller to `manager`; the kubeconfig is only read with `--use-kubernetes-proxy`."""
     config = settings.config
@@ -109,7 +98,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayJobReconciler:
         access,
         options,
         manager.clock,
-        recorder=manager.recorder,
+        recorder=manager.recorder.for_controller(EVENT_SOURCE) if manager.recorder is not None else None,
         metrics=metrics,
     )
     controller = PollingController(

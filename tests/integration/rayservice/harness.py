@@ -1,0 +1,249 @@
+"""The operator in this process (RayCluster and RayService controllers) against a localkube in simulate mode,
+and a stand-in for the Ray head that simulated pods do not run.
+
+`ServeStandIn` is a fake, and says so: simulated pods run no processes, so nothing would answer the
+dashboard's Serve API or the Serve proxy's health check. It listens on an address the test pins the
+simulated head pod to (`localkube.io/pod-ip`), on the head's dashboard and serve ports; the operator
+reaches it as it reaches a real head, through the API server's service and pod proxies
+(`--use-kubernetes-proxy`). It keeps the last declarative config `PUT` to it and reports each of its
+applications RUNNING (or, for an import path listed in `failing`, DEPLOY_FAILED with a message, as Serve
+does). The real Ray Serve path is covered end to end in tests/e2e/rayservice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from prometheus_client import CollectorRegistry
+
+from integration.runtime.kube import client_for, new_namespace
+from kuberay.api.config import Configuration
+from kuberay.api.features import FeatureGates
+from kuberay.api.settings import Environment, OperatorSettings
+from kuberay.controllers.raycluster import setup as raycluster_setup
+from kuberay.controllers.rayservice import setup as rayservice_setup
+from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE, RayServiceReconciler
+from kuberay.operator.registry import CACHE_SELECTORS
+from kuberay.runtime import errors
+from kuberay.runtime.client import Client
+from kuberay.runtime.clock import SystemClock
+from kuberay.runtime.events import EVENTS_V1, EventRecorder
+from kuberay.runtime.manager import Manager
+from kuberay.runtime.metrics import RuntimeMetrics
+from kuberay.runtime.resources import Resource
+
+_next_address = iter(range(1, 250))
+
+
+def standin_address() -> str:
+    """A loopback address no other test uses (simulated pods get 127.244.0.0/16)."""
+    return f"127.251.{next(_next_address)}.1"
+
+
+@dataclass
+class ServeStandIn:
+    address: str
+    ports: tuple[int, ...]
+    failing: dict[str, str] = field(default_factory=dict)  # import_path -> Serve's message
+    configs: list[dict[str, Any]] = field(default_factory=list)
+    _server: uvicorn.Server | None = None
+    _task: asyncio.Task[None] | None = None
+
+    def applications(self) -> dict[str, Any]:
+        if not self.configs:
+            return {}
+        apps: dict[str, Any] = {}
+        for app in self.configs[-1].get("applications") or ():
+            failure = self.failing.get(app.get("import_path", ""))
+            deployments = {
+                d["name"]: {"name": d["name"], "status": "UNHEALTHY" if failure else "HEALTHY", "message": ""}
+                for d in app.get("deployments") or [{"name": "Deployment"}]
+            }
+            apps[app.get("name", "default")] = {
+                "name": app.get("name", "default"),
+                "status": "DEPLOY_FAILED" if failure else "RUNNING",
+                "message": failure or "",
+                "route_prefix": app.get("route_prefix", "/"),
+                "deployments": deployments,
+            }
+        return apps
+
+    async def _app(self, scope: dict[str, Any], receive: Callable[[], Awaitable[Any]], send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        status, answer = 404, b"not found"
+        path, method = scope["path"], scope["method"]
+        if path == "/api/serve/applications/" and method == "GET":
+            status, answer = 200, json.dumps({"applications": self.applications()}).encode()
+        elif path == "/api/serve/applications/" and method == "PUT":
+            self.configs.append(json.loads(body))
+            status, answer = 200, b""
+        elif path == "/-/healthz":
+            status, answer = 200, b"success"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer})
+
+    async def start(self) -> None:
+        sockets = []
+        for port in self.ports:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.address, port))
+            sockets.append(sock)
+        config = uvicorn.Config(self._app, log_level="warning", lifespan="off", interface="asgi3")
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=sockets))
+        while not self._server.started:
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await asyncio.wait_for(self._task, 10)
+
+
+def pin_head(spec: dict[str, Any], address: str) -> tuple[int, ...]:
+    """Pins the head pod of a RayService's cluster spec to `address`; returns its dashboard and serve ports."""
+    template = spec["rayClusterConfig"]["headGroupSpec"].setdefault("template", {})
+    template.setdefault("metadata", {}).setdefault("annotations", {})["localkube.io/pod-ip"] = address
+    ports = {p.get("name"): p["containerPort"] for p in template["spec"]["containers"][0].get("ports") or ()}
+    if not ports:
+        ports = {"dashboard": 8265, "serve": 8000}
+    return (ports.get("dashboard", 8265), ports.get("serve", 8000))
+
+
+@dataclass
+class Operator:
+    client: Client
+    namespaces: list[str]
+    manager: Manager
+    reconciler: RayServiceReconciler
+    registry: CollectorRegistry
+    recorder: EventRecorder
+
+    @property
+    def namespace(self) -> str:
+        return self.namespaces[0]
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        with contextlib.suppress(errors.NotFound):
+            return await self.client.get(resource, name, namespace or self.namespace)
+        return None
+
+    async def rayservice(self, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return await self.get(RAYSERVICE, name, namespace)
+
+    async def clusters(self, service: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        listed = await self.client.list(
+            RAYCLUSTER,
+            namespace or self.namespace,
+            label_selector=f"ray.io/originated-from-cr-name={service}",
+        )
+        return list(listed.items)
+
+    async def wait(self, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0, what: str = "") -> Any:
+        """Polls `probe` until it returns something truthy (a bound on waiting, not a measurement)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            value = await probe()
+            if value:
+                return value
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"{what or 'condition'} not reached within {timeout}s; last: {value!r}")
+            await asyncio.sleep(0.2)
+
+    async def wait_condition(
+        self,
+        name: str,
+        kind: str,
+        status: str,
+        timeout: float = 60.0,
+        reason: str | None = None,
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        last: Any = None
+
+        async def probe() -> dict[str, Any] | None:
+            nonlocal last
+            obj = await self.rayservice(name, namespace)
+            conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+            last = conditions
+            for c in conditions:
+                if c["type"] == kind and c["status"] == status and (reason is None or c["reason"] == reason):
+                    return obj
+            return None
+
+        try:
+            found: dict[str, Any] = await self.wait(probe, timeout)
+        except AssertionError:
+            raise AssertionError(
+                f"RayService {name} never had {kind}={status} ({reason}); last {last}"
+            ) from None
+        return found
+
+    async def events(self, reason: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        await self.recorder.flush()
+        listed = await self.client.list(EVENTS_V1, namespace or self.namespace)
+        return [e for e in listed.items if e.get("reason") == reason]
+
+
+@contextlib.asynccontextmanager
+async def operator(
+    localkube: Any,
+    environ: Mapping[str, str] | None = None,
+    gates: FeatureGates | None = None,
+    namespaces: int = 1,
+    **config: Any,
+) -> AsyncIterator[Operator]:
+    client = client_for(localkube)
+    names = [await new_namespace(client) for _ in range(namespaces)]
+    registry = CollectorRegistry()
+    clock = SystemClock()
+    recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=clock)
+    manager = Manager(client, RuntimeMetrics(registry), namespaces=names, selectors=CACHE_SELECTORS,
+                      recorder=recorder, clock=clock)  # fmt: skip
+    settings = OperatorSettings(
+        config=Configuration(enable_metrics=True, use_kubernetes_proxy=True, **config),
+        feature_gates=gates or FeatureGates(),
+        environment=Environment.from_mapping(environ or {}),
+        kubeconfig=str(localkube.kubeconfig),
+    )
+    raycluster_setup.install(manager, settings)
+    reconciler = rayservice_setup.install(manager, settings)
+    stop = asyncio.Event()
+    task = asyncio.create_task(manager.run(stop))
+    try:
+        await asyncio.wait_for(manager.wait_synced(), 30)
+        yield Operator(client, names, manager, reconciler, registry, recorder)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+        await client.close()
+
+
+def with_name(obj: dict[str, Any], namespace: str, name: str | None = None) -> dict[str, Any]:
+    body = copy.deepcopy(obj)
+    body["metadata"] = {**body.get("metadata", {}), "namespace": namespace}
+    if name:
+        body["metadata"]["name"] = name
+    return body

@@ -1,0 +1,424 @@
+"""The RayService controller on localkube in simulate mode, with a Serve stand-in on each simulated head
+(see harness.py): the upstream samples, the NewCluster upgrade and its Service switch, in-place Serve
+updates, a failing application, validation, suspend and deletion."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from integration.rayservice.harness import Operator, ServeStandIn, operator, pin_head, standin_address
+from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE
+from kuberay.runtime.resources import POD, SERVICE, Resource
+
+SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samples"
+SUPPORTING = {
+    "ConfigMap": Resource("v1", "ConfigMap", "configmaps"),
+    "Secret": Resource("v1", "Secret", "secrets"),
+}
+# Pools the simulated node does not have (GPU / TPU node selectors): their pods stay Pending, as they would
+# on a cluster without such nodes, so only the RayCluster is checked.
+UNSCHEDULABLE = {"ray-service.high-throughput-gemma4.yaml", "ray-service.high-throughput-llm.yaml",
+                 "ray-service.tpu-single-host.yaml"}  # fmt: skip
+
+
+def sample_files() -> list[str]:
+    return sorted(p.name for p in SAMPLES.glob("ray-service*.yaml"))
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all((SAMPLES / name).read_text()) if doc]
+
+
+def the_service(name: str) -> dict[str, Any]:
+    (service,) = [d for d in load(name) if d["kind"] == "RayService"]
+    return service
+
+
+async def standin_for(service: dict[str, Any], failing: dict[str, str] | None = None) -> ServeStandIn:
+    address = standin_address()
+    standin = ServeStandIn(address, pin_head(service["spec"], address), failing=failing or {})
+    await standin.start()
+    return standin
+
+
+def owner_of(obj: dict[str, Any]) -> tuple[str, str, bool]:
+    (ref,) = obj["metadata"]["ownerReferences"]
+    return ref["kind"], ref["name"], ref["controller"]
+
+
+@pytest.mark.parametrize("sample", sample_files())
+async def test_every_upstream_sample_makes_its_cluster_and_services(localkube, sample):
+    async with operator(localkube) as op:
+        for doc in load(sample):
+            if doc["kind"] in SUPPORTING:
+                doc["metadata"]["namespace"] = op.namespace
+                await op.client.create(SUPPORTING[doc["kind"]], doc)
+        service = the_service(sample)
+        service["metadata"]["namespace"] = op.namespace
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)  # admission: the CRD schema accepts it
+            await _check_sample(op, sample, op.namespace)
+        finally:
+            await standin.stop()
+
+
+async def _check_sample(op: Operator, sample: str, namespace: str) -> None:
+    service = the_service(sample)
+    svc_name = service["metadata"]["name"]
+    clusters = await op.wait(lambda: op.clusters(svc_name, namespace), 60, f"{sample}: a RayCluster")
+    (cluster,) = clusters
+    meta = cluster["metadata"]
+    assert meta["name"].startswith(svc_name + "-") and len(meta["name"]) == len(svc_name) + 6, sample
+    assert meta["labels"]["ray.io/originated-from-crd"] == "RayService"
+    assert meta["labels"]["ray.io/originated-from-cr-name"] == svc_name
+    assert meta["annotations"]["ray.io/num-worker-groups"] == str(
+        len(service["spec"]["rayClusterConfig"].get("workerGroupSpecs") or [])
+    )
+    assert meta["annotations"]["ray.io/kuberay-version"]
+    assert meta["annotations"]["ray.io/hash-without-replicas-and-workers-to-delete"]
+    assert owner_of(cluster) == ("RayService", svc_name, True)
+    if sample in UNSCHEDULABLE:
+        return
+    incremental = (service["spec"].get("upgradeStrategy") or {}).get(
+        "type"
+    ) == "NewClusterWithIncrementalUpgrade"
+    await op.wait_condition(svc_name, "Ready", "True", timeout=120, namespace=namespace)
+    ready = await op.wait(
+        lambda: _active_is(op, svc_name, namespace, meta["name"]), 30, f"{sample}: promoted"
+    )
+    status = ready["status"]
+    assert status["activeServiceStatus"]["rayClusterName"] == meta["name"], sample
+    assert status["serviceStatus"] == "Running" and status["numServeEndpoints"] >= 1
+    head = await op.get(SERVICE, f"{svc_name}-head-svc", namespace)
+    assert head is not None, sample
+    assert head["metadata"]["labels"] == {
+        "ray.io/originated-from-cr-name": svc_name,
+        "ray.io/originated-from-crd": "RayService",
+        "ray.io/node-type": "head",
+        "ray.io/identifier": f"{svc_name}-head",
+    }
+    assert head["spec"]["selector"]["ray.io/cluster"] == meta["name"]
+    assert owner_of(head) == ("RayService", svc_name, True)
+    if incremental:
+        serve_name = f"{meta['name']}-serve-svc"
+    else:
+        custom = (service["spec"].get("serveService") or {}).get("metadata", {}).get("name")
+        serve_name = custom or f"{svc_name}-serve-svc"
+    serve = await op.wait(lambda: op.get(SERVICE, serve_name, namespace), 30, f"{sample}: {serve_name}")
+    assert serve["spec"]["selector"] == {"ray.io/cluster": meta["name"], "ray.io/serve": "true"}
+    if not incremental:
+        assert serve["metadata"]["labels"]["ray.io/serve"] == f"{svc_name}-serve"
+        assert owner_of(serve) == ("RayService", svc_name, True)
+    heads = (
+        await op.client.list(
+            POD, namespace, label_selector=f"ray.io/cluster={meta['name']},ray.io/node-type=head"
+        )
+    ).items
+    assert [p["metadata"]["labels"]["ray.io/serve"] for p in heads] == ["true"]
+
+
+def small_service(namespace: str, name: str = "svc", **spec: Any) -> dict[str, Any]:
+    """The upstream sample with one worker and a one-application config (fast to simulate)."""
+    service = the_service("ray-service.sample.yaml")
+    service["metadata"] = {"name": name, "namespace": namespace}
+    config = yaml.safe_load(service["spec"]["serveConfigV2"])
+    config["applications"] = config["applications"][:1]
+    service["spec"]["serveConfigV2"] = yaml.safe_dump(config)
+    service["spec"].update(spec)
+    return service
+
+
+def set_env(service: dict[str, Any], value: str) -> None:
+    cluster = service["spec"]["rayClusterConfig"]
+    templates = [cluster["headGroupSpec"]["template"], *(g["template"] for g in cluster["workerGroupSpecs"])]
+    for template in templates:
+        template["spec"]["containers"][0]["env"] = [{"name": "KUBERAY_ECHO_TAG", "value": value}]
+
+
+async def replace_spec(op: Operator, name: str, change: Any) -> None:
+    obj = await op.rayservice(name)
+    assert obj is not None
+    change(obj)
+    await op.client.update(RAYSERVICE, obj)
+
+
+async def test_a_cluster_change_upgrades_to_a_new_cluster_and_switches_services(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, rayClusterDeletionDelaySeconds=1)
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            ready = await op.wait_condition("svc", "Ready", "True", timeout=90)
+            first = ready["status"]["activeServiceStatus"]["rayClusterName"]
+            assert ready["metadata"]["finalizers"] == ["ray.io/rayservice-finalizer"]
+            assert (
+                ready["status"]["activeServiceStatus"]["applicationStatuses"]["fruit_app"]["status"]
+                == "RUNNING"
+            )
+            assert [app["name"] for app in standin.configs[-1]["applications"]] == ["fruit_app"]
+
+            # A serve-config-only change is re-submitted to the same cluster: no new cluster.
+            def new_price(obj: dict[str, Any]) -> None:
+                obj["spec"]["serveConfigV2"] = obj["spec"]["serveConfigV2"].replace("price: 3", "price: 30")
+
+            submitted = len(standin.configs)
+            await replace_spec(op, "svc", new_price)
+            await op.wait(lambda: _async(len(standin.configs) > submitted), 30, "the new config submitted")
+            prices = [d.get("user_config") for d in standin.configs[-1]["applications"][0]["deployments"]]
+            assert {"price": 30} in prices
+            assert [c["metadata"]["name"] for c in await op.clusters("svc")] == [first]
+
+            # A cluster change makes a new cluster; Services move once it serves; the old one goes.
+            def new_env(obj: dict[str, Any]) -> None:
+                set_env(obj, "v2")
+
+            await replace_spec(op, "svc", new_env)
+            upgrading = await op.wait_condition("svc", "UpgradeInProgress", "True", timeout=30)
+            assert upgrading["status"]["pendingServiceStatus"]["rayClusterName"] != first
+            done = await op.wait_condition(
+                "svc", "UpgradeInProgress", "False", reason="NoPendingCluster", timeout=90
+            )
+            second = done["status"]["activeServiceStatus"]["rayClusterName"]
+            assert second != first
+            for svc in ("svc-head-svc", "svc-serve-svc"):
+                selected = await op.get(SERVICE, svc)
+                assert selected is not None and selected["spec"]["selector"]["ray.io/cluster"] == second
+            await op.wait(lambda: _names_are(op, [second]), 60, "the old cluster deleted")
+            new_cluster = await op.get(RAYCLUSTER, second)
+            assert new_cluster is not None
+            head_env = new_cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"]
+            assert {"name": "KUBERAY_ECHO_TAG", "value": "v2"} in head_env
+            assert await op.events("DeletedRayCluster")
+            [created] = (await op.events("CreatedRayCluster"))[:1]
+            assert created["reportingController"] == "rayservice-controller"
+            metrics = op.registry.get_sample_value(
+                "kuberay_service_condition_ready",
+                {
+                    "name": "svc",
+                    "namespace": op.namespace,
+                    "uid": done["metadata"]["uid"],
+                    "condition": "true",
+                },
+            )
+            assert metrics == 1
+
+            # Deleting the RayService deletes its clusters, then the finalizer lets it go.
+            await op.client.delete(RAYSERVICE, "svc", op.namespace)
+            await op.wait(lambda: _gone(op, "svc"), 60, "the RayService gone")
+            assert await op.clusters("svc") == []
+        finally:
+            await standin.stop()
+
+
+async def test_a_failing_application_keeps_the_service_unready_with_serves_message(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="broken")
+        message = "ModuleNotFoundError: No module named 'fruit'"
+        standin = await standin_for(service, failing={"fruit.deployment_graph": message})
+        try:
+            await op.client.create(RAYSERVICE, service)
+            obj = await op.wait(lambda: _ready_message_has(op, "broken", message), 90, "Serve's message")
+            ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+            assert (ready["status"], ready["reason"]) == ("False", "Initializing")
+            apps = obj["status"]["pendingServiceStatus"]["applicationStatuses"]
+            assert apps["fruit_app"]["status"] == "DEPLOY_FAILED"
+            assert any(message in e["note"] for e in await op.events("RayServiceNotReady"))
+            assert await op.get(SERVICE, "broken-serve-svc") is None
+        finally:
+            await standin.stop()
+
+
+async def test_an_invalid_spec_is_reported_and_recovers_once_fixed(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="invalid", upgradeStrategy={"type": "Sideways"})
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            failed = await op.wait_condition(
+                "invalid", "Ready", "False", reason="ValidationFailed", timeout=30
+            )
+            ready = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
+            assert "Sideways" in ready["message"]
+            [event] = await op.events("InvalidRayServiceSpec")
+            assert event["type"] == "Warning" and event["note"].startswith(f"{op.namespace}/invalid: ")
+            assert await op.clusters("invalid") == []
+
+            def fix(obj: dict[str, Any]) -> None:
+                obj["spec"]["upgradeStrategy"] = {"type": "NewCluster"}
+
+            await replace_spec(op, "invalid", fix)
+            await op.wait_condition("invalid", "Ready", "True", timeout=90)
+        finally:
+            await standin.stop()
+
+
+async def test_suspend_deletes_everything_and_resume_starts_over(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="sleepy")
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            await op.wait_condition("sleepy", "Ready", "True", timeout=90)
+
+            def suspend(value: bool) -> Any:
+                def change(obj: dict[str, Any]) -> None:
+                    obj["spec"]["suspend"] = value
+
+                return change
+
+            await replace_spec(op, "sleepy", suspend(True))
+            await op.wait_condition("sleepy", "Suspended", "True", timeout=60)
+            assert await op.clusters("sleepy") == []
+            assert await op.get(SERVICE, "sleepy-serve-svc") is None
+            await replace_spec(op, "sleepy", suspend(False))
+            resumed = await op.wait_condition("sleepy", "Ready", "True", timeout=90)
+            suspended = next(c for c in resumed["status"]["conditions"] if c["type"] == "Suspended")
+            assert (suspended["status"], suspended["reason"]) == ("False", "RayServiceResumed")
+        finally:
+            await standin.stop()
+
+
+async def test_an_externally_managed_service_is_left_alone(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="theirs", managedBy="kueue.x-k8s.io/multikueue")
+        await op.client.create(RAYSERVICE, service)
+        await asyncio.sleep(2)  # nothing to wait for: the point is that nothing happens
+        obj = await op.rayservice("theirs")
+        assert obj is not None and not obj["metadata"].get("finalizers") and not obj.get("status")
+        assert await op.clusters("theirs") == []
+
+
+async def _async(value: Any) -> Any:
+    return value
+
+
+async def _names_are(op: Operator, names: list[str]) -> bool:
+    return sorted(c["metadata"]["name"] for c in await op.clusters("svc")) == sorted(names)
+
+
+async def _gone(op: Operator, name: str) -> bool:
+    return await op.rayservice(name) is None
+
+
+async def _ready_message_has(op: Operator, name: str, text: str) -> dict[str, Any] | None:
+    obj = await op.rayservice(name)
+    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if c["type"] == "Ready" and text in c.get("message", ""):
+            return obj
+    return None
+
+
+async def _active_is(op: Operator, name: str, namespace: str, cluster: str) -> dict[str, Any] | None:
+    obj = await op.rayservice(name, namespace)
+    active = ((obj or {}).get("status") or {}).get("activeServiceStatus") or {}
+    return obj if active.get("rayClusterName") == cluster else None
+
+
+async def test_an_upgrade_that_cannot_finish_says_why_and_is_abandoned_after_its_timeout(localkube):
+    async with operator(localkube, environ={"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": "8"}) as op:
+        service = small_service(op.namespace, name="bounded", rayClusterDeletionDelaySeconds=0)
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            ready = await op.wait_condition("bounded", "Ready", "True", timeout=90)
+            first = ready["status"]["activeServiceStatus"]["rayClusterName"]
+
+            def unpullable(obj: dict[str, Any]) -> None:
+                head = obj["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]
+                head["metadata"]["annotations"]["localkube.io/simulate"] = "ImagePullBackOff"
+
+            await replace_spec(op, "bounded", unpullable)
+            stuck = await op.wait(
+                lambda: _upgrade_message_has(op, "bounded", "ImagePullBackOff"), 60, "the why"
+            )
+            pending = stuck["status"]["pendingServiceStatus"]["rayClusterName"]
+            assert any("ImagePullBackOff" in e["note"] for e in await op.events("PendingRayClusterNotReady"))
+
+            abandoned = await op.wait(
+                lambda: _upgrade_message_has(op, "bounded", "abandoned"), 60, "abandoned"
+            )
+            upgrade = next(c for c in abandoned["status"]["conditions"] if c["type"] == "UpgradeInProgress")
+            assert (upgrade["status"], upgrade["reason"]) == ("False", "NoPendingCluster")
+            assert (
+                "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS=8" in upgrade["message"]
+                and "ImagePullBackOff" in upgrade["message"]
+            )
+            assert abandoned["status"]["activeServiceStatus"]["rayClusterName"] == first
+            assert not abandoned["status"].get("pendingServiceStatus", {}).get("rayClusterName")
+            [event] = await op.events("UpgradeTimeout")
+            assert pending in event["note"]
+            await op.wait(
+                lambda: _cluster_names_are(op, "bounded", [first]), 60, "the pending cluster deleted"
+            )
+            serve = await op.get(SERVICE, "bounded-serve-svc")
+            assert serve is not None and serve["spec"]["selector"]["ray.io/cluster"] == first
+            still = await op.rayservice("bounded")
+            assert still is not None and not still["status"].get("pendingServiceStatus", {}).get(
+                "rayClusterName"
+            )
+            assert next(c for c in still["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+        finally:
+            await standin.stop()
+
+
+async def _upgrade_message_has(op: Operator, name: str, text: str) -> dict[str, Any] | None:
+    obj = await op.rayservice(name)
+    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if c["type"] == "UpgradeInProgress" and text in c.get("message", ""):
+            return obj
+    return None
+
+
+async def _cluster_names_are(op: Operator, service: str, names: list[str]) -> bool:
+    return sorted(c["metadata"]["name"] for c in await op.clusters(service)) == sorted(names)
+
+
+async def test_exclude_head_pod_from_serve_svc_serves_from_the_workers_only(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="workers", excludeHeadPodFromServeSvc=True)
+        standin = await standin_for(service)
+        try:
+            await op.client.create(RAYSERVICE, service)
+            ready = await op.wait_condition("workers", "Ready", "True", timeout=90)
+            cluster = ready["status"]["activeServiceStatus"]["rayClusterName"]
+            pods = (await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={cluster}")).items
+            serve = {
+                p["metadata"]["labels"]["ray.io/node-type"]: p["metadata"]["labels"]["ray.io/serve"]
+                for p in pods
+            }
+            assert serve == {"head": "false", "worker": "true"}
+            assert ready["status"]["numServeEndpoints"] == 1
+        finally:
+            await standin.stop()
+
+
+async def test_the_initializing_timeout_fails_the_service_for_good(localkube):
+    async with operator(localkube) as op:
+        service = small_service(op.namespace, name="late")
+        service["metadata"]["annotations"] = {"ray.io/initializing-timeout": "5s"}
+        standin = await standin_for(service, failing={"fruit.deployment_graph": "ImportError: never"})
+        try:
+            await op.client.create(RAYSERVICE, service)
+            failed = await op.wait_condition(
+                "late", "Ready", "False", reason="InitializingTimeout", timeout=90
+            )
+            ready = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
+            assert ready["message"].startswith(
+                "RayService failed to become ready within the configured timeout of 5s."
+            )
+            assert not failed["status"].get("pendingServiceStatus", {}).get("rayClusterName")
+            [event] = await op.events("RayServiceInitializingTimeout")
+            assert event["type"] == "Warning"
+            await op.wait(lambda: _async_clusters_gone(op, "late"), 90, "its cluster deleted")
+        finally:
+            await standin.stop()
+
+
+async def _async_clusters_gone(op: Operator, name: str) -> bool:
+    return await op.clusters(name) == []
