@@ -1,10 +1,11 @@
 """`kuberay local up` for tests, started the way the README tells a user: the `kuberay` command (or
 `bash scripts/up`) in a subprocess, `kuberay local status --output json` until it says ready, `kubectl`
-with the printed kubeconfig, `kuberay local down` to stop.
+with the printed kubeconfig, `kuberay local down` to stop (`with LocalInstance(...)` does both).
 
-`LocalInstance(data_dir, *args, command=...)`: `args` go to `kuberay local up` (after `--`, to the
-operator); `command` replaces `kuberay local up` (e.g. `bash scripts/up`). The launcher's output goes to
-`data_dir/../<name>.out`, kept for a look after a failure.
+`LocalInstance(data_dir, *args, command=..., env=...)`: `args` go to `kuberay local up` (after `--`, to the
+operator); `command` replaces `kuberay local up` (e.g. `bash scripts/up`); `env` is exported before it, as a
+user sets the operator's environment variables (e.g. RAYSERVICE_UPGRADE_TIMEOUT_SECONDS). The launcher's
+output goes to `data_dir/../<name>.out`, kept for a look after a failure.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,15 +41,24 @@ def kuberay(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[s
 
 
 class LocalInstance:
-    def __init__(self, data_dir: Path, *args: str, command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *args: str,
+        command: list[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.data_dir = data_dir
+        self.env = {**os.environ, **(env or {})}
         self.argv = [*(command or [KUBERAY, "local", "up"]), "--data-dir", str(data_dir), *args]
         self.output = data_dir.parent / f"{data_dir.name}.out"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> LocalInstance:
         with self.output.open("ab") as out:
-            self.process = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            self.process = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=self.env
+            )
         deadline = time.monotonic() + READY_TIMEOUT
         while (self.status() or {}).get("phase") != "ready":
             if self.process.poll() is not None:
@@ -57,6 +67,14 @@ class LocalInstance:
                 raise TimeoutError(f"kuberay local up was not ready in {READY_TIMEOUT} s:\n{self.log()}")
             time.sleep(0.5)
         return self
+
+    def __enter__(self) -> LocalInstance:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        # localkube stops every pod's processes first (Ray's GCS may need its SIGKILL after 10 s).
+        self.down(timeout=180)
+        self.kill()
 
     def log(self) -> str:
         return self.output.read_text(errors="replace")

@@ -25,13 +25,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
 
 @pytest.fixture(scope="session")
 def local_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInstance]:
-    local = LocalInstance(
+    with LocalInstance(
         tmp_path_factory.mktemp("local") / "process", "--node-mode", "process", "--port", "0"
-    )
-    local.start()
-    try:
+    ) as local:
         yield local
-    finally:
-        # localkube stops every pod's processes first (Ray's GCS may need its SIGKILL after 10 s).
-        local.down(timeout=180)
-        local.kill()
