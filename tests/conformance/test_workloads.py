@@ -7,9 +7,10 @@ taken before the action), never with timers.
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -611,10 +612,20 @@ def test_in_process_mode_a_rollout_replaces_real_processes_and_deletion_leaves_n
     marker = f"workloads-{uuid.uuid4().hex}"
     deployment = _deployment("sleeper", 2, "python:3.11")
     deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 2
-    deployment["spec"]["template"]["spec"]["containers"][0]["command"] = ["python", "-c", f"import time; time.sleep(3600)  # {marker}"]  # fmt: skip
+    script = f"import time; time.sleep(3600)  # {marker}"
+    deployment["spec"]["template"]["spec"]["containers"][0]["command"] = ["python", "-c", script]
 
     def processes() -> int:
-        return len(subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split())
+        """The containers' commands themselves (the node's mount-namespace helper carries the same words in
+        its arguments, so a plain `pgrep -f` would count it too)."""
+        count = 0
+        for pid in os.listdir("/proc"):
+            try:
+                argv = Path("/proc", pid, "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            count += argv[1:3] == [b"-c", script.encode()]
+        return count
 
     run_kubectl(server, "apply", "-f", "-", input=_manifest(deployment))
     run_kubectl(server, "rollout", "status", "deployment/sleeper", "--timeout=90s")
