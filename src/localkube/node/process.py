@@ -94,6 +94,7 @@ DEFAULT_GRACE = 30.0
 HOST_RAY_DIR = Path("/tmp/ray")
 # The program that mounts a container's volumes inside its mount namespace, then runs its command.
 MOUNT_HELPER = Path(__file__).with_name("mountns.py")
+SHUTDOWN_SLACK = 10.0  # seconds past the shutdown grace before a stuck pod is left behind
 
 
 @dataclass(frozen=True)
@@ -262,13 +263,20 @@ class ProcessKubelet:
         network namespace and the bridge. Pod objects and logs stay, for the next start."""
         for state in self._pods.values():
             state.grace = min(state.grace, self._process_options.shutdown_grace)
-        while self._pods:
-            for key, state in list(self._pods.items()):
-                if self._stop(state, None, remove_logs=False):
-                    del self._pods[key]
-            await asyncio.sleep(0.05)
-        # A pod whose teardown was cut short (its sandbox was still being made) may have left a tmpfs behind.
-        unmount_leftovers(self._process_options.data_dir / "kubelet" / "pods")
+        # Every run is SIGKILLed once its grace is over; a pod still not gone well after that is stuck, and
+        # must not keep the node (and the launcher waiting on it) from releasing its mounts and network.
+        deadline = time.monotonic() + self._process_options.shutdown_grace + SHUTDOWN_SLACK
+        try:
+            while self._pods and time.monotonic() < deadline:
+                for key, state in list(self._pods.items()):
+                    if self._stop(state, None, remove_logs=False):
+                        self._pods.pop(key, None)
+                await asyncio.sleep(0.05)
+            if self._pods:
+                log.warning("shutdown: pods still stopping after the grace period: %s", ", ".join(self._pods))
+        finally:
+            # Whatever a pod's teardown did not reach (cut short, or stuck) is unmounted here.
+            unmount_leftovers(self._process_options.data_dir / "kubelet" / "pods")
         if self._forwarder is not None:
             await self._forwarder.close()
         await self._network.close()
