@@ -64,7 +64,8 @@ def test_every_example_applies(localkube: Any) -> None:
 
 
 def test_no_example_needs_files_outside_the_repository() -> None:
-    """Process mode cannot mount volumes, and a user's clone has nothing beside it."""
+    """A user's clone has nothing beside it: the examples name no file outside the repository and mount
+    nothing a clone would lack."""
     for path in FILES:
         text = path.read_text()
         assert "../" not in text and "volumeMounts" not in text, path.name
