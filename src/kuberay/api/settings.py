@@ -96,6 +96,14 @@ ON_UNLESS_FALSE: Final = "on unless the value is `false` (any case)"
 OFF_UNLESS_TRUE: Final = "off unless the value is `true` (any case)"
 
 
+def _switch(name: str, default: bool, meaning: str) -> Any:
+    """A boolean settings field; upstream's rule follows from its default: a switch that is on by default
+    is on unless `false`, one that is off by default is off unless `true`."""
+    if default:
+        return _variable(name, True, _on_unless_false, ON_UNLESS_FALSE, meaning)
+    return _variable(name, False, _on_if_true, OFF_UNLESS_TRUE, meaning)
+
+
 @dataclass(frozen=True)
 class PodEnvironment:
     """What shapes every Ray pod and head Service, whichever controller builds them."""
@@ -107,39 +115,25 @@ class PodEnvironment:
         "any non-empty value",
         "DNS suffix of in-cluster names (FQ_RAY_IP, the dashboard address)",
     )
-    login_shell: bool = _variable(
-        constants.ENABLE_LOGIN_SHELL,
-        False,
-        _on_if_true,
-        OFF_UNLESS_TRUE,
-        "generated commands run in a login shell (`bash -cl`)",
+    login_shell: bool = _switch(
+        constants.ENABLE_LOGIN_SHELL, False, "generated commands run in a login shell (`bash -cl`)"
     )
-    init_container_injection: bool = _variable(
+    init_container_injection: bool = _switch(
         "ENABLE_INIT_CONTAINER_INJECTION",
         True,
-        _on_unless_false,
-        ON_UNLESS_FALSE,
         "workers wait for the GCS in the `wait-gcs-ready` init container",
     )
-    probes_injection: bool = _variable(
-        constants.ENABLE_PROBES_INJECTION,
-        True,
-        _on_unless_false,
-        ON_UNLESS_FALSE,
-        "Ray containers get readiness and liveness probes",
+    probes_injection: bool = _switch(
+        constants.ENABLE_PROBES_INJECTION, True, "Ray containers get readiness and liveness probes"
     )
-    deterministic_head_pod_name: bool = _variable(
+    deterministic_head_pod_name: bool = _switch(
         constants.ENABLE_DETERMINISTIC_HEAD_POD_NAME,
         False,
-        _on_if_true,
-        OFF_UNLESS_TRUE,
         "the head pod is named `<cluster>-head` instead of a generated name",
     )
-    cluster_ip_head_service: bool = _variable(
+    cluster_ip_head_service: bool = _switch(
         constants.ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE,
         False,
-        _on_if_true,
-        OFF_UNLESS_TRUE,
         "the head Service gets a cluster IP instead of being headless",
     )
 
@@ -153,25 +147,19 @@ class RayClusterEnvironment:
         "integer seconds",
         "the periodic resync of a settled RayCluster",
     )
-    random_pod_delete: bool = _variable(
+    random_pod_delete: bool = _switch(
         constants.ENABLE_RANDOM_POD_DELETE,
         False,
-        _on_if_true,
-        OFF_UNLESS_TRUE,
         "with autoscaling on, surplus workers are deleted without the autoscaler choosing them",
     )
-    gcs_ft_redis_cleanup: bool = _variable(
+    gcs_ft_redis_cleanup: bool = _switch(
         constants.ENABLE_GCS_FT_REDIS_CLEANUP,
         True,
-        _on_unless_false,
-        ON_UNLESS_FALSE,
         "a deleted GCS-FT cluster's Redis keys are removed by a cleanup Job",
     )
-    use_ingress_on_openshift: bool = _variable(
+    use_ingress_on_openshift: bool = _switch(
         constants.USE_INGRESS_ON_OPENSHIFT,
         False,
-        _on_if_true,
-        OFF_UNLESS_TRUE,
         "on OpenShift, expose the head with an Ingress rather than a Route",
     )
 
@@ -192,11 +180,9 @@ class RayJobEnvironment:
         "integer seconds; 0 or less keeps the default",
         "how long job-status checks may keep failing before the RayJob fails",
     )
-    delete_after_job_finishes: bool = _variable(
+    delete_after_job_finishes: bool = _switch(
         constants.DELETE_RAYJOB_CR_AFTER_JOB_FINISHES,
         False,
-        _on_if_true,
-        OFF_UNLESS_TRUE,
         "a finished RayJob deletes itself (or the config file's deleteRayJobAfterJobFinishes)",
     )
     cluster_start_timeout: float | None = _variable(
@@ -210,11 +196,9 @@ class RayJobEnvironment:
 
 @dataclass(frozen=True)
 class RayServiceEnvironment:
-    zero_downtime: bool = _variable(
+    zero_downtime: bool = _switch(
         ENABLE_ZERO_DOWNTIME,
         True,
-        _on_unless_false,
-        ON_UNLESS_FALSE,
         "a RayService without spec.upgradeStrategy upgrades by starting a new cluster",
     )
     upgrade_timeout: float | None = _variable(
