@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,3 +35,24 @@ def test_choices_are_listed() -> None:
     assert "simulate|process" in result.output and "console|json" in result.output
     status = CliRunner().invoke(app, ["local", "status", "--help"], env={"COLUMNS": "200"})
     assert "text|json" in status.output
+
+
+def test_start_up_loads_no_layer() -> None:
+    # Shell completion runs the program on every Tab: importing it must not load the models, the clients
+    # or importlib.metadata (kuberay.__version__ is looked up when `kuberay version` asks for it).
+    code = "import sys, kuberay.cli; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout.split()
+    )
+    heavy = {
+        "importlib.metadata",
+        "pydantic",
+        "lightkube",
+        "httpx",
+        "httpx2",
+        "prometheus_client",
+        "kuberay.api",
+    }
+    assert loaded & heavy == set()
