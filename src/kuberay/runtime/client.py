@@ -368,7 +368,7 @@ class Client:
                 raise errors.Unavailable(f"{method} {path}: {e}") from e
             self._metrics.attempted(method, self._host, response.status_code, len(content or b""))
             if retries > 0:
-                self._metrics.retries.labels(str(response.status_code), method, self._host).inc()
+                self._metrics.retried(method, self._host, response.status_code)
             wait = _retry_after(response)
             if wait is None or retries >= MAX_RETRIES:
                 return response

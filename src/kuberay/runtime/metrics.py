@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -230,19 +231,33 @@ class RestClientMetrics:
             ["code", "verb", "host"],
             registry=registry,
         )
+        # Every request touches four or five series; their children are kept here, as a dict lookup costs
+        # a fraction of `labels()` (which converts, validates and locks on each call).
+        self._children: dict[tuple[object, ...], Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *values: str) -> Any:
+        key = (metric, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def throttled(self, verb: str, host: str, seconds: float) -> None:
         """The wait for a token of the client's rate limiter (observed for every request, zero included)."""
-        self.rate_limiter_duration.labels(verb, host).observe(seconds)
+        self._child(self.rate_limiter_duration, verb, host).observe(seconds)
 
     def attempted(self, verb: str, host: str, status: int | None, request_bytes: int) -> None:
         """One attempt on the wire: its outcome and the size of the body sent (0 without one)."""
-        self.requests.labels("<error>" if status is None else str(status), verb, host).inc()
-        self.request_size.labels(verb, host).observe(request_bytes)
+        self._child(self.requests, "<error>" if status is None else str(status), verb, host).inc()
+        self._child(self.request_size, verb, host).observe(request_bytes)
+
+    def retried(self, verb: str, host: str, status: int) -> None:
+        """An attempt after the first, by the status code it got."""
+        self._child(self.retries, str(status), verb, host).inc()
 
     def finished(self, verb: str, host: str, seconds: float) -> None:
         """A whole request, rate-limiter wait included, however it ended."""
-        self.request_duration.labels(verb, host).observe(seconds)
+        self._child(self.request_duration, verb, host).observe(seconds)
 
     def received(self, verb: str, host: str, response_bytes: int) -> None:
-        self.response_size.labels(verb, host).observe(response_bytes)
+        self._child(self.response_size, verb, host).observe(response_bytes)
