@@ -7,14 +7,14 @@
 4. The GCS FT finalizer (may end the pass); a deleting cluster stops here.
 5. The owned objects in order (`dependents.STEPS`), then the pods (`pods.PodReconciler`); the first error
    stops the chain but not the status.
+6. The status, calculated purely (`status.calculate_status`) and written through the status subresource
+   only when a compared field changed.
+7. Requeue: 2 s after an error or a status write, else the periodic resync (300 s by default).
 
 Each stage is a named step (`kuberay.runtime.steps`): "validate", "finalizer", one per owned object,
 "pods" and "status", so a failure is reported as `reconcile step "pods" failed: ...`. The cached object is
 parsed once into the `RayCluster` model, and every step after validation takes that model alone;
 validation checks the wire form, with the same rules admission applies.
-6. The status, calculated purely (`status.calculate_status`) and written through the status subresource
-   only when a compared field changed.
-7. Requeue: 2 s after an error or a status write, else the periodic resync (300 s by default).
 
 Beyond upstream: a pod that cannot make progress gets a Warning Event `PodFailure` naming it and its
 reason (the status condition of the same name is set by `calculate_status`).
