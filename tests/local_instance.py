@@ -53,6 +53,8 @@ class LocalInstance:
         self.argv = [*(command or [KUBERAY, "local", "up"]), "--data-dir", str(data_dir), *args]
         self.output = data_dir.parent / f"{data_dir.name}.out"
         self.process: subprocess.Popen[bytes] | None = None
+        # The instance's kubeconfig path, from its status once ready: `kubectl` needs it on every call.
+        self._kubeconfig: str | None = None
 
     def start(self) -> LocalInstance:
         with self.output.open("ab") as out:
@@ -60,12 +62,13 @@ class LocalInstance:
                 self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=self.env
             )
         deadline = time.monotonic() + READY_TIMEOUT
-        while (self.status() or {}).get("phase") != "ready":
+        while (status := self.status() or {}).get("phase") != "ready":
             if self.process.poll() is not None:
                 raise RuntimeError(f"kuberay local up exited with {self.process.returncode}:\n{self.log()}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"kuberay local up was not ready in {READY_TIMEOUT} s:\n{self.log()}")
             time.sleep(0.5)
+        self._kubeconfig = str(status["kubeconfig"])
         return self
 
     def __enter__(self) -> LocalInstance:
@@ -90,9 +93,11 @@ class LocalInstance:
 
     @property
     def kubeconfig(self) -> str:
-        status = self.status()
-        assert status is not None, "not running"
-        return str(status["kubeconfig"])
+        if self._kubeconfig is None:
+            status = self.status()
+            assert status is not None, "not running"
+            self._kubeconfig = str(status["kubeconfig"])
+        return self._kubeconfig
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
         env = {**os.environ, "KUBECONFIG": self.kubeconfig}
