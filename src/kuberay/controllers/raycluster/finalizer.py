@@ -14,12 +14,12 @@ based on a stale read is refused (409) and retried, never applied.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import gcsft, rediscleanup
+from kuberay.controllers.raycluster import status
 from kuberay.controllers.raycluster.context import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS,
     HEAD_TERMINATION_REQUEUE_SECONDS,
@@ -53,10 +53,6 @@ def job_finished(job: Obj) -> bool:
         c.get("type") in FINISHED_JOB_CONDITIONS and c.get("status") == "True"
         for c in (job.get("status") or {}).get("conditions") or ()
     )
-
-
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 async def _set_finalizer(ctx: Context, cluster: RayCluster, present: bool) -> None:
@@ -99,7 +95,7 @@ async def handle_finalizer(ctx: Context, cluster: RayCluster) -> Result | None:
         {constants.RAY_CLUSTER_LABEL: name, constants.RAY_NODE_TYPE_LABEL: constants.REDIS_CLEANUP_NODE},
     )
     if has_finalizer:
-        age = (ctx.clock.now() - _parse_time(str(metadata.deletion_timestamp))).total_seconds()
+        age = (ctx.clock.now() - status.parse_rfc3339(str(metadata.deletion_timestamp))).total_seconds()
         if age >= deletion_timeout(cluster):
             await _set_finalizer(ctx, cluster, present=False)
             storage = cluster.annotations.get(constants.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, "")

@@ -17,13 +17,9 @@ from prometheus_client.registry import Collector
 
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster, RayClusterConditionType
-from kuberay.controllers.raycluster import conditions
+from kuberay.controllers.raycluster import conditions, status
 from kuberay.runtime.cache import Store
 from kuberay.runtime.resources import ObjectKey
-
-
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 class _CacheCollector(Collector):
@@ -77,7 +73,7 @@ class ClusterMetrics:
         uid = cluster.metadata.uid or ""
         self._uids.setdefault(ObjectKey(cluster.namespace, cluster.name), set()).add(uid)
         self.duration.labels(cluster.name, cluster.namespace, uid).set(
-            (now - _parse_time(text)).total_seconds()
+            (now - status.parse_rfc3339(text)).total_seconds()
         )
 
     def forget(self, key: ObjectKey) -> None:

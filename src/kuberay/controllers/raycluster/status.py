@@ -132,6 +132,11 @@ def rfc3339(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_rfc3339(text: str) -> datetime:
+    """A timestamp of the API server's (`creationTimestamp`, `deletionTimestamp`) as an aware datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def calculate_status(
     cluster: RayCluster,
     pods: Sequence[Obj],
