@@ -15,7 +15,6 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import WorkerGroupSpec
 from kuberay.builders import pod
-from kuberay.builders.pod import PodOptions
 from kuberay.controllers.raycluster import podstate, replicas
 from kuberay.controllers.raycluster.podwrites import PodsError, PodWriter
 
@@ -32,9 +31,9 @@ class MultiHostGroup:
     """A worker group of `numOfHosts > 1` under RayMultiHostIndexing: pods come and go as whole replicas
     (all hosts of a replica share `ray.io/worker-group-replica-name`), never one host at a time."""
 
-    def __init__(self, writer: PodWriter, pods: PodOptions, group: WorkerGroupSpec) -> None:
+    def __init__(self, writer: PodWriter, group: WorkerGroupSpec) -> None:
         self.writer = writer
-        self.pod_options = pods
+        self.pod_options = writer.ctx.options.pods
         self.group_name = group.group_name
         self.hosts = group.num_of_hosts
         self.model = group

@@ -185,7 +185,7 @@ class PodReconciler:
             )
             return
         if group.num_of_hosts > 1 and self.ctx.options.gates.enabled(Feature.RAY_MULTI_HOST_INDEXING):
-            await MultiHostGroup(self.writer, self.ctx.options.pods, group).reconcile(found, expected)
+            await MultiHostGroup(self.writer, group).reconcile(found, expected)
             return
 
         deleted: set[str] = set()
