@@ -83,7 +83,6 @@ class _Tunnel:
         self._streams: dict[int, _Stream] = {}
         self._requests: dict[str, dict[str, _Stream]] = {}
         self._forwards: set[asyncio.Task[None]] = set()
-        self._last_stream = 0
 
     async def run(self) -> None:
         try:
@@ -124,7 +123,6 @@ class _Tunnel:
         headers = frame.headers or {}
         kind, request = headers.get("streamtype", ""), headers.get("requestid", "")
         port = headers.get("port", "")
-        self._last_stream = max(self._last_stream, frame.stream)
         if kind not in ("data", "error") or not port.isdigit():
             await self._socket.send(self._writer.rst_stream(frame.stream, spdy.PROTOCOL_ERROR))
             return

@@ -206,9 +206,6 @@ class FrameWriter:
     def ping(self, ping_id: bytes) -> bytes:
         return self._control(PING, 0, ping_id)
 
-    def goaway(self, last_stream: int) -> bytes:
-        return self._control(GOAWAY, 0, struct.pack(">II", last_stream, 0))
-
     @staticmethod
     def data(stream: int, data: bytes, fin: bool = False) -> bytes:
         return struct.pack(">II", stream, ((FLAG_FIN if fin else 0) << 24) | len(data)) + data
