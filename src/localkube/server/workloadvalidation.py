@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubesemantics.schema import supported_values
 from kubesemantics.selectors import label_selector_matches, selector_text
 from localkube.admission.errors import FORBIDDEN, INVALID, REQUIRED, UNSUPPORTED, FieldError
 
@@ -41,14 +42,17 @@ def validate_workload(kind: str, obj: dict[str, Any], old: dict[str, Any] | None
     restart = template_spec.get("restartPolicy", "Always")
     if restart != "Always":
         causes.append(
-            FieldError("spec.template.spec.restartPolicy", UNSUPPORTED, restart, 'supported values: "Always"')
+            FieldError("spec.template.spec.restartPolicy", UNSUPPORTED, restart, supported_values(["Always"]))
         )
     if kind == "Deployment":
         causes += _deployment(spec)
     elif kind == "StatefulSet":
         policy = spec.get("podManagementPolicy", "OrderedReady")
-        if policy not in ("OrderedReady", "Parallel"):
-            causes.append(FieldError("spec.podManagementPolicy", UNSUPPORTED, policy, 'supported values: "OrderedReady", "Parallel"'))  # fmt: skip
+        policies = ("OrderedReady", "Parallel")
+        if policy not in policies:
+            causes.append(
+                FieldError("spec.podManagementPolicy", UNSUPPORTED, policy, supported_values(policies))
+            )
         causes += _strategy_type(spec, "updateStrategy", ("OnDelete", "RollingUpdate"))
     elif kind == "DaemonSet":
         causes += _strategy_type(spec, "updateStrategy", ("OnDelete", "RollingUpdate"))
@@ -115,5 +119,4 @@ def _strategy_type(spec: dict[str, Any], field: str, allowed: tuple[str, ...]) -
     kind = (spec.get(field) or {}).get("type")
     if kind is None or kind in allowed:
         return []
-    supported = ", ".join(f'"{value}"' for value in allowed)
-    return [FieldError(f"spec.{field}.type", UNSUPPORTED, kind, f"supported values: {supported}")]
+    return [FieldError(f"spec.{field}.type", UNSUPPORTED, kind, supported_values(allowed))]
