@@ -62,6 +62,11 @@ _VERSION = {
 }
 
 
+def _headers(scope: Scope) -> dict[str, str]:
+    """A request's headers by lower-case name (a repeated header keeps its last value)."""
+    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+
+
 def _json(obj: Any, status: int = 200) -> Reply:
     return Reply(status, orjson.dumps(obj))
 
@@ -112,14 +117,11 @@ class App:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         body = b"".join(chunks)
-        headers = {
-            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
-        }
         request = Request(
             scope["method"],
             scope["path"],
             dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)),
-            headers,
+            _headers(scope),
             body,
         )
         reply: Reply | StreamReply
@@ -166,9 +168,7 @@ class App:
         """A WebSocket request: pods/exec and pods/portforward (see podstreams.py); anything else is refused
         before the upgrade, with a Status."""
         socket = WebSocket(receive, send)
-        headers = {
-            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
-        }
+        headers = _headers(scope)
         query_string = scope["query_string"].decode("latin-1")
         try:
             user = self.authenticator.authenticate(headers.get("authorization"))
