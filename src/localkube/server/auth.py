@@ -61,9 +61,8 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None) -> UserInfo | None:
         scheme, _, token = (authorization or "").partition(" ")
-        if (
-            scheme.lower() != "bearer"
-        ):  # the scheme is case-insensitive (the in-cluster client sends "bearer")
+        # The scheme is case-insensitive (the in-cluster client sends "bearer").
+        if scheme.lower() != "bearer":
             return None
         token = token.strip()
         if hmac.compare_digest(token, self.admin_token):

@@ -3,8 +3,8 @@
 Made once, on first start, and reused afterwards so kubeconfigs written earlier keep working. The serving
 certificate names localhost, the loopback addresses, the host the server binds, the in-cluster names of
 the `kubernetes` Service and the process node's bridge gateways (where its pods reach the server), so a
-client may reach it by any of them; a certificate made before it named the gateways is made again. Keys are EC P-256: quick to make and to
-handshake with.
+client may reach it by any of them; a certificate made before it named the gateways is made again. Keys
+are EC P-256: quick to make and to handshake with.
 """
 
 from __future__ import annotations
