@@ -14,6 +14,7 @@ import re
 from typing import Any, Final
 
 from kubesemantics import cellib
+from kubesemantics.schema import supported_values
 from localkube.admission import errors
 from localkube.admission.errors import FieldError
 
@@ -180,8 +181,7 @@ def _check_generic(node: dict[str, Any], path: str, found: list[FieldError]) -> 
             )
         )
     elif kind is not None and kind not in _TYPES:
-        detail = "supported values: " + ", ".join(f'"{t}"' for t in _TYPES)
-        found.append(FieldError(f"{path}.type", errors.UNSUPPORTED, kind, detail))
+        found.append(FieldError(f"{path}.type", errors.UNSUPPORTED, kind, supported_values(_TYPES)))
     for key in _UNSUPPORTED:
         if key in node:
             found.append(FieldError(f"{path}.{key}", errors.FORBIDDEN, detail=f"{key} is not supported"))
@@ -267,7 +267,7 @@ def _check_list_type(node: dict[str, Any], path: str, found: list[FieldError]) -
                     f"{path}.x-kubernetes-map-type",
                     errors.UNSUPPORTED,
                     map_type,
-                    'supported values: "atomic", "granular"',
+                    supported_values(("atomic", "granular")),
                 )
             )
     if list_type is not None:
@@ -286,7 +286,7 @@ def _check_list_type(node: dict[str, Any], path: str, found: list[FieldError]) -
                     f"{path}.x-kubernetes-list-type",
                     errors.UNSUPPORTED,
                     list_type,
-                    'supported values: "atomic", "set", "map"',
+                    supported_values(("atomic", "set", "map")),
                 )
             )
     if keys and list_type != "map":
@@ -387,7 +387,7 @@ def _check_rules(node: dict[str, Any], path: str, found: list[FieldError]) -> No
                 )
             )
         if "reason" in rule and rule["reason"] not in _RULE_REASONS:
-            detail = "supported values: " + ", ".join(f'"{r}"' for r in _RULE_REASONS)
+            detail = supported_values(_RULE_REASONS)
             found.append(FieldError(f"{rule_path}.reason", errors.UNSUPPORTED, rule["reason"], detail))
         for key in ("rule", "messageExpression"):
             if not rule.get(key):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kubesemantics.schema import supported_values
 from localkube.admission.errors import INVALID, REQUIRED, UNSUPPORTED, FieldError
 from localkube.admission.schema import check_structural
 
@@ -29,11 +30,8 @@ def validate(crd: dict[str, Any]) -> list[FieldError]:
     if group and plural and name != f"{plural}.{group}":
         found.append(FieldError("metadata.name", INVALID, name, 'must be spec.names.plural+"."+spec.group'))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        found.append(
-            FieldError(
-                "spec.scope", UNSUPPORTED, spec.get("scope"), 'supported values: "Cluster", "Namespaced"'
-            )
-        )
+        scopes = ("Cluster", "Namespaced")
+        found.append(FieldError("spec.scope", UNSUPPORTED, spec.get("scope"), supported_values(scopes)))
     versions = spec.get("versions") or []
     if not versions or sum(1 for v in versions if v.get("storage")) != 1:
         found.append(

@@ -108,6 +108,25 @@ BROKEN: list[tuple[str, dict[str, Any], list[str]]] = [
         ],
     ),
     (
+        "unknown map type",
+        spec_with(
+            m={"type": "object", "x-kubernetes-map-type": "loose", "additionalProperties": {"type": "string"}}
+        ),
+        [
+            f'{SPEC}.properties[m].x-kubernetes-map-type: Unsupported value: "loose": supported values: "atomic", "granular"'
+        ],
+    ),
+    (
+        "unknown rule reason",
+        spec_with(
+            n={"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0", "reason": "Nope"}]}
+        ),
+        [
+            f'{SPEC}.properties[n].x-kubernetes-validations[0].reason: Unsupported value: "Nope": supported values: '
+            '"FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'
+        ],
+    ),
+    (
         "uniqueItems",
         spec_with(l={"type": "array", "uniqueItems": True, "items": {"type": "string"}}),
         [
