@@ -8,21 +8,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from ports import free_port
 
 ALPHA_GATES = (
     "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,"
     "RayClusterHistoryServer=true,RayClusterMTLS=true"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class OperatorProcess:

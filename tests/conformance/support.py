@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -25,13 +24,6 @@ def run_kubectl(server: LocalKubeProcess, *args: str, input: str | None = None, 
             f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
         )
     return done
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def web_pod_and_service(port: int) -> list[dict[str, Any]]:

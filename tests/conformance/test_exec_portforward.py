@@ -32,8 +32,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as ws_connect
 from websockets.typing import Subprotocol
 
-from conformance.support import free_port, run_kubectl, web_pod_and_service
+from conformance.support import run_kubectl, web_pod_and_service
 from localkube_process import LocalKubeProcess
+from ports import free_port
 
 POD = "web"
 # The official client's `stream(...)` never closes its TLS socket once the server has ended the session; the

@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 import yaml
 
-from conformance.support import free_port, run_kubectl, web_pod_and_service
+from conformance.support import run_kubectl, web_pod_and_service
 from localkube_process import LocalKubeProcess
+from ports import free_port
 
 
 def _running(pattern: str) -> bool:

@@ -19,7 +19,8 @@ from kuberay.rayclient.dashboard import (
     SubmissionIdInUse,
 )
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url
-from ray_process import RayHead, free_port
+from ports import free_port
+from ray_process import RayHead
 
 SERVE_APPS = Path(__file__).parent / "serveapps"
 

@@ -26,7 +26,7 @@ import ray
 import yaml
 
 from local_instance import EXAMPLES, LocalInstance, until
-from operator_process import free_port
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 

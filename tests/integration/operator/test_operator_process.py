@@ -1,7 +1,6 @@
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,17 +10,12 @@ from pathlib import Path
 import pytest
 
 from kuberay.runtime.resources import CONFIG_MAP, LEASE
+from ports import free_port
 
 from ..runtime.kube import client_for, eventually, new_namespace
 
 TOY = Path(__file__).with_name("toy_operator.py")
 LEASE_SECONDS, RENEW_SECONDS, RETRY_SECONDS = 4.0, 3.0, 0.5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Operator:
