@@ -261,11 +261,16 @@ class ProcessKubelet:
     async def shutdown(self) -> None:
         """Stops every process of every pod (grace periods capped by `shutdown_grace`), then removes every
         network namespace and the bridge. Pod objects and logs stay, for the next start."""
+        grace = self._process_options.shutdown_grace
+        now = time.monotonic()
         for state in self._pods.values():
-            state.grace = min(state.grace, self._process_options.shutdown_grace)
+            state.grace = min(state.grace, grace)
+            # A stop already under way (a deleted pod, a failed probe) keeps its own deadline unless capped.
+            for run in state.live_runs():
+                run.hasten(now + grace)
         # Every run is SIGKILLed once its grace is over; a pod still not gone well after that is stuck, and
         # must not keep the node (and the launcher waiting on it) from releasing its mounts and network.
-        deadline = time.monotonic() + self._process_options.shutdown_grace + SHUTDOWN_SLACK
+        deadline = now + grace + SHUTDOWN_SLACK
         try:
             while self._pods and time.monotonic() < deadline:
                 for key, state in list(self._pods.items()):

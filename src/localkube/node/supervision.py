@@ -153,6 +153,11 @@ class Run:
         else:
             self._terminate()
 
+    def hasten(self, deadline: float) -> None:
+        """Ends a stop already under way by `deadline` at the latest (SIGKILL then), as shutdown needs."""
+        if self.stop_deadline is not None:
+            self.stop_deadline = min(self.stop_deadline, deadline)
+
     def _terminate(self) -> None:
         self.terminated = True
         self.strays = descendants(self.process.pid) - {self.process.pid}

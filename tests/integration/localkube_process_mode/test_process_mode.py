@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -417,6 +418,38 @@ async def test_a_bridge_belongs_to_one_localkube_at_a_time(cluster: Cluster) -> 
         pytest.skip("bridges exist only with network namespaces (root)")
     with pytest.raises(BridgeInUse, match="bridge lkt0 is used by another localkube"):
         NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
+
+
+async def test_shutdown_caps_the_grace_of_a_pod_already_being_deleted(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    resources = Resources(store, Registry())
+    resources.seed(SYSTEM_NAMESPACES)
+    options = ProcessOptions(tmp_path, backoff_initial=0.2, poll_interval=0.05, shutdown_grace=2)
+    kubelet = ProcessKubelet(store, NodeOptions(), options, HostNetwork(files=tmp_path / "hosts"))
+    kubelet.register(lambda node: ControllerApi(resources).create("", "nodes", None, node))
+    runner = ClusterRunner(store, [Scheduler(store), kubelet], kubelet)
+    await runner.start()
+    try:
+        cluster = Cluster(resources, kubelet, tmp_path)
+        stubborn = (
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('on'); time.sleep(300)"
+        )
+        cluster.create("pods", _pod("slow", _python(stubborn), terminationGracePeriodSeconds=60))
+        pod = await cluster.until("slow", lambda p: bool(_container(p)["state"].get("running")))
+        async with asyncio.timeout(10):
+            while not cluster.log(pod):  # SIGTERM is ignored from now on
+                await asyncio.sleep(0.05)
+        leader = int(_container(pod)["containerID"].removeprefix("process://"))
+        cluster.delete_pod("slow")  # its stop begins, with the pod's own 60 s
+        await asyncio.sleep(0.5)
+        assert cluster.pod("slow") is not None and _alive(leader)
+        started = time.monotonic()
+        await runner.stop()  # shutdown_grace is 2 s: the run is SIGKILLed then, not 60 s after its deletion
+        assert time.monotonic() - started < 8
+        assert not _alive(leader)
+    finally:
+        await runner.stop()
+        store.close()
 
 
 async def test_cluster_controllers_in_process_mode_stop_their_processes(tmp_path: Path) -> None:
