@@ -30,7 +30,7 @@ localkube (re)started is never run again; a running one is started afresh (resta
 
 Volumes (`podvolumes.py`) are set up after the sandbox and before any container, kept in sync every
 `volume_sync` seconds, and mounted in each container's own mount namespace by `mountns.py`, which also
-gives the container a PID namespace; probes, lifecycle hooks and `command_in_pod` enter the container's
+gives the container a PID namespace; probes, lifecycle hooks and exec (`exec.py`) enter the container's
 namespaces by the pid the kubelet started. Pods get their ServiceAccount's credentials and the
 `KUBERNETES_SERVICE_*` variables when the node is given the API server (`ProcessOptions.api`); on the
 bridge a forwarder (`apiaccess.py`) takes them to it.
@@ -229,22 +229,6 @@ class ProcessKubelet:
         if status != pod.get("status"):
             self._store.update(key, {**pod, "status": status}, int(pod["metadata"]["resourceVersion"]))
         return recheck
-
-    def command_in_pod(
-        self, namespace: str, name: str, container: str, argv: list[str]
-    ) -> tuple[list[str], dict[str, str]] | None:
-        """The argv and environment that run `argv` inside a running container (where the sandbox has mount
-        namespaces: entering the container's network, mount, UTS and PID namespaces, so its volumes, /tmp/ray
-        and processes; the working directory is the caller's to set), as `kubectl exec` would; None when the
-        container is not running here."""
-        state = self._pods.get(f"{PODS_PREFIX}{namespace}/{name}")
-        if state is None or state.stopping:
-            return None
-        for candidate in state.containers:
-            if candidate.name == container and candidate.run is not None:
-                context = candidate.run.context
-                return [*context.exec_prefix, *argv], dict(context.env)
-        return None
 
     def container_process(self, namespace: str, name: str, container: str) -> ContainerProcess | None:
         """The running container's main process, environment and working directory (what `exec.py` needs

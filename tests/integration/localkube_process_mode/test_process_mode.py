@@ -26,6 +26,7 @@ from localkube.controllers.cluster import ClusterRunner, cluster_controllers
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
+from localkube.node import exec as exec_in_container
 from localkube.node.apiaccess import ApiAccess, Forwarder
 from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
@@ -191,12 +192,15 @@ async def test_http_server_becomes_ready_through_its_probe_and_logs_its_output(c
     log = cluster.log(pod)
     assert "Serving HTTP on" in log and '"GET / HTTP/1.1" 200' in log
     code = f"import socket, urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/').status, socket.gethostname())"
-    command = cluster.kubelet.command_in_pod("default", "web", "c", [PYTHON, "-c", code])
-    assert command is not None
-    argv, env = command
-    inside = await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE)
+    container = cluster.kubelet.container_process("default", "web", "c")
+    assert container is not None
+    inside = await exec_in_container.start(container, [PYTHON, "-c", code], stdin=False, tty=False, size=None)
+    output = b""
+    while chunk := await inside.readers[1]():
+        output += chunk
+    await inside.stop()
     hostname = "web" if cluster.private_files else socket.gethostname()  # a UTS namespace of its own
-    assert (await inside.communicate())[0] == f"200 {hostname}\n".encode()
+    assert output == f"200 {hostname}\n".encode()
     assert cluster.log(pod, tail_lines=1).count("\n") == 1
     assert cluster.log(pod, timestamps=True).startswith(pod["status"]["startTime"][:4])
 
