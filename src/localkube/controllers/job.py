@@ -23,6 +23,7 @@ from typing import Any
 
 from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
+from localkube.controllers.ownership import pod_from_template
 from localkube.controllers.podstate import parse_stamp, stamp
 from localkube.storage import Event, Store
 
@@ -150,36 +151,13 @@ class JobController:
 
     def _create_pod(self, job: dict[str, Any]) -> dict[str, Any]:
         metadata = job["metadata"]
-        template = job.get("spec", {}).get("template") or {}
         identity = {
             "batch.kubernetes.io/controller-uid": metadata["uid"],
             "batch.kubernetes.io/job-name": metadata["name"],
             "controller-uid": metadata["uid"],
             "job-name": metadata["name"],
         }
-        pod_metadata = dict(template.get("metadata") or {})
-        pod_metadata.update(
-            generateName=f"{metadata['name']}-",
-            namespace=metadata["namespace"],
-            labels={**(pod_metadata.get("labels") or {}), **identity},
-            ownerReferences=[
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": metadata["name"],
-                    "uid": metadata["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        )
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": pod_metadata,
-            "spec": template.get("spec") or {},
-        }
-        return self._api.create("", "pods", metadata["namespace"], pod)
+        return self._api.create("", "pods", metadata["namespace"], pod_from_template(job, labels=identity))
 
     def _delete_all(self, pods: list[dict[str, Any]]) -> None:
         for pod in pods:
