@@ -331,10 +331,11 @@ class ProcessKubelet:
         return hosts_file(pod, ip, self._store.list(ENDPOINTS_PREFIX)[0])
 
     def _refresh_hosts(self) -> None:
+        endpoints = self._store.list(ENDPOINTS_PREFIX)[0]  # once for every pod, not once per pod
         for key, state in self._pods.items():
             pod = self._store.get(key)
             if state.sandbox is not None and pod is not None:
-                self._network.write_hosts(key, self._hosts(pod, state.ip))
+                self._network.write_hosts(key, hosts_file(pod, state.ip, endpoints))
 
     # Containers.
 
