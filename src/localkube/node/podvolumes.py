@@ -4,9 +4,10 @@ the mount plan of each container (what `mountns.py` binds inside the container's
 - `emptyDir`: `<pod>/volumes/empty-dir/<name>`; with `medium: Memory` a tmpfs mounted there on the host
   (as the kubelet does; `sizeLimit` is its size) when running as root, a plain directory otherwise.
 - `configMap`, `secret`, `downwardAPI`, `projected`: files computed by `volumes.py`, written by
-  `atomicdir.py` (the `..data` symlink swap) on setup and again on every `sync`, so updates of a ConfigMap
-  or Secret, of the pod's labels or annotations, and token refreshes (at 80% of a token's life, as the
-  kubelet refreshes them) reach mounted files. Always mounted read-only.
+  `atomicdir.py` (the `..data` symlink swap) on setup and again on every `sync` that computes other files
+  than the last written, so updates of a ConfigMap or Secret, of the pod's labels or annotations, and
+  token refreshes (at 80% of a token's life, as the kubelet refreshes them) reach mounted files. Always
+  mounted read-only.
 - `hostPath`: the host's path itself; `type` checked (and made, for `DirectoryOrCreate` and
   `FileOrCreate`) as the kubelet does.
 
@@ -34,6 +35,7 @@ from localkube.node.environment import expand
 from localkube.node.volumes import (
     PROJECTED_KINDS,
     SERVICE_ACCOUNT_DIR,
+    File,
     Sources,
     Token,
     VolumeError,
@@ -79,6 +81,7 @@ class PodVolumes:
     _kinds: dict[str, str] = field(default_factory=dict)
     _tokens: dict[tuple[str, str, int, tuple[str, ...]], tuple[Token, float]] = field(default_factory=dict)
     _mounted: list[Path] = field(default_factory=list)
+    _written: dict[str, dict[str, File]] = field(default_factory=dict)  # what each projected volume holds
 
     def volumes(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         declared = list((pod.get("spec") or {}).get("volumes") or [])
@@ -103,7 +106,7 @@ class PodVolumes:
             return _host_path(volume["hostPath"] or {})
         if kind in PROJECTED_KINDS:
             path: Path = self.directory / kind.lower() / str(volume["name"])
-            atomicdir.write(path, project(volume, pod, self._sources()))
+            self._project(path, volume, pod)
             return path
         raise VolumeError(f"{kind or 'no'} source is not supported by localkube")
 
@@ -113,9 +116,17 @@ class PodVolumes:
             path = self._paths.get(volume["name"])
             if path is not None and kind_of(volume) in PROJECTED_KINDS:
                 try:
-                    atomicdir.write(path, project(volume, pod, self._sources()))
+                    self._project(path, volume, pod)
                 except VolumeError as err:
                     raise _set_up_failed(volume["name"], err) from None
+
+    def _project(self, path: Path, volume: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
+        """Writes the volume's files unless they are what it already holds (known without reading the
+        directory back: every sync of every pod comes here)."""
+        files = project(volume, pod, self._sources())
+        if self._written.get(volume["name"]) != files:
+            atomicdir.write(path, files)
+            self._written[volume["name"]] = files
 
     def mounts(
         self, pod: Mapping[str, Any], container: Mapping[str, Any], env: Mapping[str, str]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from localkube.node import atomicdir
+from localkube.node.podvolumes import PodVolumes
 from localkube.node.volumes import File, Sources, Token, VolumeError, automounts_token, project
 
 POD = {
@@ -93,3 +94,27 @@ def test_an_atomic_update_swaps_the_data_link_and_drops_what_went(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["..data", os.readlink(tmp_path / "..data"), "a"]
     )
+
+
+def test_a_sync_writes_a_projected_volume_only_when_its_files_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = {"greeting": "hello"}
+    sources = Sources(lambda plural, ns, name: {"data": dict(data)}, None, b"", {})
+    volumes = PodVolumes(tmp_path, sources, api_access=False, may_mount=False)
+    pod = {**POD, "spec": {"volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}]}}
+    volumes.setup(pod)
+    writes: list[Path] = []
+    write = atomicdir.write
+
+    def counted(path: Path, files: dict[str, File]) -> bool:
+        writes.append(path)
+        return write(path, files)
+
+    monkeypatch.setattr(atomicdir, "write", counted)
+    volumes.sync(pod)
+    assert writes == []  # nothing changed: the directory is neither written nor read back
+    data["greeting"] = "hello again"
+    volumes.sync(pod)
+    assert writes == [tmp_path / "configmap" / "cfg"]
+    assert (tmp_path / "configmap" / "cfg" / "greeting").read_bytes() == b"hello again"
