@@ -218,6 +218,9 @@ class ProcessKubelet:
         if pod is None or not ours:
             return None
         if terminating:
+            # A pod whose deletion a shutdown cut short (or a killed localkube) left its files behind.
+            metadata = pod["metadata"]
+            self._remove_files(metadata.get("namespace", ""), metadata["name"], str(metadata.get("uid", "")))
             finish_deletion(self._store, key, pod)
             return None
         if state is None:
@@ -722,16 +725,20 @@ class ProcessKubelet:
                 state.volumes.teardown()
             state.teardown = asyncio.get_running_loop().create_task(self._network.destroy(state.key))
             if remove_logs:
-                data_dir = self._process_options.data_dir
-                shutil.rmtree(
-                    logs.pod_log_dir(data_dir, state.namespace, state.name, state.uid), ignore_errors=True
-                )
-                shutil.rmtree(self._pod_dir(state), ignore_errors=True)
+                self._remove_files(state.namespace, state.name, state.uid)
         if not state.teardown.done():
             return False
         if not state.teardown.cancelled() and state.teardown.exception() is not None:
             log.error("pod %s: removing its sandbox failed: %s", state.key, state.teardown.exception())
         return True
+
+    def _remove_files(self, namespace: str, name: str, uid: str) -> None:
+        """Removes a deleted pod's logs and kubelet directory."""
+        if not uid:
+            return  # every stored pod has one; never the pods directory itself
+        data_dir = self._process_options.data_dir
+        shutil.rmtree(logs.pod_log_dir(data_dir, namespace, name, uid), ignore_errors=True)
+        shutil.rmtree(data_dir / "kubelet" / "pods" / uid, ignore_errors=True)
 
     def _recheck(self, state: _Pod, now: float) -> float | None:
         if failed(state.containers) and not any(state.live_runs()):

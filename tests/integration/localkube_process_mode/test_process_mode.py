@@ -424,7 +424,9 @@ async def test_a_bridge_belongs_to_one_localkube_at_a_time(cluster: Cluster) -> 
         NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
 
 
-async def test_shutdown_caps_the_grace_of_a_pod_already_being_deleted(tmp_path: Path) -> None:
+async def test_shutdown_caps_the_grace_of_a_pod_being_deleted_and_the_next_start_removes_it(
+    tmp_path: Path,
+) -> None:
     store = Store(tmp_path / "db")
     resources = Resources(store, Registry())
     resources.seed(SYSTEM_NAMESPACES)
@@ -451,6 +453,19 @@ async def test_shutdown_caps_the_grace_of_a_pod_already_being_deleted(tmp_path: 
         await runner.stop()  # shutdown_grace is 2 s: the run is SIGKILLed then, not 60 s after its deletion
         assert time.monotonic() - started < 8
         assert not _alive(leader)
+        # The next start finishes the deletion the shutdown cut short, files included.
+        files = [
+            tmp_path / "pods" / f"default_slow_{pod['metadata']['uid']}",
+            tmp_path / "kubelet" / "pods" / pod["metadata"]["uid"],
+        ]
+        assert cluster.pod("slow") is not None and all(path.exists() for path in files)
+        kubelet = ProcessKubelet(store, NodeOptions(), options, HostNetwork(files=tmp_path / "hosts"))
+        runner = ClusterRunner(store, [kubelet], kubelet)
+        await runner.start()
+        async with asyncio.timeout(10):
+            while cluster.pod("slow") is not None:
+                await asyncio.sleep(0.05)
+        assert not any(path.exists() for path in files)
     finally:
         await runner.stop()
         store.close()
