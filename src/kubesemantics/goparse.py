@@ -5,7 +5,8 @@ such as ``invalid cron schedule: failed to parse duration @every 5x: time: unkno
 "5x"`` reads the same here as from the Go operator:
 
 - `parse_duration`: Go's `time.ParseDuration` (units ns, us, µs, μs, ms, s, m, h; a bare ``0``), the
-  duration syntax of Kubernetes too (CEL's `duration()`, the `duration` string format); `to_timedelta`.
+  duration syntax of Kubernetes too (CEL's `duration()`, the `duration` string format); `to_timedelta`;
+  `format_seconds`, the other way: `time.Duration.String()` of a whole number of seconds, as messages print it.
 - `atoi`: Go's `strconv.Atoi` (optional sign, ASCII digits, int64 range).
 - `parse_generic_version`: apimachinery's `version.ParseGeneric` (``v1.2``, ``2.52.0rc1``: at least two
   numeric components, anything after them ignored); versions compare component-wise.
@@ -91,6 +92,17 @@ def parse_duration(value: str) -> int:
 def to_timedelta(value: str) -> timedelta:
     """A Go duration as a `timedelta`, rounded to whole microseconds (the finest a `timedelta` holds)."""
     return timedelta(microseconds=round(Fraction(parse_duration(value), 1000)))
+
+
+def format_seconds(seconds: int) -> str:
+    """Go's `time.Duration.String()` of whole seconds (`45s`, `5m0s`, `1h2m3s`); the caller rounds."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
 
 
 def atoi(value: str) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubesemantics import goparse
 from localkube.node.kubelet import scheduled_condition
 from localkube.node.simulate import pod_condition, qos_class, uninitialized_message, unready_message
 from localkube.node.supervision import ContainerState
@@ -72,10 +73,7 @@ def addresses(host_ip: str, pod_ip: str) -> dict[str, Any]:
 
 def go_duration(seconds: float) -> str:
     """A duration as Go prints it ("10s", "2m40s", "5m0s", "500ms")."""
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
+    return f"{round(seconds * 1000)}ms" if seconds < 1 else goparse.format_seconds(round(seconds))
 
 
 def container_status(view: PodView, container: ContainerState, initialized: bool) -> dict[str, Any]:

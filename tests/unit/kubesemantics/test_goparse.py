@@ -105,3 +105,19 @@ def test_time_zones() -> None:
 )
 def test_durations_as_timedelta(text: str, expected: timedelta) -> None:
     assert goparse.to_timedelta(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (45, "45s"),
+        (60, "1m0s"),
+        (303, "5m3s"),
+        (3600, "1h0m0s"),
+        (3723, "1h2m3s"),
+        (90061, "25h1m1s"),
+    ],
+)
+def test_format_seconds_as_go_prints_a_duration(seconds: int, text: str) -> None:
+    assert goparse.format_seconds(seconds) == text

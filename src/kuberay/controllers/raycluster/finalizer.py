@@ -32,6 +32,7 @@ from kuberay.runtime import errors
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.resources import JOB
+from kubesemantics import goparse
 
 Obj = Mapping[str, Any]
 FINALIZER = constants.GCS_FT_REDIS_CLEANUP_FINALIZER
@@ -103,7 +104,7 @@ async def handle_finalizer(ctx: Context, cluster: RayCluster) -> Result | None:
                 cluster,
                 WARNING,
                 "ForceDeletedStuckCluster",
-                f"Force-removed GCS FT finalizer after {_go_duration(age)} due to Redis cleanup timeout; "
+                f"Force-removed GCS FT finalizer after {goparse.format_seconds(int(age))} due to Redis cleanup timeout; "
                 f'Redis storage namespace "{storage}" may need manual cleanup',
                 "Cleanup",
             )
@@ -137,15 +138,3 @@ async def handle_finalizer(ctx: Context, cluster: RayCluster) -> Result | None:
         "Create",
     )
     return Result(requeue_after=SHORT_REQUEUE_SECONDS)
-
-
-def _go_duration(seconds: float) -> str:
-    """Go's `time.Duration.String()` rounded to whole seconds (`5m3s`, `1h0m0s`)."""
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
