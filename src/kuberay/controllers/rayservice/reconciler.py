@@ -722,24 +722,13 @@ class _Pass:
         options = self._upgrade_options()
         desired = gateway.build_gateway(self.model, options.gateway_class_name)
         name = desired["metadata"]["name"]
-        existing = await self._get_or_none(GATEWAY, name)
-        if existing is None:
-            await self._recorded(
-                lambda: self.r.client.create(GATEWAY, desired),
-                "Create",
-                ("CreatedGateway", f"Created Gateway for RayService {ns}/{name}"),
-                ("FailedToCreateGateway", f"Failed to create Gateway for RayService {ns}/{name}: {{error}}"),
-                already=errors.AlreadyExists,
-            )
-        elif gateway.gateway_differs(existing, desired):
-            existing["spec"] = desired["spec"]
-            await self._recorded(
-                lambda: self.r.client.update(GATEWAY, existing),
-                "Update",
-                ("UpdatedGateway", f"Updated the Gateway {ns}/{name}"),
-                ("FailedToUpdateGateway", f"Failed to update the Gateway {ns}/{name}: {{error}}"),
-            )
-        self.gateway = existing
+        self.gateway = await self._create_or_update(
+            GATEWAY,
+            desired,
+            gateway.gateway_differs,
+            created=f"Created Gateway for RayService {ns}/{name}",
+            create_failed=f"Failed to create Gateway for RayService {ns}/{name}: {{error}}",
+        )
         if active is None:
             return
         w_active, w_pending = incremental.route_weights(
@@ -754,28 +743,46 @@ class _Pass:
             backends.append((pending["metadata"]["name"], _serve_port(pending), w_pending))
         route = gateway.build_http_route(self.model, backends)
         route_name = route["metadata"]["name"]
-        current = await self._get_or_none(HTTP_ROUTE, route_name)
-        if current is None:
+        self.route = await self._create_or_update(
+            HTTP_ROUTE,
+            route,
+            gateway.route_differs,
+            created=f"Created HTTPRoute for RayService {ns}/{route_name}",
+            create_failed=f"Failed to create the HTTPRoute for RayService {ns}/{route_name}: {{error}}",
+        )
+        self.route_weights = dict(gateway.route_weights(route))
+
+    async def _create_or_update(
+        self,
+        resource: Resource,
+        desired: JSON,
+        differs: Callable[[Mapping[str, Any], Mapping[str, Any]], bool],
+        *,
+        created: str,
+        create_failed: str,
+    ) -> JSON | None:
+        """A Gateway API object read from the API server: created when missing (`created`/`create_failed`,
+        the messages of the `Created<Kind>`/`FailedToCreate<Kind>` Events), its spec replaced when `differs`
+        says so. The object as read (with the desired spec), or None when it was just created."""
+        ns, name, kind = self.key.namespace, desired["metadata"]["name"], resource.kind
+        existing = await self._get_or_none(resource, name)
+        if existing is None:
             await self._recorded(
-                lambda: self.r.client.create(HTTP_ROUTE, route),
+                lambda: self.r.client.create(resource, desired),
                 "Create",
-                ("CreatedHTTPRoute", f"Created HTTPRoute for RayService {ns}/{route_name}"),
-                (
-                    "FailedToCreateHTTPRoute",
-                    f"Failed to create the HTTPRoute for RayService {ns}/{route_name}: {{error}}",
-                ),
+                (f"Created{kind}", created),
+                (f"FailedToCreate{kind}", create_failed),
                 already=errors.AlreadyExists,
             )
-        elif gateway.route_differs(current, route):
-            current["spec"] = route["spec"]
+        elif differs(existing, desired):
+            existing["spec"] = desired["spec"]
             await self._recorded(
-                lambda: self.r.client.update(HTTP_ROUTE, current),
+                lambda: self.r.client.update(resource, existing),
                 "Update",
-                ("UpdatedHTTPRoute", f"Updated the HTTPRoute {ns}/{route_name}"),
-                ("FailedToUpdateHTTPRoute", f"Failed to update the HTTPRoute {ns}/{route_name}: {{error}}"),
+                (f"Updated{kind}", f"Updated the {kind} {ns}/{name}"),
+                (f"FailedToUpdate{kind}", f"Failed to update the {kind} {ns}/{name}: {{error}}"),
             )
-        self.route = current
-        self.route_weights = dict(gateway.route_weights(route))
+        return existing
 
     async def _target_capacity(self, active: JSON | None, pending: JSON | None) -> None:
         """One step of Serve's `target_capacity` during an upgrade (or its rollback)."""
