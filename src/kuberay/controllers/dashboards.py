@@ -29,6 +29,20 @@ def head_service_name(cluster: Mapping[str, Any]) -> str:
     )
 
 
+def dashboard_address(head_service: Mapping[str, Any] | None, cluster_domain: str) -> str | None:
+    """upstream `FetchHeadServiceURL`: `<svc>.<ns>.svc.<domain>:<port>` of the head Service's `dashboard`
+    port, without a scheme (as `status.dashboardURL` holds it); None without the Service or the port."""
+    if head_service is None:
+        return None
+    metadata = head_service.get("metadata") or {}
+    for port in (head_service.get("spec") or {}).get("ports") or ():
+        if port.get("name") == constants.DASHBOARD_PORT_NAME:
+            return (
+                f"{metadata.get('name')}.{metadata.get('namespace')}.svc.{cluster_domain}:{port.get('port')}"
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class DashboardAccess:
     """How the operator reaches a dashboard: directly by the head Service's DNS name, or through the API

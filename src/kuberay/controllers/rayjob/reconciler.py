@@ -36,7 +36,8 @@ from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode, RayJob
 from kuberay.builders import service
 from kuberay.builders import submitter as submitter_builder
 from kuberay.controllers import writes
-from kuberay.controllers.dashboards import DashboardAccess, auth_token, head_service_name
+from kuberay.controllers.dashboards import DashboardAccess, auth_token, dashboard_address, head_service_name
+from kuberay.controllers.podproblems import startup_problem
 from kuberay.controllers.rayjob import cluster as rayjob_cluster
 from kuberay.controllers.rayjob import submitter as submitter_facts
 from kuberay.controllers.rayjob.metrics import RayJobMetrics
@@ -189,7 +190,7 @@ class _Pass:
         status = cluster.get("status") or {}
         caches = self.reconciler.caches
         svc = caches.services.get(ObjectKey(self.key.namespace, head_service_name(cluster)))
-        address = rayjob_cluster.dashboard_address(svc, self.reconciler.options.cluster_domain)
+        address = dashboard_address(svc, self.reconciler.options.cluster_domain)
         pods = caches.pods.list(self.key.namespace, {constants.RAY_CLUSTER_LABEL: self.cluster_name})
         return ClusterFacts(
             exists=True,
@@ -197,7 +198,7 @@ class _Pass:
             status=status,
             dashboard_address=address,
             workers_suspended=rayjob_cluster.workers_suspended(cluster),
-            problem=rayjob_cluster.startup_problem(pods),
+            problem=startup_problem(pods),
         )
 
     def _submitter_facts(self) -> SubmitterFacts:

@@ -43,8 +43,9 @@ from kuberay.api.rayjob import (
     RayJob,
 )
 from kuberay.api.validation import validate_rayjob
+from kuberay.builders.names import random_suffix
+from kuberay.controllers.podproblems import StartupProblem
 from kuberay.controllers.rayjob import deletion
-from kuberay.controllers.rayjob.cluster import StartupProblem, random_suffix
 from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
 
 REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration

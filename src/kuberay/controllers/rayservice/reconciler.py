@@ -40,10 +40,11 @@ from kuberay.api.rayservice import RayServiceConditionType as Type
 from kuberay.api.validation import event_reason, validate_rayservice
 from kuberay.builders import gateway, ownership
 from kuberay.builders import service as service_builder
+from kuberay.builders.names import random_suffix
 from kuberay.controllers import writes
-from kuberay.controllers.dashboards import DashboardAccess, auth_token, head_service_name
+from kuberay.controllers.dashboards import DashboardAccess, auth_token, dashboard_address, head_service_name
+from kuberay.controllers.podproblems import startup_problem
 from kuberay.controllers.raycluster.conditions import remove_condition, set_condition
-from kuberay.controllers.rayjob.cluster import dashboard_address, random_suffix, startup_problem
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice import status as st
 from kuberay.controllers.rayservice.serving import (

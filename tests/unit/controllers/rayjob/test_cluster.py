@@ -1,8 +1,7 @@
-"""The RayCluster a RayJob makes, its dashboard address, and the start-up problems that end Initializing."""
+"""The RayCluster a RayJob makes, and the facts of its submitter."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
@@ -35,64 +34,6 @@ def test_sidecar_mode_appends_the_submitter_to_the_head_and_never_restarts_it() 
     assert head["restartPolicy"] == "Never"
     assert built["metadata"]["annotations"] == {"ray.io/disable-provisioned-head-restart": "true"}
     assert "http://127.0.0.1:8265" in head["containers"][1]["args"][0]
-
-
-def test_random_suffixes_use_the_vowel_free_alphabet() -> None:
-    suffixes = {cluster.random_suffix(random.Random(seed)) for seed in range(50)}
-    assert len(suffixes) == 50 and all(
-        len(s) == 5 and set(s) <= set("bcdfghjklmnpqrstvwxz2456789") for s in suffixes
-    )
-
-
-def test_dashboard_address_is_the_head_service_dns_name_and_dashboard_port() -> None:
-    svc = {"metadata": {"name": "c-head-svc", "namespace": "ns"},
-           "spec": {"ports": [{"name": "client", "port": 10001}, {"name": "dashboard", "port": 9999}]}}  # fmt: skip
-    assert cluster.dashboard_address(svc, "cluster.local") == "c-head-svc.ns.svc.cluster.local:9999"
-    assert cluster.dashboard_address({**svc, "spec": {"ports": []}}, "cluster.local") is None
-    assert cluster.dashboard_address(None, "cluster.local") is None
-
-
-def pod(name: str, node_type: str = "head", **status: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": {"ray.io/node-type": node_type}}, "status": status}
-
-
-def waiting(reason: str, message: str = "") -> dict[str, Any]:
-    return {"name": "ray-head", "state": {"waiting": {"reason": reason, "message": message}}}
-
-
-PROBLEMS = {
-    "image pull back-off": ([pod("h", containerStatuses=[waiting("ImagePullBackOff", "Back-off pulling")])],
-                            ("h", "ImagePullBackOff", "container ray-head: Back-off pulling")),
-    "crash loop (waiting)": ([pod("h", containerStatuses=[waiting("CrashLoopBackOff")])],
-                             ("h", "CrashLoopBackOff", "container ray-head")),
-    "crash loop (between restarts)": (
-        [pod("h", containerStatuses=[{"name": "ray-head", "restartCount": 3, "state": {"running": {}},
-                                       "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}])],
-        ("h", "CrashLoopBackOff", "container ray-head restarted 3 times; last exit code 1 (Error)"),
-    ),
-    "unschedulable": ([pod("h", conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                             "message": "0/1 nodes are available"}])],
-                      ("h", "Unschedulable", "0/1 nodes are available")),
-    "failed pod": ([pod("h", phase="Failed", reason="Evicted", message="low memory")], ("h", "Evicted", "low memory")),
-    "the head is reported before a worker": (
-        [pod("w", "worker", containerStatuses=[waiting("ErrImagePull")]),
-         pod("h", containerStatuses=[waiting("ImagePullBackOff")])],
-        ("h", "ImagePullBackOff", "container ray-head"),
-    ),
-    "a slow start is not a problem": ([pod("h", containerStatuses=[waiting("ContainerCreating")])], None),
-    "one restart is not a loop": (
-        [pod("h", containerStatuses=[{"name": "ray-head", "restartCount": 1,
-                                       "lastState": {"terminated": {"exitCode": 1}}}])],
-        None,
-    ),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("name", PROBLEMS)
-def test_startup_problem(name: str) -> None:
-    pods, want = PROBLEMS[name]
-    problem = cluster.startup_problem(pods)
-    assert (None if problem is None else (problem.pod, problem.reason, problem.message)) == want
 
 
 def job_object(*conditions: dict[str, Any], deleting: bool = False) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kuberay.api.features import FeatureGates
-from kuberay.controllers.rayjob.cluster import StartupProblem
+from kuberay.controllers.podproblems import StartupProblem
 from kuberay.controllers.rayjob.state import (
     REQUEUE_SECONDS,
     Action,
