@@ -247,3 +247,18 @@ def with_name(obj: dict[str, Any], namespace: str, name: str | None = None) -> d
     if name:
         body["metadata"]["name"] = name
     return body
+
+
+def set_env(service: dict[str, Any], value: str) -> None:
+    """Sets one env var on every container template of the service's cluster: a cluster change."""
+    cluster = service["spec"]["rayClusterConfig"]
+    templates = [cluster["headGroupSpec"]["template"], *(g["template"] for g in cluster["workerGroupSpecs"])]
+    for template in templates:
+        template["spec"]["containers"][0]["env"] = [{"name": "KUBERAY_ECHO_TAG", "value": value}]
+
+
+async def replace_spec(op: Operator, name: str, change: Any) -> None:
+    obj = await op.rayservice(name)
+    assert obj is not None
+    change(obj)
+    await op.client.update(RAYSERVICE, obj)

@@ -18,7 +18,15 @@ from typing import Any
 
 import yaml
 
-from integration.rayservice.harness import Operator, ServeStandIn, operator, pin_head, standin_address
+from integration.rayservice.harness import (
+    Operator,
+    ServeStandIn,
+    operator,
+    pin_head,
+    replace_spec,
+    set_env,
+    standin_address,
+)
 from kuberay.controllers.rayservice.reconciler import GATEWAY, HTTP_ROUTE, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.resources import SERVICE
@@ -41,15 +49,6 @@ def incremental_service(namespace: str, name: str, step: int = 25, surge: int = 
     options.update(stepSizePercent=step, maxSurgePercent=surge, intervalSeconds=1)
     service["spec"]["rayClusterDeletionDelaySeconds"] = 1
     return service
-
-
-def set_env(obj: dict[str, Any], value: str) -> None:
-    cluster = obj["spec"]["rayClusterConfig"]
-    for template in [
-        cluster["headGroupSpec"]["template"],
-        *(g["template"] for g in cluster["workerGroupSpecs"]),
-    ]:
-        template["spec"]["containers"][0]["env"] = [{"name": "KUBERAY_ECHO_TAG", "value": value}]
 
 
 def _condition(type_: str) -> dict[str, Any]:
@@ -124,7 +123,7 @@ async def test_traffic_and_capacity_move_in_steps_then_the_new_cluster_is_promot
             per_cluster = await op.get(SERVICE, f"{first}-serve-svc")
             assert per_cluster is not None and per_cluster["metadata"]["ownerReferences"][0]["name"] == first
 
-            await _replace(op, "inc", lambda obj: set_env(obj, "v2"))
+            await replace_spec(op, "inc", lambda obj: set_env(obj, "v2"))
             upgrading = await op.wait_condition("inc", "UpgradeInProgress", "True", timeout=30)
             second = upgrading["status"]["pendingServiceStatus"]["rayClusterName"]
             seen: list[int] = []
@@ -158,12 +157,12 @@ async def test_returning_to_the_active_spec_rolls_back_to_it(localkube):
     async with operator(localkube) as op, accept_gateway_objects(op, "back"):
         standin, first = await _start(localkube, op, "back")
         try:
-            await _replace(op, "back", lambda obj: set_env(obj, "v2"))
+            await replace_spec(op, "back", lambda obj: set_env(obj, "v2"))
             upgrading = await op.wait_condition("back", "UpgradeInProgress", "True", timeout=30)
             second = upgrading["status"]["pendingServiceStatus"]["rayClusterName"]
             await op.wait(lambda: _pending_weight_at_least(op, "back", second, 25), 60, "some traffic moved")
 
-            await _replace(op, "back", _drop_env)
+            await replace_spec(op, "back", _drop_env)
             rolling = await op.wait_condition("back", "RollbackInProgress", "True", timeout=30)
             rollback = next(c for c in rolling["status"]["conditions"] if c["type"] == "RollbackInProgress")
             assert (rollback["reason"], rollback["message"]) == (
@@ -195,13 +194,6 @@ def _drop_env(obj: dict[str, Any]) -> None:
         *(g["template"] for g in cluster["workerGroupSpecs"]),
     ]:
         template["spec"]["containers"][0].pop("env")
-
-
-async def _replace(op: Operator, name: str, change: Any) -> None:
-    obj = await op.rayservice(name)
-    assert obj is not None
-    change(obj)
-    await op.client.update(RAYSERVICE, obj)
 
 
 async def _active(op: Operator, name: str) -> bool:

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 import yaml
 
-from integration.rayservice.harness import Operator, ServeStandIn, operator, pin_head, standin_address
+from integration.rayservice.harness import (
+    Operator,
+    ServeStandIn,
+    operator,
+    pin_head,
+    replace_spec,
+    set_env,
+    standin_address,
+)
 from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime.resources import POD, SERVICE, Resource
 
@@ -134,20 +142,6 @@ def small_service(namespace: str, name: str = "svc", **spec: Any) -> dict[str, A
     return service
 
 
-def set_env(service: dict[str, Any], value: str) -> None:
-    cluster = service["spec"]["rayClusterConfig"]
-    templates = [cluster["headGroupSpec"]["template"], *(g["template"] for g in cluster["workerGroupSpecs"])]
-    for template in templates:
-        template["spec"]["containers"][0]["env"] = [{"name": "KUBERAY_ECHO_TAG", "value": value}]
-
-
-async def replace_spec(op: Operator, name: str, change: Any) -> None:
-    obj = await op.rayservice(name)
-    assert obj is not None
-    change(obj)
-    await op.client.update(RAYSERVICE, obj)
-
-
 async def test_a_cluster_change_upgrades_to_a_new_cluster_and_switches_services(localkube):
     async with operator(localkube) as op:
         service = small_service(op.namespace, rayClusterDeletionDelaySeconds=1)
@@ -189,7 +183,7 @@ async def test_a_cluster_change_upgrades_to_a_new_cluster_and_switches_services(
             for svc in ("svc-head-svc", "svc-serve-svc"):
                 selected = await op.get(SERVICE, svc)
                 assert selected is not None and selected["spec"]["selector"]["ray.io/cluster"] == second
-            await op.wait(lambda: _names_are(op, [second]), 60, "the old cluster deleted")
+            await op.wait(lambda: _cluster_names_are(op, "svc", [second]), 60, "the old cluster deleted")
             new_cluster = await op.get(RAYCLUSTER, second)
             assert new_cluster is not None
             head_env = new_cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"]
@@ -223,7 +217,7 @@ async def test_a_failing_application_keeps_the_service_unready_with_serves_messa
         standin = await standin_for(service, failing={"fruit.deployment_graph": message})
         try:
             await op.client.create(RAYSERVICE, service)
-            obj = await op.wait(lambda: _ready_message_has(op, "broken", message), 90, "Serve's message")
+            obj = await op.wait(lambda: _message_has(op, "broken", "Ready", message), 90, "Serve's message")
             ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
             assert (ready["status"], ready["reason"]) == ("False", "Initializing")
             apps = obj["status"]["pendingServiceStatus"]["applicationStatuses"]
@@ -298,18 +292,15 @@ async def _async(value: Any) -> Any:
     return value
 
 
-async def _names_are(op: Operator, names: list[str]) -> bool:
-    return sorted(c["metadata"]["name"] for c in await op.clusters("svc")) == sorted(names)
-
-
 async def _gone(op: Operator, name: str) -> bool:
     return await op.rayservice(name) is None
 
 
-async def _ready_message_has(op: Operator, name: str, text: str) -> dict[str, Any] | None:
+async def _message_has(op: Operator, name: str, kind: str, text: str) -> dict[str, Any] | None:
+    """The RayService once its `kind` condition's message contains `text`."""
     obj = await op.rayservice(name)
     for c in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if c["type"] == "Ready" and text in c.get("message", ""):
+        if c["type"] == kind and text in c.get("message", ""):
             return obj
     return None
 
@@ -335,13 +326,13 @@ async def test_an_upgrade_that_cannot_finish_says_why_and_is_abandoned_after_its
 
             await replace_spec(op, "bounded", unpullable)
             stuck = await op.wait(
-                lambda: _upgrade_message_has(op, "bounded", "ImagePullBackOff"), 60, "the why"
+                lambda: _message_has(op, "bounded", "UpgradeInProgress", "ImagePullBackOff"), 60, "the why"
             )
             pending = stuck["status"]["pendingServiceStatus"]["rayClusterName"]
             assert any("ImagePullBackOff" in e["note"] for e in await op.events("PendingRayClusterNotReady"))
 
             abandoned = await op.wait(
-                lambda: _upgrade_message_has(op, "bounded", "abandoned"), 60, "abandoned"
+                lambda: _message_has(op, "bounded", "UpgradeInProgress", "abandoned"), 60, "abandoned"
             )
             upgrade = next(c for c in abandoned["status"]["conditions"] if c["type"] == "UpgradeInProgress")
             assert (upgrade["status"], upgrade["reason"]) == ("False", "NoPendingCluster")
@@ -365,14 +356,6 @@ async def test_an_upgrade_that_cannot_finish_says_why_and_is_abandoned_after_its
             assert next(c for c in still["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
         finally:
             await standin.stop()
-
-
-async def _upgrade_message_has(op: Operator, name: str, text: str) -> dict[str, Any] | None:
-    obj = await op.rayservice(name)
-    for c in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if c["type"] == "UpgradeInProgress" and text in c.get("message", ""):
-            return obj
-    return None
 
 
 async def _cluster_names_are(op: Operator, service: str, names: list[str]) -> bool:
@@ -415,10 +398,6 @@ async def test_the_initializing_timeout_fails_the_service_for_good(localkube):
             assert not failed["status"].get("pendingServiceStatus", {}).get("rayClusterName")
             [event] = await op.events("RayServiceInitializingTimeout")
             assert event["type"] == "Warning"
-            await op.wait(lambda: _async_clusters_gone(op, "late"), 90, "its cluster deleted")
+            await op.wait(lambda: _cluster_names_are(op, "late", []), 90, "its cluster deleted")
         finally:
             await standin.stop()
-
-
-async def _async_clusters_gone(op: Operator, name: str) -> bool:
-    return await op.clusters(name) == []
