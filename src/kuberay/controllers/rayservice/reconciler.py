@@ -50,6 +50,7 @@ from kuberay.controllers.rayservice import status as st
 from kuberay.controllers.rayservice.serving import (
     ServeConfigCache,
     ServeOutcome,
+    ServeUpdateError,
     config_body,
     reconcile_serve,
 )
@@ -635,7 +636,7 @@ class _Pass:
                 target_capacity=target_capacity,
             )
         except DashboardError as e:
-            if submit and str(e).startswith("fail to create / update Serve applications"):
+            if isinstance(e, ServeUpdateError):
                 ns = self.key.namespace
                 self._event(WARNING, "FailedToUpdateServeApplications",
                             f"Failed to update serve applications to the RayCluster {ns}/{name}: {e}", "Update")  # fmt: skip

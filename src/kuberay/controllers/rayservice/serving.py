@@ -28,6 +28,11 @@ TROUBLESHOOTING = (
 )
 
 
+class ServeUpdateError(DashboardError):
+    """Submitting `serveConfigV2` failed (upstream's longer message): the failure the controller reports
+    with a `FailedToUpdateServeApplications` Event."""
+
+
 class ServeConfigCache:
     """The last `serveConfigV2` submitted per (RayService, cluster); the least recently used RayServices
     are forgotten past `size` (an operator restart forgets everything, so configs are re-submitted once)."""
@@ -124,7 +129,7 @@ async def reconcile_serve(
     target_capacity: int | None = None,
 ) -> ServeOutcome:
     """Reads the cluster's applications, then submits the config if it is due. DashboardError when a call
-    fails (the update error is upstream's longer message)."""
+    fails (ServeUpdateError, with upstream's longer message, when the submission does)."""
     details = await client.get_serve_details()
     statuses = application_statuses(details)
     ready = bool(statuses) and all(app["status"] == ApplicationStatus.RUNNING for app in statuses.values())
@@ -136,7 +141,7 @@ async def reconcile_serve(
     try:
         await client.update_serve_applications(config_body(serve_config_v2, target_capacity))
     except DashboardError as e:
-        raise DashboardError(
+        raise ServeUpdateError(
             f"fail to create / update Serve applications. If you observe this error consistently, please "
             f"check {TROUBLESHOOTING} for more details. err: {e}"
         ) from e

@@ -7,13 +7,20 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from kuberay.api.rayservice import ClusterUpgradeOptions
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice import status as st
-from kuberay.controllers.rayservice.serving import ServeOutcome, config_body
-from kuberay.rayclient.dashboard import DashboardError
+from kuberay.controllers.rayservice.serving import (
+    ServeConfigCache,
+    ServeOutcome,
+    ServeUpdateError,
+    config_body,
+    reconcile_serve,
+)
+from kuberay.rayclient.dashboard import DashboardClient, DashboardError
 
 HASH = "ray.io/hash-without-replicas-and-workers-to-delete"
 NOW = "2026-01-01T00:00:00Z"
@@ -136,6 +143,28 @@ def test_the_put_body_is_the_yaml_as_json_with_target_capacity() -> None:
     assert config_body("") == {}
     with pytest.raises(DashboardError, match="failed to unmarshal serveConfigV2"):
         config_body("- a list")
+
+
+def dashboard(*, get: int = 200, put: int = 200) -> DashboardClient:
+    """A dashboard with no Serve application yet that answers GET and PUT with the given codes."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(get, json={"applications": {}})
+        return httpx.Response(put, text="no")
+
+    return DashboardClient(httpx.AsyncClient(transport=httpx.MockTransport(answer)), "http://head:8265")
+
+
+async def test_only_a_failed_submission_is_a_serve_update_error() -> None:
+    # The controller reports FailedToUpdateServeApplications for this error type alone.
+    with pytest.raises(ServeUpdateError, match="^fail to create / update Serve applications"):
+        await reconcile_serve(dashboard(put=500), ServeConfigCache(), "ns/svc", "c", "applications: []")
+    with pytest.raises(DashboardError) as read_failure:
+        await reconcile_serve(dashboard(get=500), ServeConfigCache(), "ns/svc", "c", "applications: []")
+    assert not isinstance(read_failure.value, ServeUpdateError)
+    submitted = await reconcile_serve(dashboard(), ServeConfigCache(), "ns/svc", "c", "applications: []")
+    assert submitted.submitted and not submitted.ready
 
 
 OPTIONS = ClusterUpgradeOptions.model_validate(
