@@ -383,7 +383,7 @@ async def test_exclude_head_pod_from_serve_svc_serves_from_the_workers_only(loca
 
 async def test_the_initializing_timeout_fails_the_service_for_good(localkube):
     async with operator(localkube) as op:
-        service = small_service(op.namespace, name="late")
+        service = small_service(op.namespace, name="late", rayClusterDeletionDelaySeconds=0)
         service["metadata"]["annotations"] = {"ray.io/initializing-timeout": "5s"}
         standin = await standin_for(service, failing={"fruit.deployment_graph": "ImportError: never"})
         try:
