@@ -678,7 +678,7 @@ class _Pass:
         )
         await self.reconcile_service(head)
         if self.incremental:
-            return  # per-cluster serve Services are the Gateway's backends (incremental.reconcile_traffic)
+            return  # per-cluster serve Services are the Gateway's backends (_per_cluster_serve_service)
         try:
             serve = service_builder.build_rayservice_serve_service(self.model, model, self.r.options.gates)
         except service_builder.ServiceBuildError as e:
