@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -11,19 +10,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from integration.runtime.kube import client_for, new_namespace
-from kuberay.api.config import Configuration
-from kuberay.api.settings import Environment, OperatorSettings
-from kuberay.controllers.raycluster import setup as raycluster_setup
+from integration.inprocess import running_operator, wait_for
 from kuberay.controllers.rayjob import setup as rayjob_setup
 from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB, RayJobReconciler
-from kuberay.operator.registry import CACHE_SELECTORS
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.clock import SystemClock
 from kuberay.runtime.events import EventRecorder
 from kuberay.runtime.manager import Manager
-from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.resources import EVENT, Resource
 
 IMAGE = "rayproject/ray:2.46.0"
@@ -86,15 +79,7 @@ class Operator:
         return await self.get(RAYCLUSTER, name)
 
     async def wait(self, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
-        """Polls `probe` until it returns something truthy (a bound on waiting, not a measurement)."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            value = await probe()
-            if value:
-                return value
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"not reached within {timeout}s; last: {value!r}")
-            await asyncio.sleep(0.2)
+        return await wait_for(probe, timeout)
 
     async def wait_status(self, name: str = "job", timeout: float = 60.0, **want: Any) -> dict[str, Any]:
         """Waits until the RayJob's status has every `want` field; returns the RayJob."""
@@ -122,26 +107,6 @@ class Operator:
 async def operator(
     localkube: Any, environ: Mapping[str, str] | None = None, **config: Any
 ) -> AsyncIterator[Operator]:
-    client = client_for(localkube)
-    namespace = await new_namespace(client)
-    registry = CollectorRegistry()
-    clock = SystemClock()
-    recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=clock)
-    manager = Manager(client, RuntimeMetrics(registry), namespaces=[namespace], selectors=CACHE_SELECTORS,
-                      recorder=recorder, clock=clock)  # fmt: skip
-    settings = OperatorSettings(
-        config=Configuration(enable_metrics=True, **config),
-        environment=Environment.from_mapping(environ or {}),
-        kubeconfig=str(localkube.kubeconfig),
-    )
-    raycluster_setup.install(manager, settings)
-    reconciler = rayjob_setup.install(manager, settings)
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.run(stop))
-    try:
-        await asyncio.wait_for(manager.wait_synced(), 30)
-        yield Operator(client, namespace, manager, reconciler, registry, recorder)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 60)
-        await client.close()
+    async with running_operator(localkube, rayjob_setup.install, environ=environ, **config) as run:
+        (namespace,) = run.namespaces
+        yield Operator(run.client, namespace, run.manager, run.reconciler, run.registry, run.recorder)

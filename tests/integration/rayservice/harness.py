@@ -24,20 +24,14 @@ from typing import Any
 import uvicorn
 from prometheus_client import CollectorRegistry
 
-from integration.runtime.kube import client_for, new_namespace
-from kuberay.api.config import Configuration
+from integration.inprocess import running_operator, wait_for
 from kuberay.api.features import FeatureGates
-from kuberay.api.settings import Environment, OperatorSettings
-from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.controllers.rayservice import setup as rayservice_setup
 from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE, RayServiceReconciler
-from kuberay.operator.registry import CACHE_SELECTORS
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.clock import SystemClock
 from kuberay.runtime.events import EVENTS_V1, EventRecorder
 from kuberay.runtime.manager import Manager
-from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.resources import Resource
 
 _next_address = iter(range(1, 250))
@@ -162,15 +156,7 @@ class Operator:
         return list(listed.items)
 
     async def wait(self, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0, what: str = "") -> Any:
-        """Polls `probe` until it returns something truthy (a bound on waiting, not a measurement)."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            value = await probe()
-            if value:
-                return value
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"{what or 'condition'} not reached within {timeout}s; last: {value!r}")
-            await asyncio.sleep(0.2)
+        return await wait_for(probe, timeout, what)
 
     async def wait_condition(
         self,
@@ -215,30 +201,16 @@ async def operator(
     namespaces: int = 1,
     **config: Any,
 ) -> AsyncIterator[Operator]:
-    client = client_for(localkube)
-    names = [await new_namespace(client) for _ in range(namespaces)]
-    registry = CollectorRegistry()
-    clock = SystemClock()
-    recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=clock)
-    manager = Manager(client, RuntimeMetrics(registry), namespaces=names, selectors=CACHE_SELECTORS,
-                      recorder=recorder, clock=clock)  # fmt: skip
-    settings = OperatorSettings(
-        config=Configuration(enable_metrics=True, use_kubernetes_proxy=True, **config),
-        feature_gates=gates or FeatureGates(),
-        environment=Environment.from_mapping(environ or {}),
-        kubeconfig=str(localkube.kubeconfig),
-    )
-    raycluster_setup.install(manager, settings)
-    reconciler = rayservice_setup.install(manager, settings)
-    stop = asyncio.Event()
-    task = asyncio.create_task(manager.run(stop))
-    try:
-        await asyncio.wait_for(manager.wait_synced(), 30)
-        yield Operator(client, names, manager, reconciler, registry, recorder)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 60)
-        await client.close()
+    async with running_operator(
+        localkube,
+        rayservice_setup.install,
+        namespaces=namespaces,
+        environ=environ,
+        gates=gates,
+        use_kubernetes_proxy=True,
+        **config,
+    ) as run:
+        yield Operator(run.client, run.namespaces, run.manager, run.reconciler, run.registry, run.recorder)
 
 
 def with_name(obj: dict[str, Any], namespace: str, name: str | None = None) -> dict[str, Any]:
