@@ -64,7 +64,7 @@ from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import POD, SERVICE, ObjectKey, Resource
-from kubesemantics.goparse import GoParseError, atoi, parse_duration
+from kubesemantics.goparse import GoParseError, atoi, format_seconds, parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -998,12 +998,4 @@ def _initializing_timeout(value: str | None) -> timedelta | None:
 
 
 def _go_duration(delta: timedelta) -> str:
-    """Go's `Duration.String()` at second resolution (`1h2m3s`, `45s`)."""
-    total = int(delta.total_seconds())
-    hours, rest = divmod(total, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{seconds}s"
-    if minutes:
-        return f"{minutes}m{seconds}s"
-    return f"{seconds}s"
+    return format_seconds(int(delta.total_seconds()))
