@@ -6,10 +6,11 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-import kubernetes_validate
+import jsonschema
 import pytest
 import yaml
 
+import k8s_schemas
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import RayJob
@@ -17,7 +18,6 @@ from kuberay.api.rayservice import RayService
 from kuberay.builders import ingress, networkpolicy, pvc, rbac, secret, service, submitter
 from shared import UPSTREAM_SAMPLES
 
-KUBERNETES_VERSION = "1.37"
 KINDS = ("RayCluster", "RayJob", "RayService")
 GATE_SETS = (FeatureGates(), FeatureGates({Feature.SIDECAR_SUBMITTER_RESTART: True}))
 UID = "2c1b7d0e-0000-4000-8000-000000000000"
@@ -120,8 +120,8 @@ def rayjob_objects(owner: dict[str, Any], name: str) -> Iterator[dict[str, Any]]
 
 def validate(obj: dict[str, Any]) -> None:
     try:
-        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-    except kubernetes_validate.ValidationError as error:
+        k8s_schemas.validate(obj)
+    except jsonschema.ValidationError as error:
         pytest.fail(f"{obj['kind']} {obj['metadata'].get('name')}: {error.message} at {list(error.path)}")
 
 
