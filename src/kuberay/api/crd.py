@@ -381,9 +381,15 @@ def render_manifest(manifest: dict[str, Any]) -> str:
 
 def render_yaml() -> str:
     """All four CRDs as one multi-document YAML stream."""
-    return "".join(render_manifest(manifest) for manifest in _manifests())
+    return "".join(text for _, text in _rendered())
 
 
 def render_files() -> dict[str, str]:
     """Each CRD's file name under `deploy/crds/` (as upstream names it) and its content."""
-    return {file_name(manifest): render_manifest(manifest) for manifest in _manifests()}
+    return dict(_rendered())
+
+
+@functools.cache
+def _rendered() -> tuple[tuple[str, str], ...]:
+    # Rendering the four schemas as YAML takes seconds (PyYAML represents in Python even with libyaml).
+    return tuple((file_name(manifest), render_manifest(manifest)) for manifest in _manifests())
