@@ -4,6 +4,7 @@ version source."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import sys
@@ -45,20 +46,25 @@ def _imported_modules() -> set[str]:
     return modules - OWN - set(sys.stdlib_module_names) - {"__future__"}
 
 
-def _distribution(module: str) -> str:
-    """The distribution that installs `module` (lightkube's package is shared with lightkube-models)."""
-    candidates = importlib.metadata.packages_distributions()[module]
-    return _canonical(module if _canonical(module) in map(_canonical, candidates) else candidates[0])
+@functools.cache
+def _imported_distributions() -> frozenset[str]:
+    """The distributions that install what src/ imports (lightkube's package is shared with
+    lightkube-models, so a distribution named as the module wins)."""
+    installers = importlib.metadata.packages_distributions()  # a scan of every installed distribution
+
+    def distribution(module: str) -> str:
+        candidates = installers[module]
+        return _canonical(module if _canonical(module) in map(_canonical, candidates) else candidates[0])
+
+    return frozenset(distribution(module) for module in _imported_modules())
 
 
 def test_every_imported_distribution_is_declared() -> None:
-    imported = {_distribution(module) for module in _imported_modules()}
-    assert imported - _declared() == set()
+    assert _imported_distributions() - _declared() == set()
 
 
 def test_every_declared_distribution_is_imported() -> None:
-    imported = {_distribution(module) for module in _imported_modules()}
-    assert _declared() - imported == set(NOT_IMPORTED)
+    assert _declared() - _imported_distributions() == set(NOT_IMPORTED)
 
 
 def test_one_version_source() -> None:
