@@ -47,10 +47,11 @@ def _sample_files() -> tuple[list[Path], list[Path]]:
 def test_every_upstream_sample_applies_client_side_then_server_side(kubectl: Kubectl, namespace: str) -> None:
     applied, created = _sample_files()
     files = [arg for path in applied for arg in ("-f", str(path))]
-    kubectl("apply", "-n", namespace, *files)
+    # ~100 samples through admission (CEL included), an object at a time: minutes on a loaded machine.
+    kubectl("apply", "-n", namespace, *files, timeout=300)
     for path in created:
         kubectl("create", "-n", namespace, "-f", str(path))
-    kubectl("apply", "--server-side", "--force-conflicts", "-n", namespace, *files)
+    kubectl("apply", "--server-side", "--force-conflicts", "-n", namespace, *files, timeout=300)
     names = {
         (d["kind"], d["metadata"]["name"])
         for path in applied
