@@ -11,6 +11,9 @@ One pass (`reconcile(key)`), upstream's order:
    pass repeated after a failed status write never makes a second RayJob for a tick), then write
    `status.lastScheduleTime = tick` and requeue at the tick after it.
 
+A schedule that validates but names no existing time (`0 0 30 2 *`) fails every pass with
+`schedule.NeverFires` (logged, retried with backoff), as upstream's fails every pass.
+
 Missed ticks (the operator was down, the RayCronJob was suspended across ticks): one tick per pass, the oldest
 first. The status write is itself a change of the watched RayCronJob, which brings the next pass at once, so
 every missed tick gets its RayJob, one after another, with no cap and none skipped, as upstream.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from kubesemantics.goparse import parse_duration
 
@@ -38,6 +38,10 @@ _DESCRIPTORS = {
 _EVERY = "@every "
 _DAY_OF_MONTH, _DAY_OF_WEEK = 2, 4
 _SYSTEM_ZONE_FILE = Path("/etc/localtime")
+
+
+class NeverFires(ValueError):
+    """A valid schedule that names no existing time (``0 0 30 2 *``, February 30th)."""
 
 
 class Schedule(Protocol):
@@ -64,9 +68,18 @@ class WallClock:
     zone: tzinfo
 
     def next(self, after: datetime) -> datetime:
-        start = _whole_second(after).astimezone(self.zone)
-        fire: datetime = croniter(self.expression, start).get_next(datetime)
-        return fire.astimezone(UTC)
+        fire = _whole_second(after).astimezone(self.zone)
+        while True:
+            try:
+                found: datetime = croniter(self.expression, fire).get_next(datetime)
+            except CroniterBadDateError:
+                # robfig gives up after five years too (and upstream then fails on every pass).
+                raise NeverFires(f"the schedule {self.expression!r} has no fire time after {after}") from None
+            fire = found
+            # A wall-clock time that a spring-forward skips does not happen that day (robfig), while
+            # croniter moves it past the gap: such a fire no longer matches, and the search goes on.
+            if croniter.match(self.expression, fire.replace(tzinfo=None)):
+                return fire.astimezone(UTC)
 
 
 def parse(schedule: str, zone: tzinfo) -> Schedule:

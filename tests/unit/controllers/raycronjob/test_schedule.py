@@ -70,3 +70,33 @@ def test_zone_names_are_gos() -> None:
     assert schedule.zone_named("", local) is UTC
     assert schedule.zone_named("Local", local) is local
     assert schedule.zone_named("Europe/Berlin", local) == ZoneInfo("Europe/Berlin")
+
+
+# robfig/cron's own daylight-saving table (its spec_test.go), seconds field dropped: a time that a
+# spring-forward skips does not happen that day; an hour that a fall-back repeats fires twice.
+@pytest.mark.parametrize(
+    ("after", "zone", "expression", "fires"),
+    [
+        ("2012-03-11T00:00:00-05:00", "America/New_York", "30 2 11 Mar *", "2013-03-11T02:30:00-04:00"),
+        ("2012-03-11T01:00:00-05:00", "America/New_York", "0 * * * *", "2012-03-11T03:00:00-04:00"),
+        ("2012-03-11T01:00:00-05:00", "America/New_York", "0 1 * * *", "2012-03-12T01:00:00-04:00"),
+        ("2012-03-11T00:00:00-05:00", "America/New_York", "0 2 * * *", "2012-03-12T02:00:00-04:00"),
+        ("2012-11-04T00:00:00-04:00", "America/New_York", "30 2 04 Nov *", "2012-11-04T02:30:00-05:00"),
+        ("2012-11-04T01:45:00-04:00", "America/New_York", "30 1 04 Nov *", "2012-11-04T01:30:00-05:00"),
+        ("2012-11-04T01:00:00-04:00", "America/New_York", "0 * * * *", "2012-11-04T01:00:00-05:00"),
+        ("2012-11-04T01:00:00-04:00", "America/New_York", "0 1 * * *", "2012-11-04T01:00:00-05:00"),
+        ("2012-11-04T01:00:00-05:00", "America/New_York", "0 1 * * *", "2012-11-05T01:00:00-05:00"),
+        ("2012-11-04T00:00:00-04:00", "America/New_York", "0 2 * * *", "2012-11-04T02:00:00-05:00"),
+        ("2012-11-04T00:00:00-04:00", "America/New_York", "0 3 3 * *", "2012-12-03T03:00:00-05:00"),
+        ("2018-10-17T05:00:00-04:00", "America/Sao_Paulo", "0 9 10 * *", "2018-11-10T06:00:00-05:00"),
+        ("2018-02-14T05:00:00-05:00", "America/Sao_Paulo", "0 9 22 * *", "2018-02-22T07:00:00-05:00"),
+    ],
+)
+def test_daylight_saving_as_robfig(after: str, zone: str, expression: str, fires: str) -> None:
+    fire = schedule.parse(expression, ZoneInfo(zone)).next(datetime.fromisoformat(after))
+    assert fire == datetime.fromisoformat(fires)
+
+
+def test_a_valid_schedule_that_never_fires_says_so() -> None:
+    with pytest.raises(schedule.NeverFires, match="'0 0 30 2 \\*' has no fire time after"):
+        schedule.parse("0 0 30 2 *", UTC).next(at("2024-01-01T00:00:00"))
