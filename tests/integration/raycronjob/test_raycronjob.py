@@ -20,7 +20,9 @@ from kuberay.controllers.raycronjob import setup as raycronjob_setup
 from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB, RAYJOB, RayCronJobReconciler
 from kuberay.runtime import errors
 from kuberay.runtime.clock import FakeClock
+from kuberay.runtime.controller import Result
 from kuberay.runtime.events import EVENTS_V1
+from kuberay.runtime.resources import ObjectKey
 from shared import UPSTREAM_SAMPLES
 
 GATE_ON = FeatureGates({Feature.RAY_CRON_JOB: True})
@@ -152,6 +154,24 @@ async def test_missed_ticks_are_made_one_after_another(localkube: Any) -> None:
         await op.advance_to(missed[-1] + timedelta(minutes=2))
         await op.wait_rayjobs({f"cron-{minutes(tick)}" for tick in missed})
         await op.wait_last_schedule(missed[-1])
+
+
+async def test_a_pass_asks_to_be_run_again_at_the_next_tick(localkube: Any) -> None:
+    """Upstream's example: `*/5 * * * *`, now 30 s past the first tick: its RayJob, then a requeue of 4m30s."""
+    async with operator(localkube) as op:
+        cron = await op.create(cronjob(op.namespace, schedule="*/5 * * * *"))
+        created = at(cron["metadata"]["creationTimestamp"])
+        tick = created.replace(minute=created.minute - created.minute % 5, second=0) + timedelta(minutes=5)
+        await op.advance_to(tick + timedelta(seconds=30))
+        await op.wait_rayjobs({f"cron-{minutes(tick)}"})
+        key = ObjectKey(op.namespace, "cron")
+        cache = op.run.manager.cache(RAYCRONJOB)
+
+        async def cached() -> bool:
+            return ((cache.get(key) or {}).get("status") or {}).get("lastScheduleTime") == rfc3339(tick)
+
+        await wait_for(cached, what="the status write in the cache")
+        assert await op.run.reconciler.reconcile(key) == Result(requeue_after=270.0)
 
 
 async def test_suspend_holds_back_new_rayjobs_and_resuming_makes_the_missed_ones(localkube: Any) -> None:
