@@ -20,7 +20,7 @@ from kuberay.api.settings import Environment, OperatorSettings
 from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.operator.registry import CACHE_SELECTORS
 from kuberay.runtime.client import Client
-from kuberay.runtime.clock import SystemClock
+from kuberay.runtime.clock import Clock, SystemClock
 from kuberay.runtime.events import EventRecorder
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.metrics import RuntimeMetrics
@@ -46,14 +46,15 @@ async def running_operator(
     namespaces: int = 1,
     environ: Mapping[str, str] | None = None,
     gates: FeatureGates | None = None,
+    clock: Clock | None = None,
     **config: Any,
 ) -> AsyncIterator[Running[R]]:
     """The RayCluster controller and `install`'s controller (its reconciler returned) in one manager, its
-    caches synced; `config` are the operator's flags."""
+    caches synced; `config` are the operator's flags; `clock` (a FakeClock, say) drives its time."""
     client = client_for(localkube)
     names = [await new_namespace(client) for _ in range(namespaces)]
     registry = CollectorRegistry()
-    clock = SystemClock()
+    clock = clock or SystemClock()
     recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=clock)
     manager = Manager(client, RuntimeMetrics(registry), namespaces=names, selectors=CACHE_SELECTORS,
                       recorder=recorder, clock=clock)  # fmt: skip

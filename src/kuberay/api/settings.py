@@ -10,7 +10,8 @@
         ├── pods          PodEnvironment: what shapes every Ray pod and head Service
         ├── raycluster    RayClusterEnvironment
         ├── rayjob        RayJobEnvironment
-        └── rayservice    RayServiceEnvironment
+        ├── rayservice    RayServiceEnvironment
+        └── raycronjob    RayCronJobEnvironment
 
 `kuberay.operator.settings` builds the tree once (flags, config file, `os.environ`); controllers receive it
 as an argument and nothing below the operator reads the environment. Every environment variable is declared
@@ -35,6 +36,7 @@ from typing import Any, Final
 from kuberay.api import constants
 from kuberay.api.config import Configuration
 from kuberay.api.features import FeatureGates
+from kubesemantics import goparse
 
 DEFAULT_RECONCILE_TIMEOUT_SECONDS: Final = 300.0
 DEFAULT_RAYJOB_CLUSTER_START_TIMEOUT_SECONDS: Final = 300
@@ -210,6 +212,27 @@ class RayServiceEnvironment:
     )
 
 
+def _zone_name(raw: str) -> str:
+    # glibc's and Go's TZ may start with ':' before the zone name.
+    name = raw.removeprefix(":")
+    try:
+        goparse.load_location(name)
+    except goparse.GoParseError as e:
+        raise ValueError(str(e)) from None
+    return name
+
+
+@dataclass(frozen=True)
+class RayCronJobEnvironment:
+    local_time_zone: str = _variable(
+        "TZ",
+        "Local",
+        _zone_name,
+        "an IANA time zone name; unset: the machine's zone (/etc/localtime), as Go's time.Local",
+        "the operator's local time zone: a RayCronJob without spec.timeZone is scheduled in it",
+    )
+
+
 @dataclass(frozen=True)
 class Environment:
     """The operator's environment variables, by the part of the operator that reads them."""
@@ -218,6 +241,7 @@ class Environment:
     raycluster: RayClusterEnvironment = field(default_factory=RayClusterEnvironment)
     rayjob: RayJobEnvironment = field(default_factory=RayJobEnvironment)
     rayservice: RayServiceEnvironment = field(default_factory=RayServiceEnvironment)
+    raycronjob: RayCronJobEnvironment = field(default_factory=RayCronJobEnvironment)
 
     @classmethod
     def branches(cls) -> Iterator[tuple[str, type[Any]]]:

@@ -15,6 +15,7 @@ from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
 from kuberay.controllers import networkpolicy, unhandled
 from kuberay.controllers.raycluster import setup as raycluster_setup
+from kuberay.controllers.raycronjob import setup as raycronjob_setup
 from kuberay.controllers.rayjob import setup as rayjob_setup
 from kuberay.controllers.rayservice import setup as rayservice_setup
 from kuberay.runtime.manager import Manager
@@ -43,6 +44,7 @@ BUILTIN: tuple[ControllerSetup, ...] = (
     ControllerSetup("raycluster", raycluster_setup.install),
     ControllerSetup("rayjob", rayjob_setup.install),
     ControllerSetup("rayservice", rayservice_setup.install),
+    ControllerSetup("raycronjob", raycronjob_setup.install, raycronjob_setup.enabled),
     ControllerSetup("networkpolicy", networkpolicy.install, _network_policy_gate),
     ControllerSetup("unhandled", unhandled.install),
 )
