@@ -42,11 +42,13 @@ CRDS = Path(__file__).with_name("gateway-api-crds.yaml")
 READY = {"type": "Accepted", "status": "True"}
 
 
-def incremental_service(namespace: str, name: str, step: int = 25, surge: int = 50) -> dict[str, Any]:
+def incremental_service(
+    namespace: str, name: str, step: int = 25, surge: int = 50, interval: int = 1
+) -> dict[str, Any]:
     (service,) = [d for d in yaml.safe_load_all(SAMPLE.read_text()) if d]
     service["metadata"] = {"name": name, "namespace": namespace}
     options = service["spec"]["upgradeStrategy"]["clusterUpgradeOptions"]
-    options.update(stepSizePercent=step, maxSurgePercent=surge, intervalSeconds=1)
+    options.update(stepSizePercent=step, maxSurgePercent=surge, intervalSeconds=interval)
     service["spec"]["rayClusterDeletionDelaySeconds"] = 1
     return service
 
@@ -96,9 +98,9 @@ async def weights(op: Operator, name: str) -> dict[str, int]:
     return {b["name"]: b["weight"] for b in backends}
 
 
-async def _start(localkube: Any, op: Operator, name: str) -> tuple[ServeStandIn, str]:
+async def _start(localkube: Any, op: Operator, name: str, interval: int = 1) -> tuple[ServeStandIn, str]:
     localkube.apply(doc for doc in yaml.safe_load_all(CRDS.read_text()) if doc)
-    service = incremental_service(op.namespace, name)
+    service = incremental_service(op.namespace, name, interval=interval)
     address = standin_address()
     standin = ServeStandIn(address, pin_head(service["spec"], address))
     await standin.start()
@@ -155,14 +157,16 @@ async def test_traffic_and_capacity_move_in_steps_then_the_new_cluster_is_promot
 
 async def test_returning_to_the_active_spec_rolls_back_to_it(localkube):
     async with operator(localkube) as op, accept_gateway_objects(op, "back"):
-        standin, first = await _start(localkube, op, "back")
+        # Each step waits out the interval: with 10 s the upgrade is seconds at 25% and tens of seconds from
+        # done when the spec is reverted (with 1 s it could finish first on a loaded machine: no rollback).
+        standin, first = await _start(localkube, op, "back", interval=10)
         try:
             await replace_spec(op, "back", lambda obj: set_env(obj, "v2"))
             upgrading = await op.wait_condition("back", "UpgradeInProgress", "True", timeout=30)
             second = upgrading["status"]["pendingServiceStatus"]["rayClusterName"]
             await op.wait(lambda: _pending_weight_at_least(op, "back", second, 25), 60, "some traffic moved")
 
-            await replace_spec(op, "back", _drop_env)
+            await replace_spec(op, "back", _revert_quickly)
             rolling = await op.wait_condition("back", "RollbackInProgress", "True", timeout=30)
             rollback = next(c for c in rolling["status"]["conditions"] if c["type"] == "RollbackInProgress")
             assert (rollback["reason"], rollback["message"]) == (
@@ -184,6 +188,11 @@ async def test_returning_to_the_active_spec_rolls_back_to_it(localkube):
             await op.wait(lambda: _only(op, "back", first), 60, "the pending cluster deleted")
         finally:
             await standin.stop()
+
+
+def _revert_quickly(obj: dict[str, Any]) -> None:
+    _drop_env(obj)
+    obj["spec"]["upgradeStrategy"]["clusterUpgradeOptions"]["intervalSeconds"] = 1
 
 
 def _drop_env(obj: dict[str, Any]) -> None:
