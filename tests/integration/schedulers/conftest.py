@@ -1,4 +1,4 @@
-"""One localkube for the module's tests that stands in for Volcano and scheduler-plugins
+"""One localkube for this package's tests that stands in for Volcano and scheduler-plugins
 (`--schedulers default-scheduler,volcano,scheduler-plugins-scheduler`: their pods are gang-scheduled,
 YuniKorn's and KAI's stay Pending as where those schedulers do not run), with the ray.io CRDs and the
 foreign CRDs of `crds/` installed. Each test runs its own in-process operator (the batch scheduler is
@@ -19,7 +19,7 @@ REPO = HERE.parents[2]
 SCHEDULERS = "default-scheduler,volcano,scheduler-plugins-scheduler"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def gang_localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubeProcess]:
     server = LocalKubeProcess(
         tmp_path_factory.mktemp("localkube-gang"), extra_args=["--schedulers", SCHEDULERS]
