@@ -14,7 +14,7 @@ import pytest
 from integration.inprocess import wait_for
 from integration.rayjob.harness import Operator, operator
 from kuberay.api.features import FeatureGates
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER
+from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.resources import JOB, POD, ObjectKey
@@ -378,3 +378,15 @@ async def test_a_missing_podgroup_crd_is_reported_once_and_pods_wait(localkube: 
         await pods_of(op, "rc", 4)
         (event,) = await op.events("BatchSchedulerCRDNotInstalled")
         assert event.get("count", 1) == 1
+
+
+async def test_volcano_rayjob_suspended_gives_its_group_back(gang_localkube: Any) -> None:
+    async with operator(gang_localkube, batch_scheduler="volcano") as op:
+        await op.create(rayjob(op.namespace, "sus", {}, "K8sJobMode", shutdownAfterJobFinishes=True))
+        await op.wait_status("sus", jobDeploymentStatus="Running")
+        await op.client.patch(RAYJOB, "sus", {"spec": {"suspend": True}}, op.namespace)
+        await op.wait_status("sus", jobDeploymentStatus="Suspended")
+        group = await get(op, volcano.PODGROUP, "ray-sus-pg")
+        assert group is not None
+        assert (group["spec"]["minMember"], group["spec"]["minResources"]) == (0, {})
+        assert await op.wait(lambda: op.events("BatchSchedulerCleanedUp"))
