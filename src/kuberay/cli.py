@@ -60,6 +60,13 @@ def local_up(
     feature_gates: Annotated[
         str, typer.Option(help="The operator's feature gates, e.g. RayCronJob=true.")
     ] = "",
+    schedulers: Annotated[
+        str,
+        typer.Option(
+            help="The schedulerNames localkube schedules, e.g. default-scheduler,volcano (gang-schedules "
+            "Volcano's and scheduler-plugins-scheduler's PodGroups); other schedulers' pods stay Pending."
+        ),
+    ] = "default-scheduler",
     log_format: Annotated[
         LogFormat, typer.Option(help="The launcher's and the operator's log lines: console or JSON.")
     ] = LogFormat.console,
@@ -78,6 +85,7 @@ def local_up(
         port=port,
         node_mode=node_mode.value,
         feature_gates=feature_gates,
+        schedulers=schedulers,
         log_format=log_format.value,
         operator_args=tuple(context.args),
     )

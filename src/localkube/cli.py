@@ -34,6 +34,13 @@ def _parser() -> argparse.ArgumentParser:
         "none: the API server alone",
     )
     serve_command.add_argument(
+        "--schedulers",
+        default="default-scheduler",
+        help="comma-separated schedulerNames whose pods localkube schedules (default: default-scheduler); "
+        "`volcano` and `scheduler-plugins-scheduler` add gang scheduling of their PodGroups. Pods naming "
+        "another scheduler stay Pending",
+    )
+    serve_command.add_argument(
         "--compact-interval", type=float, default=60.0, help="seconds between compactions of the store"
     )
     serve_command.add_argument(
@@ -57,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             compact_interval_seconds=arguments.compact_interval,
             compact_keep=arguments.compact_keep,
             node_mode=arguments.node_mode,
+            schedulers=tuple(n.strip() for n in arguments.schedulers.split(",") if n.strip()),
         )
     )
 

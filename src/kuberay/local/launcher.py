@@ -58,6 +58,8 @@ class LocalOptions:
     port: int = 6443
     node_mode: str = "simulate"
     feature_gates: str = ""
+    # The schedulerNames localkube's scheduler stands in for (its `--schedulers`).
+    schedulers: str = "default-scheduler"
     log_format: str = "console"
     # Passed to kuberay-operator after the launcher's own flags, so they override them.
     operator_args: tuple[str, ...] = ()
@@ -110,7 +112,7 @@ def up(options: LocalOptions) -> int:
         kubeconfig.unlink(missing_ok=True)
         localkube = _spawn(
             [sys.executable, "-m", "localkube", "serve", "--data-dir", str(kubeconfig.parent),
-             "--port", str(options.port), "--node-mode", options.node_mode],
+             "--port", str(options.port), "--node-mode", options.node_mode, "--schedulers", options.schedulers],
             Path(state.logs["localkube"]),
         )  # fmt: skip
         children.append(localkube)

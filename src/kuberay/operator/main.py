@@ -33,6 +33,7 @@ from kuberay.runtime.leaderelection import (
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.metrics import RestClientMetrics, RuntimeMetrics
 from kuberay.runtime.serving import EndpointServer, Route, parse_bind_address
+from kuberay.schedulers import manager as schedulers
 
 log = logging.getLogger("setup")
 
@@ -76,6 +77,13 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
     if operator_settings.forced_cluster_upgrade:
         log.info("Deprecated feature flag forced-cluster-upgrade is enabled, which has no effect.")
     log.info("feature gates: %s", {f.value: operator_settings.feature_gates.enabled(f) for f in Feature})
+    if config.enable_batch_scheduler:
+        log.info(
+            "Feature flag enable-batch-scheduler is deprecated and will not be supported soon. "
+            "Use batch-scheduler instead. "
+        )
+    elif config.batch_scheduler:
+        log.info("Feature flag batch-scheduler is enabled (scheduler name %s)", config.batch_scheduler)
     kube = load_config(operator_settings.kubeconfig)
     clock = SystemClock()
     registry = CollectorRegistry()
@@ -99,6 +107,12 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
             retry_period=operator_settings.leader_election.retry_period,
         )
         elector = LeaderElector(client, lease, clock)
+    try:
+        await schedulers.check_served(operator_settings, client)
+    except schedulers.SchedulerSetupError as e:
+        log.error("unable to create batch scheduler manager: %s", e)
+        await client.close()
+        return 1
     namespaces = operator_settings.watch_namespaces
     log.info("watching %s", f"namespaces {namespaces}" if namespaces else "all namespaces")
     manager = Manager(

@@ -19,7 +19,7 @@ from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.job import JobController
 from localkube.controllers.replicaset import ReplicaSetController
 from localkube.controllers.runner import Controller, Runner
-from localkube.controllers.scheduler import Scheduler
+from localkube.controllers.scheduler import DEFAULT_SCHEDULER, Scheduler
 from localkube.controllers.serviceaccounts import ServiceAccountController
 from localkube.controllers.statefulset import StatefulSetController
 from localkube.node.apiaccess import ApiAccess
@@ -54,11 +54,13 @@ def cluster_controllers(
     node_mode: NodeMode = "simulate",
     data_dir: Path | None = None,
     api_access: ApiAccess | None = None,
+    schedulers: Iterable[str] = (DEFAULT_SCHEDULER,),
 ) -> ClusterRunner:
     """Registers the node and returns the runner of every in-process controller (not yet started).
 
     `data_dir` is required in process mode (container logs live under it); `api_access` is the API server as a
-    process-mode node's pods reach it (without, pods get no service-account credentials)."""
+    process-mode node's pods reach it (without, pods get no service-account credentials); `schedulers` are the
+    `spec.schedulerName`s localkube's scheduler stands in for."""
     store = resources.store
     api = ControllerApi(resources)
     kubelet: SimulatedKubelet | ProcessKubelet
@@ -76,7 +78,7 @@ def cluster_controllers(
     return ClusterRunner(
         store,
         [
-            Scheduler(store),
+            Scheduler(store, schedulers),
             kubelet,
             JobController(store, api),
             DeploymentController(store, api),

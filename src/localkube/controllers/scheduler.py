@@ -3,17 +3,24 @@
 A bind sets `spec.nodeName` and the `PodScheduled=True` condition in one write, as the binding
 subresource does. A pod no node fits stays Pending with `PodScheduled=False`, reason `Unschedulable` and
 kube-scheduler's message; it is tried again whenever a bound pod goes away or ends (resources freed), and
-every few seconds in case a node changed. Pods naming another `schedulerName` are left alone, as
-kube-scheduler leaves them to their own scheduler.
+every few seconds in case a node changed.
+
+It stands in for the schedulers named in `schedulers` (localkube's `--schedulers`; by default only
+`default-scheduler`). Pods naming any other `schedulerName` are left alone and stay Pending, as on a cluster
+where that scheduler does not run. For `volcano` and `scheduler-plugins-scheduler` it schedules gangs
+(`gang`): a PodGroup's pods are bound together once `minMember` of them fit, and the PodGroup's phase is
+recorded.
 """
 
 from __future__ import annotations
 
 import datetime
+from collections import defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
+from localkube.controllers import gang
 from localkube.controllers.scheduling import (
     NodeUsage,
     holds_resources,
@@ -31,10 +38,12 @@ UNSCHEDULABLE_RETRY = 5.0
 
 class Scheduler:
     name = "scheduler"
-    prefixes = (PODS_PREFIX, NODES_PREFIX)
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, schedulers: Iterable[str] = (DEFAULT_SCHEDULER,)) -> None:
         self._store = store
+        self._names = frozenset(schedulers)
+        self._gangs = {name: g for name, g in gang.GANGS.items() if name in self._names}
+        self.prefixes = (PODS_PREFIX, NODES_PREFIX, *(g.group_prefix for g in self._gangs.values()))
         self._nodes: dict[str, dict[str, Any]] = {}
         self._usage: dict[str, NodeUsage] = {}
         # What each bound pod that holds resources counts for, so that a change can be undone exactly.
@@ -42,6 +51,8 @@ class Scheduler:
         self._waiting: set[str] = set()
 
     def observe(self, event: Event) -> Iterable[str]:
+        if not event.key.startswith(PODS_PREFIX) and not event.key.startswith(NODES_PREFIX):
+            return list(self._waiting)  # a PodGroup changed: its pods may fit now
         if event.key.startswith(NODES_PREFIX):
             name = event.key.removeprefix(NODES_PREFIX)
             if event.type == "DELETED":
@@ -65,43 +76,107 @@ class Scheduler:
         if event.type == "DELETED":
             self._waiting.discard(event.key)
             return []
-        return [event.key] if _wants_us(pod) else []
+        return [event.key] if self._wants_us(pod) else []
 
     def reconcile(self, key: str) -> float | None:
         pod = self._store.get(key)
-        if pod is None or (pod.get("spec") or {}).get("nodeName") or not _wants_us(pod):
+        if pod is None or (pod.get("spec") or {}).get("nodeName") or not self._wants_us(pod):
             self._waiting.discard(key)
             return None
-        reasons = {
-            name: misfit(pod, node, self._usage_of(name)) for name, node in sorted(self._nodes.items())
-        }
+        gang_of = self._gangs.get(pod["spec"].get("schedulerName", DEFAULT_SCHEDULER))
+        if gang_of is not None and gang_of.group_of(pod):
+            return self._reconcile_gang(gang_of, pod)
+        reasons = self._misfits(pod, self._usage)
         chosen = next((name for name, why in reasons.items() if not why), None)
         if chosen is None:
-            self._waiting.add(key)
-            message = unschedulable_message(reasons)
-            _set_condition(pod, "False", "Unschedulable", message)
-            pod.setdefault("status", {})["phase"] = "Pending"
-            if pod != self._store.get(key):
-                self._store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
+            self._unschedulable(key, pod, unschedulable_message(reasons))
             return UNSCHEDULABLE_RETRY
+        self._bind(key, pod, chosen)
+        return None
+
+    def _wants_us(self, pod: dict[str, Any]) -> bool:
+        spec = pod.get("spec") or {}
+        return (
+            not (pod.get("metadata") or {}).get("deletionTimestamp")
+            and spec.get("schedulerName", DEFAULT_SCHEDULER) in self._names
+            and holds_resources(pod)
+        )
+
+    def _misfits(self, pod: dict[str, Any], usage: dict[str, NodeUsage]) -> dict[str, list[str]]:
+        return {
+            name: misfit(pod, node, usage.setdefault(name, NodeUsage()))
+            for name, node in sorted(self._nodes.items())
+        }
+
+    def _unschedulable(self, key: str, pod: dict[str, Any], message: str) -> None:
+        self._waiting.add(key)
+        _set_condition(pod, "False", "Unschedulable", message)
+        pod.setdefault("status", {})["phase"] = "Pending"
+        if pod != self._store.get(key):
+            self._store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
+
+    def _bind(self, key: str, pod: dict[str, Any], node: str) -> None:
         self._waiting.discard(key)
-        pod["spec"]["nodeName"] = chosen
+        pod["spec"]["nodeName"] = node
         _set_condition(pod, "True")
         pod.setdefault("status", {}).setdefault("phase", "Pending")
         self._store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
-        return None
+
+    def _reconcile_gang(self, kind: gang.Gang, pod: dict[str, Any]) -> float | None:
+        """Binds the pending pods of `pod`'s group if, with those bound, at least minMember fit."""
+        namespace, name = pod["metadata"]["namespace"], kind.group_of(pod)
+        pods_prefix = f"{PODS_PREFIX}{namespace}/"
+        members = [
+            (pods_prefix + p["metadata"]["name"], p)
+            for p in self._store.list(pods_prefix)[0]
+            if kind.group_of(p) == name
+            and self._wants_us(p)
+            and p["spec"].get("schedulerName") == kind.scheduler
+        ]
+        group_key = kind.group_key(namespace, name)
+        group = self._store.get(group_key)
+        if group is None:
+            for key, member in members:
+                if not member["spec"].get("nodeName"):
+                    self._unschedulable(key, member, f"pod group {namespace}/{name} not found")
+            return UNSCHEDULABLE_RETRY
+        bound = sum(1 for _, p in members if p["spec"].get("nodeName"))
+        # Place the pending members one after another on a copy of the nodes' usage.
+        usage = {n: NodeUsage(defaultdict(Fraction, u.requests), u.pods) for n, u in self._usage.items()}
+        placed: list[tuple[str, dict[str, Any], str]] = []
+        unplaced: list[tuple[str, dict[str, Any], str]] = []
+        for key, member in sorted(
+            (m for m in members if not m[1]["spec"].get("nodeName")), key=lambda m: m[0]
+        ):
+            reasons = self._misfits(member, usage)
+            chosen = next((n for n, why in reasons.items() if not why), None)
+            if chosen is None:
+                unplaced.append((key, member, unschedulable_message(reasons)))
+            else:
+                usage[chosen].add(pod_requests(member))
+                placed.append((key, member, chosen))
+        wanted = gang.min_member(group)
+        if bound + len(placed) < wanted:
+            message = gang.not_ready_message(namespace, name, bound + len(placed), wanted)
+            for key, member, _ in (*placed, *unplaced):
+                self._unschedulable(key, member, message)
+            self._set_phase(group_key, group, "Pending")
+            return UNSCHEDULABLE_RETRY
+        for key, member, node in placed:
+            self._bind(key, member, node)
+        for key, member, message in unplaced:
+            self._unschedulable(key, member, message)
+        self._set_phase(group_key, group, kind.bound_phase)
+        return UNSCHEDULABLE_RETRY if unplaced else None
+
+    def _set_phase(self, key: str, group: dict[str, Any], phase: str) -> None:
+        status = group.setdefault("status", {})
+        if status.get("phase") != phase:
+            status["phase"] = phase
+            self._store.update(key, group, int(group["metadata"]["resourceVersion"]))
 
     def _usage_of(self, node: str) -> NodeUsage:
         return self._usage.setdefault(node, NodeUsage())
-
-
-def _wants_us(pod: dict[str, Any]) -> bool:
-    spec = pod.get("spec") or {}
-    return (
-        not (pod.get("metadata") or {}).get("deletionTimestamp")
-        and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
-        and holds_resources(pod)
-    )
 
 
 def _set_condition(pod: dict[str, Any], status: str, reason: str = "", message: str = "") -> None:

@@ -235,8 +235,10 @@ class Registry:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        builtin_groups = {t.group for t in self._builtin}
-        self._custom = [t for t in self._custom if t.group not in builtin_groups]
+        # A CRD cannot take over a group version the server serves itself; another version of a built-in
+        # group (scheduling.k8s.io/v1alpha2 beside v1, as an alpha API would be) is served from the CRD.
+        builtin_versions = {(t.group, t.version) for t in self._builtin}
+        self._custom = [t for t in self._custom if (t.group, t.version) not in builtin_versions]
         by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         by_gvk: dict[tuple[str, str, str], ResourceType] = {}
         for resource_type in [*self._builtin, *self._custom]:

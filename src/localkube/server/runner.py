@@ -50,6 +50,8 @@ class ServeOptions:
     # "simulate": the in-process controllers and a simulated node; "process": pods run as local
     # processes; "none": the API server alone.
     node_mode: str = "simulate"
+    # The schedulers whose pods localkube's scheduler binds (`--schedulers`); others' pods stay Pending.
+    schedulers: tuple[str, ...] = ("default-scheduler",)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -195,6 +197,7 @@ def serve(options: ServeOptions) -> None:
                 NodeOptions(),
                 node_mode="process" if options.node_mode == "process" else "simulate",
                 data_dir=data_dir,
+                schedulers=options.schedulers,
                 api_access=ApiAccess(
                     loopback, port, tls.ca_cert.read_bytes(), _token_issuer(app.authenticator)
                 ),

@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from integration.inprocess import running_operator, wait_for
+from kuberay.api.features import FeatureGates
 from kuberay.controllers.rayjob import setup as rayjob_setup
 from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB, RayJobReconciler
 from kuberay.runtime import errors
@@ -105,8 +106,10 @@ class Operator:
 
 @contextlib.asynccontextmanager
 async def operator(
-    localkube: Any, environ: Mapping[str, str] | None = None, **config: Any
+    localkube: Any, environ: Mapping[str, str] | None = None, gates: FeatureGates | None = None, **config: Any
 ) -> AsyncIterator[Operator]:
-    async with running_operator(localkube, rayjob_setup.install, environ=environ, **config) as run:
+    async with running_operator(
+        localkube, rayjob_setup.install, environ=environ, gates=gates, **config
+    ) as run:
         (namespace,) = run.namespaces
         yield Operator(run.client, namespace, run.manager, run.reconciler, run.registry, run.recorder)

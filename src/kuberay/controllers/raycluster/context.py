@@ -25,6 +25,7 @@ from kuberay.runtime.clock import Clock
 from kuberay.runtime.events import EventRecorder
 from kuberay.runtime.expectations import ScaleExpectations
 from kuberay.runtime.resources import Resource
+from kuberay.schedulers.interface import BatchScheduler
 
 RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 ROUTE = Resource("route.openshift.io/v1", "Route", "routes")
@@ -90,6 +91,8 @@ class Context:
     expectations: ScaleExpectations
     clock: Clock
     options: ClusterOptions
+    # The operator's batch-scheduler plugin (the no-op default when none is configured).
+    scheduler: BatchScheduler = field(default_factory=BatchScheduler)
     # Whether the server serves OpenShift Routes; found out on first need (None until then).
     openshift: bool | None = None
 

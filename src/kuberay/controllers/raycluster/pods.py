@@ -35,6 +35,7 @@ from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.expectations import ScaleAction
 from kuberay.runtime.resources import POD
+from kuberay.schedulers.interface import BatchSchedulingError
 
 Obj = Mapping[str, Any]
 HEAD_GROUP = ""  # the head's key in the scale expectations
@@ -69,6 +70,10 @@ class PodReconciler:
             return
         if await self._recreate_for_upgrade():
             return
+        try:
+            await self.ctx.scheduler.do_batch_scheduling_on_submission(self.writer.parent)
+        except BatchSchedulingError as e:
+            raise PodsError(str(e)) from e
         if await self._reconcile_head():
             return
         for group in self.cluster.spec.worker_group_specs or ():

@@ -43,6 +43,8 @@ class PodWriter:
         self.namespace = cluster.namespace
         self.name = cluster.name
         self.owner = ObjectKey(self.namespace, self.name)
+        # The cluster's wire form, as the batch-scheduler plugin reads its parent.
+        self.parent: Obj = cluster.dump()
 
     def pods(self, **labels: str) -> list[Obj]:
         selector = {constants.RAY_CLUSTER_LABEL: self.name, **labels}
@@ -69,6 +71,9 @@ class PodWriter:
         return found
 
     async def create(self, built: dict[str, Any], group: str) -> str:
+        """Creates a pod of `group` ("" for the head), stamped by the batch scheduler just before."""
+        scheduler_group = group or constants.HEAD_GROUP_NAME
+        self.ctx.scheduler.add_metadata_to_child_resource(self.parent, built, scheduler_group)
         created = await self.ctx.client.create(POD, built, self.namespace)
         name = podstate.pod_name(created)
         self.ctx.expectations.expect(self.owner, group, name, ScaleAction.CREATE)

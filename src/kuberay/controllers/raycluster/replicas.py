@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kuberay.schedulers import sizing
+from kuberay.schedulers.sizing import as_int as as_int
+
 Obj = Mapping[str, Any]
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
-
-
-def as_int(value: Any, default: int) -> int:
-    """An integer field of the wire form, or `default` when it is unset or not an integer."""
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def clamp32(value: int) -> int:
@@ -27,13 +25,7 @@ def clamp32(value: int) -> int:
 
 def group_desired_replicas(group: Obj) -> int:
     """Upstream's `GetWorkerGroupDesiredReplicas`: pods (not replicas) the group should run."""
-    if group.get("suspend") is True:
-        return 0
-    low, high = as_int(group.get("minReplicas"), 0), as_int(group.get("maxReplicas"), INT32_MAX)
-    replicas = group.get("replicas")
-    wanted = low if not isinstance(replicas, int) or replicas < low else replicas
-    wanted = min(wanted, high)
-    return clamp32(wanted * as_int(group.get("numOfHosts"), 1))
+    return clamp32(sizing.group_desired_replicas(group))
 
 
 def worker_groups(spec: Obj) -> list[Obj]:

@@ -18,6 +18,7 @@ from kuberay.runtime.expectations import ScaleExpectations
 from kuberay.runtime.informer import Event, EventType
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, PERSISTENT_VOLUME_CLAIM, POD, SECRET, SERVICE
+from kuberay.schedulers.manager import new_scheduler
 
 # controller-runtime names an unnamed controller after its kind in lowercase; upstream's dashboards and
 # alerts select on that value in the `controller` label.
@@ -54,6 +55,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayClusterReconcile
         expectations=ScaleExpectations(pods.get, manager.clock),
         clock=manager.clock,
         options=options,
+        scheduler=new_scheduler(settings, manager.client, manager.clock, manager.recorder),
     )
     metrics = ClusterMetrics(manager.metrics.registry, ctx.clusters) if config.enable_metrics else None
     reconciler = RayClusterReconciler(ctx, metrics)

@@ -58,10 +58,11 @@ from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
 from kuberay.runtime.controller import Result, TemporaryError
-from kuberay.runtime.events import Recorder
+from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import JOB, ObjectKey, Resource
 from kuberay.runtime.steps import step as named_step
+from kuberay.schedulers.interface import BatchScheduler, BatchSchedulingError
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ class RayJobReconciler:
         recorder: Recorder | None = None,
         metrics: RayJobMetrics | None = None,
         rng: random.Random | None = None,
+        scheduler: BatchScheduler | None = None,
     ) -> None:
         self.client = client
         self.caches = caches
@@ -108,6 +110,7 @@ class RayJobReconciler:
         self.recorder = recorder
         self.metrics = metrics
         self.rng = rng or random.Random()
+        self.scheduler = scheduler or BatchScheduler()
 
     async def reconcile(self, key: ObjectKey) -> Result:
         cached = self.caches.rayjobs.get(key)
@@ -266,6 +269,8 @@ class _Pass:
             Action.DELETE_SUBMITTER: self._delete_submitter,
             Action.SUSPEND_WORKERS: self._suspend_workers,
             Action.DELETE_SELF: self._delete_self,
+            Action.BATCH_SCHEDULE: self._batch_schedule,
+            Action.CLEANUP_BATCH_SCHEDULER: self._cleanup_batch_scheduler,
         }[action]
         await handler(decision)
 
@@ -335,6 +340,9 @@ class _Pass:
                 self.reconciler.options.settings.gates,
                 login_shell=self.reconciler.options.login_shell,
             )
+            if self.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
+                # Only in K8sJobMode (upstream's rule): the submitter joins the cluster's gang.
+                self.reconciler.scheduler.add_metadata_to_child_resource(self.obj, body, "")
             await self.reconciler.client.create(RAYCLUSTER, body)
 
         await self._recorded(
@@ -364,6 +372,9 @@ class _Pass:
                 self._cluster_model(),
                 self.reconciler.options.settings.gates,
                 login_shell=self.reconciler.options.login_shell,
+            )
+            self.reconciler.scheduler.add_metadata_to_child_resource(
+                self.obj, body["spec"]["template"], constants.SUBMITTER_GROUP_NAME
             )
             await self.reconciler.client.create(JOB, body)
 
@@ -435,6 +446,40 @@ class _Pass:
                 f"Failed to suspend worker groups in cluster {ns}/{name}: {{error}}",
             ),
         )
+
+    async def _batch_schedule(self, decision: Decision) -> None:
+        try:
+            await self.reconciler.scheduler.do_batch_scheduling_on_submission(self.obj)
+        except (BatchSchedulingError, errors.KubeError) as e:
+            raise TemporaryError(str(e)) from e
+
+    async def _cleanup_batch_scheduler(self, decision: Decision) -> None:
+        """upstream `cleanupBatchSchedulerResources`, with its Events; a failure fails the pass unless the
+        job has finished (then it is only logged, as upstream's deferred call does)."""
+        ns, name = self.key
+        try:
+            cleaned = await self.reconciler.scheduler.cleanup_on_completion(self.obj)
+        except (BatchSchedulingError, errors.KubeError) as e:
+            self._event(
+                WARNING,
+                "FailedToCleanupBatchScheduler",
+                f"Failed to cleanup batch scheduler resources for RayJob {ns}/{name}: {e}",
+                "Cleanup",
+            )
+            if decision.status.get("jobDeploymentStatus") in (
+                JobDeploymentStatus.COMPLETE,
+                JobDeploymentStatus.FAILED,
+            ):
+                log.error("Failed to cleanup batch scheduler resources for RayJob %s: %s", self.key, e)
+                return
+            raise TemporaryError(f"failed to cleanup batch scheduler resources: {e}") from e
+        if cleaned:
+            self._event(
+                NORMAL,
+                "BatchSchedulerCleanedUp",
+                f"Cleaned up batch scheduler resources for RayJob {ns}/{name}",
+                "Cleanup",
+            )
 
     async def _delete_self(self, decision: Decision) -> None:
         with contextlib.suppress(errors.NotFound):

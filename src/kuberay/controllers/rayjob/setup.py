@@ -31,6 +31,7 @@ from kuberay.controllers.rayjob.state import Settings
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, SERVICE
+from kuberay.schedulers import manager as schedulers
 
 # controller-runtime names an unnamed controller after its kind in lowercase (the `controller` label).
 CONTROLLER_NAME = "rayjob"
@@ -66,6 +67,7 @@ def options_from(settings: OperatorSettings) -> Options:
         status_check_timeout=env.rayjob.status_check_timeout,
         delete_rayjob_after_job_finishes=settings.delete_rayjob_after_job_finishes,
         cluster_start_timeout=env.rayjob.cluster_start_timeout,
+        batch_scheduler=schedulers.configured(settings),
     )
     return Options(
         settings=machine,
@@ -100,6 +102,7 @@ def install(manager: Manager, settings: OperatorSettings) -> RayJobReconciler:
         manager.clock,
         recorder=manager.recorder.for_controller(EVENT_SOURCE) if manager.recorder is not None else None,
         metrics=metrics,
+        scheduler=schedulers.new_scheduler(settings, manager.client, manager.clock, manager.recorder),
     )
     controller = PollingController(
         CONTROLLER_NAME,

@@ -70,6 +70,10 @@ class Action(StrEnum):
     DELETE_SUBMITTER = "DeleteSubmitter"
     SUSPEND_WORKERS = "SuspendWorkers"
     DELETE_SELF = "DeleteSelf"
+    BATCH_SCHEDULE = "BatchSchedule"  # the batch scheduler's work before the cluster is made (PodGroups)
+    # Give back what the batch scheduler holds for the job; its failure fails the pass while releasing,
+    # and is only logged once the job has finished.
+    CLEANUP_BATCH_SCHEDULER = "CleanupBatchScheduler"
 
 
 POLICY_ACTIONS: dict[str, Action] = {
@@ -89,6 +93,8 @@ class Settings:
     delete_rayjob_after_job_finishes: bool = False
     # None: wait for a stuck cluster forever, as upstream does.
     cluster_start_timeout: float | None = 300.0
+    # A batch scheduler is configured (`--batch-scheduler`, `KubernetesWAS`): its actions are taken.
+    batch_scheduler: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,7 +259,7 @@ def _dispatch(job: RayJob, facts: Facts, settings: Settings, decision: Decision,
     if state == JobDeploymentStatus.RUNNING:
         return _running(job, facts, settings, decision)
     if state in (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING):
-        return _releasing(job, facts, decision)
+        return _releasing(job, facts, settings, decision)
     if state == JobDeploymentStatus.SUSPENDED:
         if job.spec.suspend:
             return True  # stays suspended until the flag flips: no requeue
@@ -295,6 +301,8 @@ def _initializing(job: RayJob, facts: Facts, settings: Settings, decision: Decis
         return False
     if _past_pre_running_deadline(job, facts, status):
         return False
+    if settings.batch_scheduler:
+        decision.actions.append(Action.BATCH_SCHEDULE)
     cluster = facts.cluster
     if not cluster.exists:
         return _missing_cluster(job, decision)
@@ -447,7 +455,7 @@ def _copy_job_info(info: JobInfo, facts: Facts, status: Status, with_submitter: 
         status["rayJobInfo"] = times
 
 
-def _releasing(job: RayJob, facts: Facts, decision: Decision) -> bool:
+def _releasing(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
     """Suspending and Retrying: delete the cluster and the submitter Job, then reset the status."""
     decision.actions.append(Action.STOP_POLLING)
     released = True
@@ -462,6 +470,8 @@ def _releasing(job: RayJob, facts: Facts, decision: Decision) -> bool:
     if not released:
         decision.requeue_after = REQUEUE_SECONDS
         return True
+    if settings.batch_scheduler:
+        decision.actions.append(Action.CLEANUP_BATCH_SCHEDULER)
     status = decision.status
     for key in (
         "rayClusterName",
@@ -498,6 +508,8 @@ def _finished(job: RayJob, facts: Facts, settings: Settings, decision: Decision)
         # Deleting a cluster that is gone or already going is a no-op upstream; skip the call.
         if action != Action.DELETE_CLUSTER or (facts.cluster.exists and not facts.cluster.deleting):
             decision.actions.append(action)
+    if settings.batch_scheduler:
+        decision.actions.append(Action.CLEANUP_BATCH_SCHEDULER)
     decision.requeue_after = cleanup.requeue_after
 
 

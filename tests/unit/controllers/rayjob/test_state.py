@@ -612,3 +612,44 @@ def test_http_mode_job_resubmitted_on_every_check_outlives_the_status_check_time
         status = decision.status
         assert status["jobDeploymentStatus"] == "Running", seconds
         assert "jobStatusCheckFailureStartTime" not in status
+
+
+# --- batch scheduler actions ------------------------------------------------------------------------------------
+
+BATCH = Settings(batch_scheduler=True)
+
+
+def test_batch_scheduling_comes_before_the_cluster_is_made() -> None:
+    decision = step(rayjob(INITIALIZING), F(ClusterFacts(exists=False)), BATCH)
+    assert decision.actions[:2] == [A.BATCH_SCHEDULE, A.CREATE_CLUSTER]
+    assert (
+        A.BATCH_SCHEDULE not in step(rayjob(INITIALIZING), F(ClusterFacts(exists=False)), Settings()).actions
+    )
+
+
+def test_no_batch_scheduling_once_suspend_or_a_deadline_ends_initializing() -> None:
+    suspended = step(
+        rayjob(INITIALIZING, suspend=True, shutdownAfterJobFinishes=True),
+        F(ClusterFacts(exists=False)),
+        BATCH,
+    )
+    assert suspended.status["jobDeploymentStatus"] == "Suspending"
+    assert A.BATCH_SCHEDULE not in suspended.actions
+    late = step(rayjob(INITIALIZING, activeDeadlineSeconds=1), F(ClusterFacts(exists=False)), BATCH)
+    assert late.status["jobDeploymentStatus"] == "Failed"
+    assert A.BATCH_SCHEDULE not in late.actions
+
+
+def test_batch_cleanup_after_release_and_at_the_end_of_a_finished_pass() -> None:
+    releasing = running(jobDeploymentStatus="Suspending")
+    waiting = step(rayjob(releasing, suspend=True, shutdownAfterJobFinishes=True), F(READY), BATCH)
+    assert A.CLEANUP_BATCH_SCHEDULER not in waiting.actions  # the cluster is still there
+    released = step(
+        rayjob(releasing, suspend=True, shutdownAfterJobFinishes=True), F(ClusterFacts(exists=False)), BATCH
+    )
+    assert released.actions[-1] == A.CLEANUP_BATCH_SCHEDULER
+    assert released.status["jobDeploymentStatus"] == "Suspended"
+    done = running(jobDeploymentStatus="Complete", jobStatus="SUCCEEDED", endTime=at(-5))
+    finished = step(rayjob(done, shutdownAfterJobFinishes=True), F(READY), BATCH)
+    assert finished.actions[-1] == A.CLEANUP_BATCH_SCHEDULER
+    assert A.CLEANUP_BATCH_SCHEDULER not in step(rayjob(done), F(READY), Settings()).actions
