@@ -29,6 +29,7 @@ from localkube.server import apiservice, errors
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
 from localkube.server.podstreams import Output, ProcessNode
+from localkube.server.privatefiles import private_directory
 from localkube.server.proxy import Proxy
 from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
@@ -150,8 +151,8 @@ def _token_issuer(authenticator: Authenticator) -> IssueToken:
 
 
 def serve(options: ServeOptions) -> None:
-    data_dir = options.data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # Only its owner may enter the data directory: it holds the keys, the tokens and the database.
+    data_dir = private_directory(options.data_dir.resolve())
     tls = ensure_tls(data_dir, options.host, bridge_gateways())
     store = Store(data_dir / "state.db")
     app = build_app(data_dir, store)
