@@ -28,6 +28,7 @@ from localkube.server import bodies, errors, impersonation, podstreams, proxy, s
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
+from localkube.server.faults import Faults
 from localkube.server.openapi import OpenApi
 from localkube.server.patching import PATCH_TYPES
 from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
@@ -88,8 +89,10 @@ class App:
         authenticator: Authenticator,
         pod_logs: subresources.PodLogs | None = None,
         pod_proxy: proxy.Proxy | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.resources = resources
+        self.faults = faults
         self.pod_proxy = pod_proxy
         self.registry = resources.registry
         self.authenticator = authenticator
@@ -251,6 +254,8 @@ class App:
             )
             if not self.authorizer.authorize(request.user, attributes):
                 raise forbidden_error(request.user, attributes)
+            if self.faults is not None:
+                self.faults.check(target, verb)
             if target.subresource in podstreams.SUBRESOURCES and target.resource_type.plural == "pods":
                 self._authorize_stream(request.user, target, websocket=False)
                 query = {key: [value] for key, value in request.query.items()}

@@ -28,6 +28,7 @@ from localkube.node.volumes import IssueToken, Token
 from localkube.server import apiservice, errors
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
+from localkube.server.faults import Faults
 from localkube.server.podstreams import Output, ProcessNode
 from localkube.server.privatefiles import private_directory
 from localkube.server.proxy import Proxy
@@ -53,6 +54,8 @@ class ServeOptions:
     node_mode: str = "simulate"
     # The schedulers whose pods localkube's scheduler binds (`--schedulers`); others' pods stay Pending.
     schedulers: tuple[str, ...] = ("default-scheduler",)
+    # For tests only: the share of resource requests refused with an injected fault (see faults.py).
+    inject_faults: float = 0.0
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -65,8 +68,8 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def build_app(data_dir: Path, store: Store) -> App:
-    """The application over a store, with the data directory's credentials."""
+def build_app(data_dir: Path, store: Store, faults: Faults | None = None) -> App:
+    """The application over a store, with the data directory's credentials (and `faults` injected)."""
     registry = Registry()
     resources = Resources(store, registry)
     resources.seed([*SYSTEM_NAMESPACES, *bootstrap_policy()])
@@ -102,7 +105,11 @@ def build_app(data_dir: Path, store: Store) -> App:
         return text.decode("utf-8", errors="replace")
 
     return App(
-        resources, Authenticator(data_dir, find_service_account), pod_logs=pod_logs, pod_proxy=Proxy(store)
+        resources,
+        Authenticator(data_dir, find_service_account),
+        pod_logs=pod_logs,
+        pod_proxy=Proxy(store),
+        faults=faults,
     )
 
 
@@ -155,7 +162,8 @@ def serve(options: ServeOptions) -> None:
     data_dir = private_directory(options.data_dir.resolve())
     tls = ensure_tls(data_dir, options.host, bridge_gateways())
     store = Store(data_dir / "state.db")
-    app = build_app(data_dir, store)
+    faults = Faults(options.inject_faults) if options.inject_faults > 0 else None
+    app = build_app(data_dir, store, faults)
     sock = _bind(options.host, options.port)
     port = sock.getsockname()[1]
     url_host = (
@@ -216,6 +224,8 @@ def serve(options: ServeOptions) -> None:
         finally:
             if controllers is not None:
                 await controllers.stop()
+            if faults is not None:
+                log.info("injected faults by status code: %s", dict(sorted(faults.injected.items())))
             compaction.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await compaction
