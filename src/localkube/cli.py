@@ -46,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     serve_command.add_argument(
         "--compact-keep", type=int, default=50_000, help="revisions kept for watch resumes at each compaction"
     )
+    serve_command.add_argument(
+        "--inject-faults", type=float, default=0.0, metavar="FRACTION",
+        help="for tests only: refuse this share (0-1) of resource requests with 429, 500 or 409, "
+        "before executing them (default 0: off)",
+    )  # fmt: skip
     return parser
 
 
@@ -65,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             compact_keep=arguments.compact_keep,
             node_mode=arguments.node_mode,
             schedulers=tuple(n.strip() for n in arguments.schedulers.split(",") if n.strip()),
+            inject_faults=arguments.inject_faults,
         )
     )
 

@@ -3,9 +3,12 @@
 A plain ASGI callable with a small hand-written router, to keep per-request overhead low. A request is
 routed by its path into one of: health and version, discovery, OpenAPI, or a resource request
 (`/api/v1/...` and `/apis/<group>/<version>/...`, optionally under `namespaces/<ns>/`, with a name and a
-subresource). Resource requests are authenticated (bearer token), authorized (the admin always; anyone
-else by RBAC), handed to `Resources` and answered in JSON, as a Table, or as a watch stream. Every
-refusal is an `ApiError` answered with its `Status`. One line per request is logged at debug level.
+subresource). Resource requests are authenticated (bearer token; none or a wrong one is a 401), take on
+the identity they impersonate (see impersonation.py), are authorized (the admin always; anyone else by
+RBAC), handed to `Resources` and answered in JSON, as a Table, or as a watch stream. Every refusal is
+an `ApiError` answered with its `Status`. As on a real API server, a body over 3 MiB is a 413 (read no
+further) and an object over the store's limit (etcd's 1.5 MiB) a 500 in etcd's words. One line per
+request is logged at debug level.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ import orjson
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
-from localkube.server import bodies, errors, podstreams, proxy, subresources
+from localkube.server import bodies, errors, impersonation, podstreams, proxy, subresources
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
+from localkube.server.faults import Faults
 from localkube.server.openapi import OpenApi
 from localkube.server.patching import PATCH_TYPES
-from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_message
+from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
 from localkube.server.reviews import Reviews
@@ -45,6 +49,7 @@ from localkube.server.routing import (
 from localkube.server.streams import WebSocket
 from localkube.server.tables import table
 from localkube.server.watch import stream
+from localkube.storage import TooLarge
 
 log = logging.getLogger("localkube.server")
 
@@ -84,8 +89,10 @@ class App:
         authenticator: Authenticator,
         pod_logs: subresources.PodLogs | None = None,
         pod_proxy: proxy.Proxy | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.resources = resources
+        self.faults = faults
         self.pod_proxy = pod_proxy
         self.registry = resources.registry
         self.authenticator = authenticator
@@ -110,29 +117,30 @@ class App:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
-        chunks: list[bytes] = []
-        more = True
-        while more:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        proxy_target = proxy.parse(scope["path"]) if self.pod_proxy is not None else None
+        # What the proxy passes on to a pod is not the API server's to limit; API requests are.
+        limit = None if proxy_target is not None else errors.MAX_REQUEST_BODY_BYTES
+        body = await _read_body(receive, limit)
         request = Request(
             scope["method"],
             scope["path"],
             dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)),
             _headers(scope),
-            body,
+            body or b"",
+            impersonation.requested(scope["headers"]),
         )
         reply: Reply | StreamReply
         try:
-            proxy_target = proxy.parse(request.path) if self.pod_proxy is not None else None
+            if body is None:
+                raise errors.request_entity_too_large()
             if proxy_target is not None:
                 reply = await self._proxy(request, proxy_target, scope["query_string"].decode("latin-1"))
             else:
                 reply = self.handle(request)
         except ApiError as error:
             reply = _error_reply(error)
+        except TooLarge:
+            reply = _error_reply(errors.storage_too_large())
         except Exception:
             log.exception("internal error serving %s %s", request.method, request.path)
             reply = _error_reply(ApiError(500, "InternalError", "an internal error occurred"))
@@ -171,9 +179,7 @@ class App:
         headers = _headers(scope)
         query_string = scope["query_string"].decode("latin-1")
         try:
-            user = self.authenticator.authenticate(headers.get("authorization"))
-            if user is None:
-                raise errors.unauthorized()
+            user = self._identify(headers.get("authorization"), impersonation.requested(scope["headers"]))
             segments = [s for s in scope["path"].split("/") if s]
             if not segments or segments[0] not in ("api", "apis") or len(segments) < 3:
                 raise errors.page_not_found()
@@ -207,7 +213,14 @@ class App:
                 verb, "", "pods", target.subresource or "", target.namespace or "", target.name or ""
             )
             if not self.authorizer.authorize(user, attributes):
-                raise _forbidden(user, attributes)
+                raise forbidden_error(user, attributes)
+
+    def _identify(self, authorization: str | None, impersonating: impersonation.Headers) -> UserInfo:
+        """Who a request acts as: its bearer token's user, or whom that user may impersonate."""
+        user = self.authenticator.authenticate(authorization)
+        if user is None:
+            raise errors.unauthorized()
+        return impersonation.act_as(user, impersonating, self.authorizer)
 
     # -- routing ----------------------------------------------------------------------------------------
 
@@ -218,9 +231,7 @@ class App:
             return Reply(200 if self.ready else 500, b"ok", "text/plain; charset=utf-8")
         if head == "version" and len(segments) == 1:
             return _json(_VERSION)
-        request.user = self.authenticator.authenticate(request.headers.get("authorization"))
-        if request.user is None:
-            raise errors.unauthorized()
+        request.user = self._identify(request.headers.get("authorization"), request.impersonation)
         if head == "openapi":
             self._require(request)
             return self._openapi(segments[1:])
@@ -242,7 +253,9 @@ class App:
                 target.name or "",
             )
             if not self.authorizer.authorize(request.user, attributes):
-                raise _forbidden(request.user, attributes)
+                raise forbidden_error(request.user, attributes)
+            if self.faults is not None:
+                self.faults.check(target, verb)
             if target.subresource in podstreams.SUBRESOURCES and target.resource_type.plural == "pods":
                 self._authorize_stream(request.user, target, websocket=False)
                 query = {key: [value] for key, value in request.query.items()}
@@ -256,17 +269,17 @@ class App:
     async def _proxy(self, request: Request, target: proxy.ProxyTarget, query: str) -> Reply:
         """services/proxy and pods/proxy: authorized like any subresource, then forwarded."""
         assert self.pod_proxy is not None
-        request.user = self.authenticator.authenticate(request.headers.get("authorization"))
-        if request.user is None:
-            raise errors.unauthorized()
+        request.user = self._identify(request.headers.get("authorization"), request.impersonation)
         verb = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch"}.get(
             request.method, "delete"
         )
         attributes = RequestAttributes(verb, "", target.kind, "proxy", target.namespace, target.name)
         if not self.authorizer.authorize(request.user, attributes):
-            raise _forbidden(request.user, attributes)
+            raise forbidden_error(request.user, attributes)
+        # As the API server, the impersonation headers are spent here and not passed on.
+        passed_on = {k: v for k, v in request.headers.items() if not k.startswith("impersonate-")}
         status, headers, body = await self.pod_proxy.forward(
-            target, request.method, query, request.headers, request.body
+            target, request.method, query, passed_on, request.body
         )
         content_type = next(
             (v for k, v in headers if k.lower() == "content-type"), "application/octet-stream"
@@ -277,7 +290,7 @@ class App:
         assert request.user is not None
         attributes = RequestAttributes(request.method.lower(), "", "", path=request.path)
         if not self.authorizer.authorize(request.user, attributes):
-            raise _forbidden(request.user, attributes)
+            raise forbidden_error(request.user, attributes)
 
     def _route(self, segments: list[str]) -> Target:
         if segments[0] == "api":
@@ -471,13 +484,6 @@ class App:
         return _json(self.reviews.create(request.user, target.resource_type, _decode(request)), 201)
 
 
-def _forbidden(user: UserInfo, attributes: RequestAttributes) -> ApiError:
-    details = {"name": attributes.name, "group": attributes.api_group, "kind": attributes.resource}
-    return ApiError(
-        403, "Forbidden", forbidden_message(user, attributes), details if attributes.resource else None
-    )
-
-
 def _json_or_text(result: tuple[int, Any]) -> Reply | StreamReply:
     code, body = result
     if isinstance(body, str):
@@ -489,6 +495,22 @@ def _json_or_text(result: tuple[int, Any]) -> Reply | StreamReply:
 
 def _decode(request: Request) -> dict[str, Any]:
     return bodies.decode(request.body, request.headers.get("content-type", JSON))
+
+
+async def _read_body(receive: Receive, limit: int | None) -> bytes | None:
+    """The request's body, or None once it grows past `limit` (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if limit is not None and size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -1,6 +1,7 @@
 """Authentication: the admin's bearer token, ServiceAccount tokens, and the admin kubeconfig.
 
-- The admin token is random, made on first start and kept in `DIR/admin-token`; it authenticates as
+- The admin token is random, made on first start and kept in `DIR/admin-token` (mode 0600, as every
+  secret in the data directory: see privatefiles.py); it authenticates as
   `localkube-admin` in `system:masters` (allowed everything, as on a real cluster).
 - Users are `rbac.UserInfo`, which RBAC decides on.
 - ServiceAccount tokens are HS256 JSON Web Tokens signed with a key kept in `DIR/pki/sa.key`, carrying
@@ -23,6 +24,7 @@ from typing import Any
 import orjson
 import yaml
 
+from localkube.server.privatefiles import FILE_MODE, private_directory, write_private
 from localkube.server.rbac import AUTHENTICATED, MASTERS, UserInfo, service_account_user
 
 ADMIN_USER = "localkube-admin"
@@ -31,11 +33,12 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 def _read_or_make(path: Path, make: Callable[[], str]) -> str:
     if path.exists():
+        # Narrowed as well: a file written by an older version may be readable by others.
+        path.chmod(FILE_MODE)
         return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(path.parent)
     value = make()
-    path.write_text(value + "\n")
-    path.chmod(0o600)
+    write_private(path, (value + "\n").encode())
     return value
 
 
@@ -138,7 +141,4 @@ def write_kubeconfig(path: Path, server_url: str, ca_cert: Path, token: str) -> 
         "current-context": "localkube",
         "preferences": {},
     }
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(yaml.safe_dump(config, sort_keys=False))
-    temporary.chmod(0o600)
-    temporary.replace(path)
+    write_private(path, yaml.safe_dump(config, sort_keys=False).encode())

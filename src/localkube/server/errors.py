@@ -30,6 +30,9 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            # An error the server cannot classify has no reason, as etcd's "request is too large".
+            del body["reason"]
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -89,6 +92,22 @@ def forbidden(message: str) -> ApiError:
 
 def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+# The largest request body the API server reads (its MaxRequestBodyBytes): twice etcd's request limit,
+# as JSON is larger than the protobuf stored.
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+
+
+def request_entity_too_large() -> ApiError:
+    return ApiError(
+        413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
+    )
+
+
+def storage_too_large() -> ApiError:
+    """An object over the store's limit: the API server passes etcd's error on as a 500 without reason."""
+    return ApiError(500, "", "etcdserver: request is too large")
 
 
 def method_not_allowed() -> ApiError:

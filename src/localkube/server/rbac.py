@@ -7,8 +7,8 @@ subject without a namespace takes the binding's. Aggregated ClusterRoles (`aggre
 rules plus those of every ClusterRole their label selectors match, so no controller has to copy them.
 Nothing is cached: every decision reads the objects through `list_objects`, so it sees the latest writes.
 `decide` also gives RBAC's reason for a denial (bindings to roles that do not exist), and `forbidden_message`
-words a denial as the API server does; `bootstrap_policy` is the small default policy (cluster-admin,
-discovery, self-reviews) a fresh server starts with.
+(`forbidden_error`: the whole 403) words a denial as the API server does; `bootstrap_policy` is the small
+default policy (cluster-admin, discovery, self-reviews) a fresh server starts with.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesemantics.selectors import label_selector_matches
+from localkube.server.errors import ApiError
 
 MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
@@ -27,8 +28,12 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 
 @dataclass(frozen=True)
 class UserInfo:
+    """An authenticated identity; `extra` holds (key, values) pairs, as user.Info's Extra map."""
+
     name: str
     groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -193,6 +198,14 @@ def forbidden_message(user: UserInfo, attrs: RequestAttributes, reason: str = ""
     qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
     subject = f"{qualified} {_go_quote(attrs.name)}" if attrs.name else qualified
     return f"{subject} is forbidden: {denial}{suffix}"
+
+
+def forbidden_error(user: UserInfo, attrs: RequestAttributes, reason: str = "") -> ApiError:
+    """The API server's 403 for a denied request, its details naming the object refused."""
+    details = {"name": attrs.name, "group": attrs.api_group, "kind": attrs.resource}
+    return ApiError(
+        403, "Forbidden", forbidden_message(user, attrs, reason), details if attrs.resource else None
+    )
 
 
 def _go_quote(text: str) -> str:

@@ -17,7 +17,12 @@ from localkube.server.registry import ResourceType
 
 
 def _user_info(user: UserInfo) -> dict[str, Any]:
-    return {"username": user.name, "groups": list(user.groups)}
+    info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.extra:
+        info["extra"] = {key: list(values) for key, values in user.extra}
+    return info
 
 
 class Reviews:

@@ -31,6 +31,8 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes
+    # The Impersonate-* headers, repeats kept (`headers` keeps one value per name).
+    impersonation: tuple[tuple[str, str], ...] = ()
     user: UserInfo | None = None
 
 

@@ -28,7 +28,9 @@ from localkube.node.volumes import IssueToken, Token
 from localkube.server import apiservice, errors
 from localkube.server.app import App
 from localkube.server.auth import Authenticator, write_kubeconfig
+from localkube.server.faults import Faults
 from localkube.server.podstreams import Output, ProcessNode
+from localkube.server.privatefiles import private_directory
 from localkube.server.proxy import Proxy
 from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
@@ -52,6 +54,8 @@ class ServeOptions:
     node_mode: str = "simulate"
     # The schedulers whose pods localkube's scheduler binds (`--schedulers`); others' pods stay Pending.
     schedulers: tuple[str, ...] = ("default-scheduler",)
+    # For tests only: the share of resource requests refused with an injected fault (see faults.py).
+    inject_faults: float = 0.0
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -64,8 +68,8 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def build_app(data_dir: Path, store: Store) -> App:
-    """The application over a store, with the data directory's credentials."""
+def build_app(data_dir: Path, store: Store, faults: Faults | None = None) -> App:
+    """The application over a store, with the data directory's credentials (and `faults` injected)."""
     registry = Registry()
     resources = Resources(store, registry)
     resources.seed([*SYSTEM_NAMESPACES, *bootstrap_policy()])
@@ -101,7 +105,11 @@ def build_app(data_dir: Path, store: Store) -> App:
         return text.decode("utf-8", errors="replace")
 
     return App(
-        resources, Authenticator(data_dir, find_service_account), pod_logs=pod_logs, pod_proxy=Proxy(store)
+        resources,
+        Authenticator(data_dir, find_service_account),
+        pod_logs=pod_logs,
+        pod_proxy=Proxy(store),
+        faults=faults,
     )
 
 
@@ -150,11 +158,12 @@ def _token_issuer(authenticator: Authenticator) -> IssueToken:
 
 
 def serve(options: ServeOptions) -> None:
-    data_dir = options.data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # Only its owner may enter the data directory: it holds the keys, the tokens and the database.
+    data_dir = private_directory(options.data_dir.resolve())
     tls = ensure_tls(data_dir, options.host, bridge_gateways())
     store = Store(data_dir / "state.db")
-    app = build_app(data_dir, store)
+    faults = Faults(options.inject_faults) if options.inject_faults > 0 else None
+    app = build_app(data_dir, store, faults)
     sock = _bind(options.host, options.port)
     port = sock.getsockname()[1]
     url_host = (
@@ -215,6 +224,8 @@ def serve(options: ServeOptions) -> None:
         finally:
             if controllers is not None:
                 await controllers.stop()
+            if faults is not None:
+                log.info("injected faults by status code: %s", dict(sorted(faults.injected.items())))
             compaction.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await compaction

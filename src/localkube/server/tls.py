@@ -21,6 +21,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from localkube.server.privatefiles import private_directory, write_private
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _VALIDITY = datetime.timedelta(days=3650)
 _SERVICE_NAMES = (
@@ -52,7 +54,7 @@ def ensure_tls(data_dir: Path, host: str, addresses: Iterable[str] = ()) -> TlsF
         ).extensions.get_extension_for_class(x509.SubjectAlternativeName)
         if wanted <= set(names.value.get_values_for_type(x509.IPAddress)):
             return files
-    pki.mkdir(parents=True, exist_ok=True)
+    private_directory(pki)
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localkube-ca")])
@@ -96,12 +98,12 @@ def ensure_tls(data_dir: Path, host: str, addresses: Iterable[str] = ()) -> TlsF
     )
     files.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     files.server_cert.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
-    files.server_key.write_bytes(
+    write_private(
+        files.server_key,
         server_key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        ),
     )
-    files.server_key.chmod(0o600)
     return files
 
 

@@ -8,6 +8,7 @@ from localkube.storage.store import (
     NotFound,
     Store,
     StoreError,
+    TooLarge,
     Watch,
     WatchOverflow,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "NotFound",
     "Store",
     "StoreError",
+    "TooLarge",
     "Watch",
     "WatchOverflow",
 ]

@@ -16,6 +16,8 @@ Invariants:
   order, with no gap and no duplicate between the backlog and the live stream. A `from_rv` older than
   the compacted revision raises `Compacted` (HTTP 410 Gone).
 - Objects returned by reads are fresh copies: callers may mutate them.
+- No stored value is larger than `max_value_bytes` (1.5 MiB by default, etcd's `--max-request-bytes`):
+  a bigger create or update raises `TooLarge` and writes nothing.
 
 Not thread-safe: use a Store from one thread (localkube's event loop). Its methods are synchronous and
 fast except `watch`, which is an async iterator.
@@ -27,6 +29,7 @@ import asyncio
 import bisect
 import builtins
 import contextlib
+import os
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
@@ -43,6 +46,8 @@ DEFAULT_WINDOW = 4096
 # A watcher this far behind the writers is dropped; it resumes from its last revision, as with a real
 # API server that closes slow watchers.
 DEFAULT_MAX_PENDING = 100_000
+# etcd's default request limit, which bounds the objects a real API server can store.
+MAX_VALUE_BYTES = 1536 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kine (
@@ -85,6 +90,16 @@ class Conflict(StoreError):
         self.key = key
         self.expected = expected
         self.actual = actual
+
+
+class TooLarge(StoreError):
+    """The object would be larger than the store keeps (etcd's own limit, in etcd's words)."""
+
+    def __init__(self, key: str, size: int, limit: int) -> None:
+        super().__init__("etcdserver: request is too large")
+        self.key = key
+        self.size = size
+        self.limit = limit
 
 
 class Compacted(StoreError):
@@ -175,15 +190,27 @@ class Store:
     """Durable key → JSON-object store with a global revision and watches. See the module docstring."""
 
     def __init__(
-        self, path: Path, *, window: int = DEFAULT_WINDOW, max_pending: int = DEFAULT_MAX_PENDING
+        self,
+        path: Path,
+        *,
+        window: int = DEFAULT_WINDOW,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        max_value_bytes: int = MAX_VALUE_BYTES,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # The database holds Secrets: its owner alone may read it. SQLite makes its -wal and -shm files
+        # with the database file's mode, so they follow.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if existing.exists():
+                existing.chmod(0o600)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._window: deque[Event] = deque(maxlen=window)
         self._max_pending = max_pending
+        self._max_value_bytes = max_value_bytes
         self._watches: set[Watch] = set()
         self._live: dict[str, _Live] = {}
         self._keys: list[str] = []
@@ -260,7 +287,7 @@ class Store:
         if key in self._live:
             raise AlreadyExists(key)
         revision = self._revision + 1
-        value = _encode(obj, revision)
+        value = self._sized(key, _encode(obj, revision))
         previous = self._newest_row_revision(key)
         self._append(
             key, revision, created=True, deleted=False, create_revision=revision, prev=previous, value=value
@@ -274,7 +301,7 @@ class Store:
         """Replaces a live object; with `expected_rv`, only if it is still the current revision."""
         live = self._require(key, expected_rv)
         revision = self._revision + 1
-        value = _encode(obj, revision)
+        value = self._sized(key, _encode(obj, revision))
         self._append(
             key,
             revision,
@@ -308,6 +335,11 @@ class Store:
         del self._keys[bisect.bisect_left(self._keys, key)]
         self._publish(Event("DELETED", key, revision, value))
         return _decode(value)
+
+    def _sized(self, key: str, value: bytes) -> bytes:
+        if len(value) > self._max_value_bytes:
+            raise TooLarge(key, len(value), self._max_value_bytes)
+        return value
 
     def _require(self, key: str, expected_rv: int | None) -> _Live:
         live = self._live.get(key)

@@ -4,7 +4,17 @@ from typing import Any
 
 import pytest
 
-from localkube.storage import AlreadyExists, Compacted, Conflict, Event, NotFound, Store, Watch, WatchOverflow
+from localkube.storage import (
+    AlreadyExists,
+    Compacted,
+    Conflict,
+    Event,
+    NotFound,
+    Store,
+    TooLarge,
+    Watch,
+    WatchOverflow,
+)
 
 
 def _pod(name: str, **extra: Any) -> dict[str, Any]:
@@ -133,3 +143,16 @@ async def test_a_watcher_that_falls_too_far_behind_is_dropped(tmp_path: Path) ->
         async for event in watch:
             received.append(event.revision)
     assert received == [1, 2, 3]
+
+
+def test_an_object_over_the_size_limit_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db", max_value_bytes=1000)
+    small = store.create("/k", _pod("a"))
+    with pytest.raises(TooLarge, match="etcdserver: request is too large"):
+        store.update("/k", _pod("a", spec={"blob": "x" * 1000}))
+    with pytest.raises(TooLarge):
+        store.create("/big", _pod("big", spec={"blob": "x" * 1000}))
+    assert store.revision == 1
+    assert store.get("/k") == small and store.get("/big") is None
+    store.close()
+    assert Store(tmp_path / "db").revision == 1
