@@ -134,6 +134,19 @@ class LocalKubeProcess:
             **kwargs,
         )
 
+    def service_account_kubeconfig(self, namespace: str, account: str, target: Path) -> Path:
+        """A kubeconfig at `target` that authenticates as the ServiceAccount (a TokenRequest's token)."""
+        with self.client() as admin:
+            response = admin.post(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+                json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+            )
+            response.raise_for_status()
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        config["users"][0]["user"] = {"token": response.json()["status"]["token"]}
+        target.write_text(yaml.safe_dump(config))
+        return target
+
     def apply(self, objects: Iterable[dict[str, Any]]) -> None:
         """Creates each object, or replaces it when it exists (resources found through discovery)."""
         with self.client(timeout=30) as client:

@@ -360,3 +360,13 @@ def test_events_are_one_collection_in_both_apis(api: httpx.Client, namespace: st
         ("events.k8s.io/v1", "pulled", None),
         ("events.k8s.io/v1", "restarted", 2),
     ]
+    # Field selectors name the API's own fields: `regarding` in one, `involvedObject` in the other.
+    by_regarding = api.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                           params={"fieldSelector": "regarding.name=p"}).json()["items"]  # fmt: skip
+    assert len(by_regarding) == 2
+    assert not api.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                       params={"fieldSelector": "regarding.name=other"}).json()["items"]  # fmt: skip
+    by_involved = api.get(
+        f"/api/v1/namespaces/{namespace}/events", params={"fieldSelector": "involvedObject.name=p"}
+    )
+    assert len(by_involved.json()["items"]) == 2

@@ -45,16 +45,7 @@ def service_account_kubeconfig(localkube: Any, namespace: str, target: Path) -> 
     )
     localkube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
     localkube.apply([account, role, binding])
-    with localkube.client() as admin:
-        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account['metadata']['name']}/token"
-        response = admin.post(
-            path, json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
-        )
-        response.raise_for_status()
-    config = yaml.safe_load(Path(localkube.kubeconfig).read_text())
-    config["users"][0]["user"] = {"token": response.json()["status"]["token"]}
-    target.write_text(yaml.safe_dump(config))
-    return target
+    return localkube.service_account_kubeconfig(namespace, account["metadata"]["name"], target)
 
 
 @pytest.fixture(scope="module")

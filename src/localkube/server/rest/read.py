@@ -25,6 +25,10 @@ class Reads(ResourcesBase):
             field_match = field_matcher(query.get("fieldSelector"))
         except SelectorError as exc:
             raise errors.bad_request(str(exc)) from exc
+        if field_match is not None and resource_type.stored_as:
+            # Field paths name the served form (events.k8s.io's `regarding.name`), not the stored one.
+            stored_match = field_match
+            field_match = lambda obj: stored_match(self.output(resource_type, obj))  # noqa: E731
         limit = int(query.get("limit") or 0)
         token = query.get("continue")
         revision, start_after = decode_continue(token) if token else (self.store.revision, None)
