@@ -67,7 +67,8 @@ def proto_dir() -> Path:
     return Path(str(importlib.resources.files("kuberay.apiserver") / "proto"))
 
 
-def _include_dirs() -> list[str]:
+def include_dirs() -> list[str]:
+    """Where protoc finds our files, the well-known types (grpcio-tools) and google/api (googleapis-common-protos)."""
     import google.api
     import grpc_tools
 
@@ -81,7 +82,7 @@ def descriptor_set() -> descriptor_pb2.FileDescriptorSet:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "set.pb"
-        args = ["protoc", *(f"-I{d}" for d in _include_dirs()), f"--descriptor_set_out={out}",
+        args = ["protoc", *(f"-I{d}" for d in include_dirs()), f"--descriptor_set_out={out}",
                 "--include_imports", *PROTO_FILES]  # fmt: skip
         if protoc.main(args) != 0 or not out.exists():
             raise ProtoCompileError(f"protoc failed on {proto_dir()}")

@@ -37,7 +37,7 @@ def validate(request: Object, *, update: bool) -> None:
 def to_rayservice(service: Object, templates: dict[str, Object]) -> Object:
     spec: Object = {
         "serveConfigV2": service["serve_config_V2"],
-        "rayClusterSpec": clusters.cluster_spec(
+        "rayClusterConfig": clusters.cluster_spec(
             service.get("version", ""), None, service["cluster_spec"], templates, serve=True
         ),  # fmt: skip
     }
@@ -70,7 +70,7 @@ def from_rayservice(obj: Object, events: list[Object]) -> Object:
                        for d, s in sorted((app.get("serveDeploymentStatuses") or {}).items())]  # fmt: skip
         applications.append({"name": name, "status": app.get("status", ""), "message": app.get("message", ""),
                              "serve_deployment_status": deployments})  # fmt: skip
-    cluster_spec = spec.get("rayClusterSpec") or {}
+    cluster_spec = spec.get("rayClusterConfig") or {}
     result: Object = {
         "name": meta.get("name", ""),
         "namespace": meta.get("namespace", ""),

@@ -224,3 +224,130 @@ async def test_cluster_errors_are_upstreams(http: httpx.AsyncClient, kube: Clien
     assert "clusters" not in listed  # the unmanaged one is not listed
     unrouted = await http.get("/apis/v1/nothing-here")
     assert unrouted.status_code == 404 and unrouted.json()["code"] == 5
+
+
+async def _small_template(http: httpx.AsyncClient, namespace: str) -> None:
+    answer = await http.post(f"/apis/v1/namespaces/{namespace}/compute_templates", json=template(namespace))
+    assert answer.status_code == 200, answer.text
+
+
+async def test_jobs_create_get_list_paged_delete(
+    http: httpx.AsyncClient, kube: Client, namespace: str
+) -> None:
+    await _small_template(http, namespace)
+    base = f"/apis/v1/namespaces/{namespace}/jobs"
+    job = {"name": "j1", "namespace": namespace, "user": "bob", "version": "2.46.0",
+           "entrypoint": "python -c 'print(1)'", "runtimeEnv": "pip:\n  - requests\n",
+           "metadata": {"owner": "bob"}, "shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 30,
+           "clusterSpec": cluster(namespace)["clusterSpec"], "jobSubmitter": {"image": "rayproject/ray:2.46.0"},
+           "entrypointNumCpus": 1.5, "activeDeadlineSeconds": 600}  # fmt: skip
+    created = await http.post(base, json=job)
+    assert created.status_code == 200, created.text
+    assert created.json()["jobSubmitter"] == {"image": "rayproject/ray:2.46.0"}  # the defaults are not shown
+    crd = await kube.get(RAYJOB, "j1", namespace)
+    assert crd["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kuberay-apiserver"
+    assert crd["metadata"]["labels"]["ray.io/cluster-name"] == "j1"
+    assert crd["metadata"]["annotations"] == {"owner": "bob"}
+    spec = crd["spec"]
+    assert spec["runtimeEnvYAML"] == "pip:\n  - requests\n" and spec["shutdownAfterJobFinishes"] is True
+    assert spec["entrypointNumCpus"] == 1.5 and spec["activeDeadlineSeconds"] == 600
+    submitter = spec["submitterPodTemplate"]["spec"]["containers"][0]
+    assert submitter["resources"]["limits"] == {"cpu": "1", "memory": "1Gi"}
+    assert spec["rayClusterSpec"]["rayVersion"] == "2.46.0"
+
+    got = (await http.get(f"{base}/j1")).json()
+    assert got["entrypoint"] == job["entrypoint"] and got["user"] == "bob"
+    selector_job = {"name": "j2", "namespace": namespace, "user": "bob", "entrypoint": "echo hi",
+                    "clusterSelector": {"ray.io/cluster": "c1"}}  # fmt: skip
+    assert (await http.post(base, json=selector_job)).status_code == 200
+    page = (await http.get(base, params={"limit": 1})).json()
+    assert len(page["jobs"]) == 1 and page["continue"]
+    rest = (await http.get(base, params={"limit": 1, "continue": page["continue"]})).json()
+    assert {j["name"] for j in page["jobs"] + rest["jobs"]} == {"j1", "j2"}
+    assert {
+        j["name"] for j in (await http.get("/apis/v1/jobs")).json()["jobs"] if j["namespace"] == namespace
+    } == {"j1", "j2"}
+
+    no_spec = await http.post(base, json={"name": "j3", "namespace": namespace, "user": "bob"})
+    assert no_spec.status_code == 400
+    assert no_spec.json()["message"].startswith(
+        "A ClusterSpec object is required. Please specify one.: Validate job request failed."
+    )
+    assert (await http.delete(f"{base}/j2")).json() == {}
+    await eventually_gone(kube, RAYJOB, "j2", namespace)
+    gone = await http.delete(f"{base}/j2")
+    assert gone.status_code == 404 and gone.json()["message"].startswith("Job j2 not found: Get job failure")
+
+
+SERVE_CONFIG = "applications:\n  - name: fruit\n    import_path: fruit.deployment_graph\n"
+
+
+async def test_services_create_update_get_list_paged_delete(
+    http: httpx.AsyncClient, kube: Client, namespace: str
+) -> None:
+    await _small_template(http, namespace)
+    base = f"/apis/v1/namespaces/{namespace}/services"
+    service = {"name": "s1", "namespace": namespace, "user": "carol", "version": "2.46.0",
+               "serveConfigV2": SERVE_CONFIG, "clusterSpec": cluster(namespace)["clusterSpec"]}  # fmt: skip
+    created = await http.post(base, json=service)
+    assert created.status_code == 200, created.text
+    crd = await kube.get(RAYSERVICE, "s1", namespace)
+    assert crd["metadata"]["labels"] == {"ray.io/user": "carol", "app.kubernetes.io/name": "kuberay",
+                                         "app.kubernetes.io/managed-by": "kuberay-apiserver"}  # fmt: skip
+    assert "ray.io/creation-timestamp" in crd["metadata"]["annotations"]
+    assert crd["spec"]["serveConfigV2"] == SERVE_CONFIG
+    head_ports = {
+        p.get("name")
+        for p in crd["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0][
+            "ports"
+        ]
+    }
+    assert {"serve", "dashboard-agent"} <= head_ports
+
+    service["clusterSpec"]["workerGroupSpec"][0]["replicas"] = 2
+    updated = await http.put(f"{base}/s1", json=service)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["clusterSpec"]["workerGroupSpec"][0]["replicas"] == 2
+    crd = await kube.get(RAYSERVICE, "s1", namespace)
+    assert "ray.io/update-timestamp" in crd["metadata"]["annotations"]
+    assert crd["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] == 2
+    assert (await http.get(f"{base}/s1")).json()["serveConfigV2"] == SERVE_CONFIG
+
+    assert (await http.post(base, json={**service, "name": "s2"})).status_code == 200
+    page = (await http.get(base, params={"pageSize": 1})).json()
+    assert len(page["services"]) == 1 and page["totalSize"] == 1 and page["nextPageToken"]
+    rest = (await http.get(base, params={"pageSize": 1, "pageToken": page["nextPageToken"]})).json()
+    assert {s["name"] for s in page["services"] + rest["services"]} == {"s1", "s2"}
+    every = (await http.get("/apis/v1/services")).json()["services"]
+    assert {s["name"] for s in every if s["namespace"] == namespace} == {"s1", "s2"}
+
+    no_config = await http.post(base, json={**service, "name": "s3", "serveConfigV2": ""})
+    assert no_config.status_code == 400
+    assert (await http.delete(f"{base}/s2")).json() == {}
+    await eventually_gone(kube, RAYSERVICE, "s2", namespace)
+
+
+async def test_healthz_metrics_and_swagger(http: httpx.AsyncClient, namespace: str) -> None:
+    assert (await http.get("/healthz")).status_code == 200
+    await http.get(f"/apis/v1/namespaces/{namespace}/clusters")
+    await http.get(f"/apis/v1/namespaces/{namespace}/clusters/none")
+    metrics = (await http.get("/metrics")).text
+    assert ('grpc_server_handled_total{grpc_code="OK",grpc_method="ListCluster",grpc_service="proto.ClusterService",'
+            'grpc_type="unary"}') in metrics  # fmt: skip
+    assert 'grpc_code="NotFound",grpc_method="GetCluster"' in metrics
+    assert "grpc_server_handling_seconds_bucket" in metrics
+
+    merged = (await http.get("/swagger/kuberay_api.swagger.json")).json()
+    assert merged["swagger"] == "2.0"
+    assert "/apis/v1/namespaces/{namespace}/clusters" in merged["paths"]
+    assert {t["name"] for t in merged["tags"]} >= {"ClusterService", "ComputeTemplateService", "RayJobService",
+                                                    "RayServeService", "RayJobSubmissionService"}  # fmt: skip
+    cluster_doc = (await http.get("/swagger/cluster.swagger.json")).json()
+    assert cluster_doc["definitions"]["protoCluster"]["properties"]["clusterSpec"] == {
+        "$ref": "#/definitions/protoClusterSpec"
+    }
+    assert (await http.get("/swagger/cluster.txt")).status_code == 404
+    page = await http.get("/swagger-ui/")
+    assert page.status_code == 200 and "swagger-ui-bundle.js" in page.text
+    bundle = await http.get("/swagger-ui/swagger-ui-bundle.js")
+    assert bundle.status_code == 200 and len(bundle.content) > 100_000
