@@ -71,11 +71,15 @@ def not_found(message: str, cause: Exception) -> ApiError:
     return ApiError(grpc.StatusCode.NOT_FOUND, message, [f"NotFoundError: {message}", str(cause)])
 
 
+# A Kubernetes refusal keeps its meaning (a caller acting with their own token sees why), where upstream,
+# acting only as itself, reports Internal.
+_REFUSALS = {401: grpc.StatusCode.UNAUTHENTICATED, 403: grpc.StatusCode.PERMISSION_DENIED}
+
+
 def internal(message: str, cause: Exception) -> ApiError:
     """The user sees only "Internal Server Error" first; what failed follows in the chain."""
-    return ApiError(
-        grpc.StatusCode.INTERNAL, "Internal Server Error", [f"InternalServerError: {message}", str(cause)]
-    )
+    code = _REFUSALS.get(getattr(cause, "status", 0), grpc.StatusCode.INTERNAL)
+    return ApiError(code, "Internal Server Error", [f"InternalServerError: {message}", str(cause)])
 
 
 def unknown(message: str) -> ApiError:

@@ -76,6 +76,8 @@ async def create_compute_template(client: Client, request: Object) -> Object:
         await client.get(CONFIG_MAP, template["name"], template["namespace"])
     except kube_errors.NotFound:
         pass
+    except kube_errors.KubeError as e:
+        raise _wrap_kube(e, "Get compute template failed").wrap("Create compute template failed.") from e
     else:
         raise errors.already_exists(
             f"Compute template with name {template['name']} already exists in namespace {template['namespace']}"
