@@ -24,7 +24,7 @@ def token_file_apiserver(apiserver_config: Path) -> Iterator[ApiServerProcess]:
     tokens = apiserver_config.parent / "tokens"
     tokens.write_text(f"other-token\n{TOKEN}\n")
     process = ApiServerProcess(apiserver_config, apiserver_config.parent / "token-file.log",
-                               f"-auth-token-file={tokens}").start()  # fmt: skip
+                               f"-auth-token-file={tokens}", "-cors-allow-origin=http://portal.example").start()  # fmt: skip
     try:
         yield process
     finally:
@@ -66,6 +66,12 @@ async def test_token_file(token_file_apiserver: ApiServerProcess, kube: Client, 
         assert accepted.status_code == 200, accepted.text
         bare = await http.get(f"{url}/t", headers={"Authorization": TOKEN})  # the security proxy's form
         assert bare.status_code == 200
+        # CORS by flag (this instance's -cors-allow-origin): a browser's preflight needs no token.
+        preflight = await http.options(url, headers={"Origin": "http://portal.example",
+                                                     "Access-Control-Request-Method": "DELETE"})  # fmt: skip
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == "http://portal.example"
+        assert "DELETE" in preflight.headers["access-control-allow-methods"]
         v2 = await http.get(f"{token_file_apiserver.url}/apis/ray.io/v1/namespaces/{namespace}/rayclusters")
         assert v2.status_code == 401
 

@@ -1,0 +1,68 @@
+"""The APIServer's pure parts: Go-style flags, upstream's error chains and HTTP mapping, the ConfigMap form of
+a compute template, and the RayCluster a Cluster becomes and the Cluster it reads back as."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from kuberay.apiserver import clusters, errors, main, templates
+
+
+def test_flags_have_upstreams_names_and_defaults() -> None:
+    args = main.parser().parse_args([])
+    assert (args.rpcPortFlag, args.httpPortFlag, args.grpc_timeout) == (":8887", ":8888", 60.0)
+    assert (
+        args.collectMetricsFlag is True and args.enable_api_server_v2 is True and args.cors_allow_origin == ""
+    )
+    go_style = main.parser().parse_args(["-collectMetricsFlag=false", "-grpc_timeout", "1m30s", "--enable-api-server-v2=f",
+                                         "-cors-allow-origin=*", "-auth-token-review"])  # fmt: skip
+    assert go_style.collectMetricsFlag is False and go_style.grpc_timeout == 90.0
+    assert (
+        go_style.enable_api_server_v2 is False
+        and go_style.cors_allow_origin == "*"
+        and go_style.auth_token_review
+    )
+    with pytest.raises(SystemExit):
+        main.parser().parse_args(["-collectMetricsFlag=maybe"])
+
+
+def test_error_chain_and_http_body() -> None:
+    error = errors.invalid_input("Namespace is empty. Please specify a valid value.").wrap("Validate failed.")
+    assert error.message == ("Namespace is empty. Please specify a valid value.: Validate failed.: "
+                             "Invalid input error: Namespace is empty. Please specify a valid value.")  # fmt: skip
+    assert (error.http_status, error.http_body()["code"]) == (400, 3)
+    status_of = {code: errors.ApiError(code, "x").http_status for code in grpc.StatusCode}
+    assert status_of[grpc.StatusCode.NOT_FOUND] == 404 and status_of[grpc.StatusCode.ALREADY_EXISTS] == 409
+    assert status_of[grpc.StatusCode.ABORTED] == 409 and status_of[grpc.StatusCode.UNAUTHENTICATED] == 401
+    assert status_of[grpc.StatusCode.DEADLINE_EXCEEDED] == 504 and status_of[grpc.StatusCode.UNKNOWN] == 500
+
+
+def test_compute_template_round_trip() -> None:
+    template = {"name": "t", "namespace": "n", "cpu": 4, "memory": 8, "gpu": 1, "gpu_accelerator": "amd.com/gpu",
+                "tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}]}  # fmt: skip
+    config_map = templates.to_config_map(template)
+    assert config_map["data"]["extended_resources"] == "null" and config_map["data"]["memory_unit"] == "Gi"
+    assert templates.from_config_map(config_map) == {**template, "memory_unit": "Gi"}
+    with pytest.raises(errors.ApiError, match="computeTemplate.memoryUnit: 'GB' is not a quantity suffix"):
+        templates.validate_create({"namespace": "n", "compute_template": {**template, "memory_unit": "GB"}})
+
+
+def test_cluster_to_raycluster_and_back() -> None:
+    spec = {"head_group_spec": {"compute_template": "t", "ray_start_params": {"num-cpus": "0"}, "labels": {"a": "b"},
+                                "environment": {"values": {"X": "1"}}},
+            "worker_group_spec": [{"group_name": "w", "compute_template": "t", "replicas": 2, "max_replicas": 5}]}  # fmt: skip
+    cluster = {"name": "c", "namespace": "n", "user": "u", "version": "2.46.0", "cluster_spec": spec}
+    template = {"name": "t", "cpu": 1, "memory": 2, "memory_unit": "Gi", "extended_resources": {"x.io/r": 3}}
+    obj = clusters.to_raycluster(cluster, {"t": template}, "now")
+    assert obj["metadata"]["labels"]["ray.io/environment"] == "DEV"
+    worker = obj["spec"]["workerGroupSpecs"][0]
+    assert (worker["minReplicas"], worker["maxReplicas"], worker["replicas"]) == (2, 5, 2)
+    head = obj["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["resources"]["limits"] == {"cpu": "1", "memory": "2Gi", "x.io/r": "3"}
+    assert {"name": "X", "value": "1"} in head["env"]
+    back = clusters.from_raycluster({**obj, "status": {"state": "ready"}}, [])
+    assert back["cluster_state"] == "ready" and back["environment"] == "DEV"
+    assert back["cluster_spec"]["head_group_spec"]["environment"] == {"values": {"X": "1"}, "valuesFrom": {}}
+    assert back["cluster_spec"]["head_group_spec"]["labels"] == {"a": "b"}
+    assert back["cluster_spec"]["worker_group_spec"][0]["max_replicas"] == 5
