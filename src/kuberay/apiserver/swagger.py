@@ -180,6 +180,7 @@ window.onload = function () {
     "urls.primaryName": "kuberay_api.swagger.json",
     dom_id: "#swagger-ui",
     deepLinking: true,
+    validatorUrl: null,
     presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
     layout: "StandaloneLayout"
   });

@@ -7,8 +7,8 @@ import uuid
 from typing import Any
 
 from apiserver_process import ApiServerProcess
+from kuberay_apis import KubeRayAPIs
 
-from .kuberay_apis import KubeRayAPIs
 from .test_rest import cluster, template
 
 
