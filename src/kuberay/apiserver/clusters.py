@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kuberay.apiserver import errors
+from kuberay.apiserver import errors, volumes
 
 Object = dict[str, Any]
 
@@ -274,6 +274,9 @@ def _pod_template(version: str, envs: Object | None, group: Object, template: Ob
     env += _env_vars(envs) + _env_vars(group.get("environment"))
     container: Object = {"name": "ray-head" if head else "ray-worker", "image": image, "imagePullPolicy": pull,
                          "env": env, "ports": ports, "resources": resources}  # fmt: skip
+    pod_volumes, mounts = volumes.to_pod(group.get("volumes") or [])
+    if mounts:
+        container["volumeMounts"] = mounts
     if not head:
         container["lifecycle"] = {"preStop": {"exec": {"command": ["/bin/sh", "-c", "ray stop"]}}}
     security = _security_context(group.get("security_context"))
@@ -282,6 +285,8 @@ def _pod_template(version: str, envs: Object | None, group: Object, template: Ob
     annotations = {COMPUTE_TEMPLATE_ANNOTATION: template["name"], IMAGE_ANNOTATION: group.get("image", "")}
     annotations.update(group.get("annotations") or {})
     pod: Object = {"containers": [container]}
+    if pod_volumes:
+        pod["volumes"] = pod_volumes
     tolerations = [_toleration(t) for t in template.get("tolerations") or []]
     if tolerations:
         pod["tolerations"] = tolerations
@@ -388,6 +393,7 @@ def _group_from_crd(group: Object, *, head: bool) -> Object:
         "ray_start_params": dict(group.get("rayStartParams") or {}),
         "image": annotations.get(IMAGE_ANNOTATION, ""),
         "compute_template": annotations.get(COMPUTE_TEMPLATE_ANNOTATION, ""),
+        "volumes": volumes.from_pod(pod) or None,
     }
     if head:
         result["service_type"] = group.get("serviceType", "")

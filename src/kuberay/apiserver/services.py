@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from kuberay.apiserver import clusters, errors, jobs, rayservices, submissions, templates
+from kuberay.apiserver import clusters, errors, jobs, rayservices, submissions, templates, volumes
 from kuberay.apiserver.backend import Backend, Handler
 from kuberay.runtime import errors as kube_errors
 from kuberay.runtime.client import Client
@@ -223,6 +223,16 @@ async def _create(client: Client, resource: Resource, obj: Object, failure: str)
         raise errors.internal(failure.format(obj["metadata"]["namespace"], obj["metadata"]["name"]), e) from e
 
 
+def _built(build: Callable[[], Object], what: str) -> Object:
+    """A builder's object; a volume it refuses is upstream's InvalidArgument "Failed to create a Ray <what>"."""
+    try:
+        return build()
+    except volumes.VolumeError as e:
+        raise errors.ApiError(
+            grpc.StatusCode.INVALID_ARGUMENT, f"Failed to create a Ray {what}", [str(e)]
+        ) from e
+
+
 # --- clusters -------------------------------------------------------------------------------------------
 
 
@@ -239,7 +249,7 @@ async def create_cluster(client: Client, request: Object) -> Object:
     cluster = request["cluster"]
     try:
         found = await _templates_for(client, cluster["cluster_spec"], cluster["namespace"], cluster["name"])
-        created = await _create(client, RAYCLUSTER, clusters.to_raycluster(cluster, found, _now()),
+        created = await _create(client, RAYCLUSTER, _built(lambda: clusters.to_raycluster(cluster, found, _now()), "cluster"),
                                 "Failed to create a cluster for ({}/{})")  # fmt: skip
     except errors.ApiError as e:
         raise e.wrap("Create Cluster failed.") from None
@@ -290,7 +300,10 @@ async def create_ray_job(client: Client, request: Object) -> Object:
         found = (await _templates_for(client, job["cluster_spec"], job["namespace"], job.get("job_id", ""))
                  if job.get("cluster_spec") else {})  # fmt: skip
         created = await _create(
-            client, RAYJOB, jobs.to_rayjob(job, found), "Failed to create a job for ({}/{})"
+            client,
+            RAYJOB,
+            _built(lambda: jobs.to_rayjob(job, found), "Job"),
+            "Failed to create a job for ({}/{})",
         )
     except errors.ApiError as e:
         raise e.wrap("Create Job failed.") from None
@@ -349,7 +362,7 @@ async def create_ray_service(client: Client, request: Object) -> Object:
     service = request["service"]
     try:
         found = await _templates_for(client, service["cluster_spec"], service["namespace"], service["name"])
-        obj = rayservices.to_rayservice(service, found)
+        obj = _built(lambda: rayservices.to_rayservice(service, found), "Service")
         obj["metadata"]["annotations"][clusters.CREATION_TIMESTAMP_ANNOTATION] = _now()
         created = await _create(client, RAYSERVICE, obj, "Failed to create service for ({}/{})")
     except errors.ApiError as e:
@@ -370,7 +383,7 @@ async def update_ray_service(client: Client, request: Object) -> Object:
         except errors.ApiError as e:
             raise e.wrap(f"Update service fail, no service named: {name} ") from None
         found = await _templates_for(client, service["cluster_spec"], namespace, name)
-        obj = rayservices.to_rayservice(service, found)
+        obj = _built(lambda: rayservices.to_rayservice(service, found), "Service")
         obj["metadata"]["annotations"][rayservices.UPDATE_TIMESTAMP_ANNOTATION] = _now()
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         try:

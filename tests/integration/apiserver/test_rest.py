@@ -121,7 +121,10 @@ async def test_cluster_create_get_list_paged_delete_and_ready(
         await http.post(f"/apis/v1/namespaces/{namespace}/compute_templates", json=template(namespace))
     ).status_code == 200
     base = f"/apis/v1/namespaces/{namespace}/clusters"
-    created = await http.post(base, json=cluster(namespace, annotations={"team": "a"}))
+    with_volume = cluster(namespace, annotations={"team": "a"})
+    with_volume["clusterSpec"]["headGroupSpec"]["volumes"] = [
+        {"name": "logs", "mountPath": "/tmp/logs", "volumeType": "EMPTY_DIR", "storage": "1Gi"}]  # fmt: skip
+    created = await http.post(base, json=with_volume)
     assert created.status_code == 200, created.text
     body = created.json()
     assert body["environment"] == 3  # enums as numbers
@@ -142,6 +145,9 @@ async def test_cluster_create_get_list_paged_delete_and_ready(
     assert container["name"] == "ray-head" and container["image"] == "rayproject/ray:2.46.0"
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
     assert container["resources"]["requests"] == container["resources"]["limits"]
+    assert head["spec"]["volumes"] == [{"name": "logs", "emptyDir": {"sizeLimit": "1Gi"}}]
+    assert container["volumeMounts"] == [{"name": "logs", "mountPath": "/tmp/logs"}]
+    assert body["clusterSpec"]["headGroupSpec"]["volumes"][0]["volumeType"] == 5  # EMPTY_DIR, as a number
 
     async def state() -> str:
         return str((await http.get(f"{base}/c1")).json().get("clusterState", ""))
@@ -204,6 +210,16 @@ async def test_cluster_errors_are_upstreams(http: httpx.AsyncClient, kube: Clien
     assert answer.json()["message"].startswith(
         "WorkerNodeSpec 0 MaxReplicas can not be 0. Please specify a valid value."
     )
+    bad_volume = cluster(namespace)
+    bad_volume["clusterSpec"]["headGroupSpec"]["volumes"] = [
+        {"name": "e", "mountPath": "/e", "volumeType": "EPHEMERAL"}
+    ]
+    await http.post(f"/apis/v1/namespaces/{namespace}/compute_templates", json=template(namespace, "small"))
+    refused = await http.post(base, json=bad_volume)
+    assert refused.status_code == 400
+    assert refused.json()["message"] == ("Failed to create a Ray cluster: Create Cluster failed.: "
+                                         "storage for ephemeral volume is empty")  # fmt: skip
+    await http.delete(f"/apis/v1/namespaces/{namespace}/compute_templates/small")
     no_template = await http.post(base, json=cluster(namespace))
     assert no_template.status_code == 500 and no_template.json()["code"] == 13
     assert no_template.json()["message"].startswith("Internal Server Error: Create Cluster failed.: InternalServerError: "

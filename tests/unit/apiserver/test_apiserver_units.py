@@ -66,3 +66,33 @@ def test_cluster_to_raycluster_and_back() -> None:
     assert back["cluster_spec"]["head_group_spec"]["environment"] == {"values": {"X": "1"}, "valuesFrom": {}}
     assert back["cluster_spec"]["head_group_spec"]["labels"] == {"a": "b"}
     assert back["cluster_spec"]["worker_group_spec"][0]["max_replicas"] == 5
+
+
+def test_volumes_to_pod_and_back() -> None:
+    from kuberay.apiserver import volumes
+
+    api = [
+        {"name": "cfg", "mount_path": "/etc/cfg", "volume_type": "CONFIGMAP", "source": "cm", "items": {"a": "b"}},
+        {"name": "scratch", "mount_path": "/scratch", "volume_type": "EPHEMERAL", "storage": "5Gi",
+         "storageClassName": "fast", "accessMode": "RWX"},
+        {"name": "host", "mount_path": "/host", "volume_type": "HOST_PATH", "source": "/data", "host_path_type": "FILE",
+         "mount_propagation_mode": "HOSTTOCONTAINER", "read_only": True},
+    ]  # fmt: skip
+    pod_volumes, mounts = volumes.to_pod(api)
+    assert pod_volumes[0] == {
+        "name": "cfg",
+        "configMap": {"name": "cm", "items": [{"key": "a", "path": "b"}]},
+    }
+    claim = pod_volumes[1]["ephemeral"]["volumeClaimTemplate"]
+    assert claim["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "kuberay-apiserver"}
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"] and claim["spec"]["storageClassName"] == "fast"
+    assert mounts[2] == {
+        "name": "host",
+        "mountPath": "/host",
+        "readOnly": True,
+        "mountPropagation": "HostToContainer",
+    }
+    back = volumes.from_pod({"volumes": pod_volumes, "containers": [{"volumeMounts": mounts}]})
+    assert back == [{**api[0]}, {**api[1]}, {**api[2]}]
+    with pytest.raises(volumes.VolumeError, match="storage for ephemeral volume is empty"):
+        volumes.to_pod([{"name": "e", "volume_type": "EPHEMERAL"}])
