@@ -1,6 +1,7 @@
 """The APIServer's integration tests: the real `kuberay-operator` and `kuberay-apiserver` commands against
 the session's localkube (simulate mode). The APIServer runs as deploy/apiserver's ServiceAccount with its
 RBAC, so every test also shows the ClusterRoles grant what it needs; each test works in its own namespace.
+Modules whose clusters must become ready use `operator` (pytestmark `usefixtures`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def apiserver_kubeconfig(localkube: Any, target: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def operator(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """The operator, for the modules whose clusters must become ready (module-scoped: an operator of
+    another directory's tests must not find this one still running)."""
     directory = tmp_path_factory.mktemp("operator")
     process = OperatorProcess(Path(localkube.kubeconfig), directory / "operator.log").start()
     try:
@@ -39,13 +42,14 @@ def operator(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         process.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def apiserver_config(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return apiserver_kubeconfig(localkube, tmp_path_factory.mktemp("apiserver") / "kubeconfig")
 
 
-@pytest.fixture(scope="module")
-def apiserver(apiserver_config: Path, operator: OperatorProcess) -> Iterator[ApiServerProcess]:
+@pytest.fixture(scope="session")
+def apiserver(apiserver_config: Path) -> Iterator[ApiServerProcess]:
+    """One APIServer for the directory's tests (it reconciles nothing, so it may outlive a module)."""
     process = ApiServerProcess(apiserver_config, apiserver_config.parent / "apiserver.log").start()
     try:
         yield process

@@ -6,10 +6,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from apiserver_process import ApiServerProcess
 from kuberay_apis import KubeRayAPIs
 
 from .test_rest import cluster, template
+
+pytestmark = pytest.mark.usefixtures("operator")
 
 
 def test_kuberay_apis_contract(apiserver: ApiServerProcess, localkube: Any) -> None:

@@ -18,6 +18,8 @@ RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")
 RAYSERVICE = Resource("ray.io/v1", "RayService", "rayservices")
 
+pytestmark = pytest.mark.usefixtures("operator")
+
 
 @pytest.fixture
 async def http(apiserver: ApiServerProcess) -> AsyncIterator[httpx.AsyncClient]:
