@@ -31,9 +31,12 @@ _CACHED_CLIENTS = 64
 
 
 def bearer(authorization: str | None) -> str:
+    """The token of an `Authorization` header, `Bearer <token>` or bare; Unauthenticated without one."""
     value = (authorization or "").strip()
     if value[:7].lower() == "bearer ":
-        return value[7:].strip()
+        value = value[7:].strip()
+    if not value:
+        raise errors.unauthenticated("Unauthorized: no token in the Authorization header")
     return value
 
 
@@ -42,10 +45,6 @@ class Auth:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-
-    @property
-    def enabled(self) -> bool:
-        return False
 
     async def backend_for(self, authorization: str | None) -> Backend:
         return self.backend
@@ -61,14 +60,8 @@ class TokenFileAuth(Auth):
         if not self._tokens:
             raise ValueError(f"{path}: no token in the file")
 
-    @property
-    def enabled(self) -> bool:
-        return True
-
     async def backend_for(self, authorization: str | None) -> Backend:
         token = bearer(authorization)
-        if not token:
-            raise errors.unauthenticated("Unauthorized: no token in the Authorization header")
         if not any(hmac.compare_digest(token.encode(), known.encode()) for known in self._tokens):
             raise errors.unauthenticated("Unauthorized: the token is not valid")
         return self.backend
@@ -80,14 +73,8 @@ class TokenReviewAuth(Auth):
         self._config = config
         self._clients: OrderedDict[str, Client] = OrderedDict()
 
-    @property
-    def enabled(self) -> bool:
-        return True
-
     async def backend_for(self, authorization: str | None) -> Backend:
         token = bearer(authorization)
-        if not token:
-            raise errors.unauthenticated("Unauthorized: no bearer token in the Authorization header")
         review = {"apiVersion": TOKEN_REVIEW.api_version, "kind": "TokenReview", "spec": {"token": token}}
         try:
             answer = await self.backend.kube.create(TOKEN_REVIEW, review)

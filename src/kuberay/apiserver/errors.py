@@ -89,7 +89,3 @@ def unknown(message: str) -> ApiError:
 
 def unauthenticated(message: str) -> ApiError:
     return ApiError(grpc.StatusCode.UNAUTHENTICATED, message)
-
-
-def permission_denied(message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.PERMISSION_DENIED, message)

@@ -13,7 +13,6 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -98,15 +97,6 @@ def pool() -> descriptor_pool.DescriptorPool:
     return result
 
 
-def message_class(full_name: str) -> type[Message]:
-    cls: type[Message] = message_factory.GetMessageClass(pool().FindMessageTypeByName(full_name))
-    return cls
-
-
-def new(full_name: str, **fields: Any) -> Message:
-    return message_class(full_name)(**fields)
-
-
 def _route(method: descriptor_pb2.MethodDescriptorProto) -> HttpRoute:
     rule: http_pb2.HttpRule = method.options.Extensions[annotations_pb2.http]
     kind = rule.WhichOneof("pattern")
@@ -139,7 +129,3 @@ def methods() -> tuple[Method, ...]:
                     )  # fmt: skip
                 )
     return tuple(found)
-
-
-def service_names() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(m.service for m in methods()))
