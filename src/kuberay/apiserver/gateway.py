@@ -104,15 +104,11 @@ def _install_swagger(app: FastAPI, swagger_dir: str) -> None:
             return Response("404 page not found\n", status_code=404, media_type="text/plain")
         return JSONResponse(docs[name])
 
-    ui = swagger.ui_dir()
-    if ui is None:
-        return
-
     @app.get("/swagger-ui/", include_in_schema=False)
     async def index() -> Response:
         return HTMLResponse(swagger.index_html())
 
-    app.mount("/swagger-ui", StaticFiles(directory=ui), name="swagger-ui")
+    app.mount("/swagger-ui", StaticFiles(directory=swagger.ui_dir()), name="swagger-ui")
 
 
 def build_app(dispatcher: Dispatcher, auth: Auth, registry: CollectorRegistry | None, health: Health, *,

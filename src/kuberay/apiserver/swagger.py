@@ -5,12 +5,12 @@ Swagger UI's files from the `swagger-ui-bundle` package (served at `/swagger-ui/
 
 from __future__ import annotations
 
-import importlib.resources
 import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import swagger_ui_bundle
 from google.protobuf.descriptor import FieldDescriptor
 
 from kuberay.apiserver import protos
@@ -156,14 +156,9 @@ def documents() -> dict[str, Object]:
     return result
 
 
-def ui_dir() -> Path | None:
-    """The Swagger UI's static files, from the swagger-ui-bundle package (None when it is not installed)."""
-    try:
-        root = Path(str(importlib.resources.files("swagger_ui_bundle")))
-    except ModuleNotFoundError:
-        return None
-    found = sorted(root.glob("**/swagger-ui-bundle.js"))
-    return found[-1].parent if found else None
+def ui_dir() -> Path:
+    """The Swagger UI's static files, from the swagger-ui-bundle package."""
+    return Path(swagger_ui_bundle.swagger_ui_path)
 
 
 INDEX = """<!DOCTYPE html>
