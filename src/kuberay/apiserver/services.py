@@ -350,8 +350,13 @@ async def delete_ray_job(client: Client, request: Object) -> Object:
 
 
 async def _service_out(client: Client, obj: Object) -> Object:
+    """The service with its Events and, as upstream shows them, those of its active cluster."""
     meta = obj["metadata"]
-    return rayservices.from_rayservice(obj, await _events(client, meta["name"], meta["namespace"]))
+    events = await _events(client, meta["name"], meta["namespace"])
+    active = ((obj.get("status") or {}).get("activeServiceStatus") or {}).get("rayClusterName")
+    if active:
+        events += await _events(client, active, meta["namespace"])
+    return rayservices.from_rayservice(obj, events)
 
 
 async def create_ray_service(client: Client, request: Object) -> Object:

@@ -100,7 +100,14 @@ async def test_compute_template_errors_are_upstreams(http: httpx.AsyncClient, na
         "failed.: Invalid input error: Cpu amount is zero. Please specify a valid value.",
         "details": [],
     }
-    assert (await http.post(base, json=template(namespace))).status_code == 200
+    malformed = await http.post(base, json={**template(namespace), "cpu": "two"})
+    assert malformed.status_code == 400 and malformed.json()["code"] == 3
+    assert "cpu" in malformed.json()["message"]  # the field that is wrong is named
+    bad_unit = await http.post(base, json={**template(namespace), "memoryUnit": "GB"})
+    assert bad_unit.status_code == 400
+    assert bad_unit.json()["message"].startswith("computeTemplate.memoryUnit: 'GB' is not a quantity suffix")
+    # Unknown fields are dropped, as grpc-gateway does.
+    assert (await http.post(base, json={**template(namespace), "colour": "blue"})).status_code == 200
     again = await http.post(base, json=template(namespace))
     assert again.status_code == 409 and again.json()["code"] == 6
     assert again.json()["message"].startswith(

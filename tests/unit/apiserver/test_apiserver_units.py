@@ -96,3 +96,25 @@ def test_volumes_to_pod_and_back() -> None:
     assert back == [{**api[0]}, {**api[1]}, {**api[2]}]
     with pytest.raises(volumes.VolumeError, match="storage for ephemeral volume is empty"):
         volumes.to_pod([{"name": "e", "volume_type": "EPHEMERAL"}])
+
+
+async def test_a_call_past_grpc_timeout_is_deadline_exceeded() -> None:
+    import asyncio
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from kuberay.apiserver import protos
+    from kuberay.apiserver.dispatch import Dispatcher, ServerMetrics
+
+    method = next(m for m in protos.methods() if m.name == "ListAllClusters")
+
+    async def slow(backend: object, request: dict[str, object]) -> dict[str, object]:
+        await asyncio.sleep(5)
+        return {}
+
+    registry = CollectorRegistry()
+    dispatcher = Dispatcher({method.full_name: slow}, ServerMetrics(registry), timeout=0.05)
+    with pytest.raises(errors.ApiError) as raised:
+        await dispatcher.call(method, method.request(), backend=None)  # type: ignore[arg-type]
+    assert raised.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and raised.value.http_status == 504
+    assert 'grpc_code="DeadlineExceeded",grpc_method="ListAllClusters"' in generate_latest(registry).decode()
