@@ -24,7 +24,7 @@ import orjson
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
-from localkube.server import bodies, errors, impersonation, podstreams, proxy, subresources
+from localkube.server import bodies, errors, impersonation, podstreams, proxy, subresources, webhooks
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
@@ -34,6 +34,7 @@ from localkube.server.patching import PATCH_TYPES
 from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
+from localkube.server.rest.common import Query, clone, is_dry_run
 from localkube.server.reviews import Reviews
 from localkube.server.routing import (
     JSON,
@@ -54,6 +55,9 @@ from localkube.storage import TooLarge
 log = logging.getLogger("localkube.server")
 
 _HEALTH = frozenset({"livez", "readyz", "healthz"})
+_WRITES = frozenset({"create", "update", "patch", "delete"})
+# Rounds of admission for one write when the object changes while webhooks are called.
+_ADMISSION_ATTEMPTS = 5
 _VERSION = {
     "major": "1",
     "minor": "32",
@@ -103,6 +107,9 @@ class App:
         self.pod_logs = pod_logs
         self.reviews = Reviews(authenticator, self.authorizer)
         self.pod_streams = podstreams.PodStreams(resources)
+        self.webhooks = webhooks.Webhooks(
+            resources.store, self.registry, pod_proxy or proxy.Proxy(resources.store)
+        )
         self.ready = True
 
     # -- ASGI -------------------------------------------------------------------------------------------
@@ -136,7 +143,7 @@ class App:
             if proxy_target is not None:
                 reply = await self._proxy(request, proxy_target, scope["query_string"].decode("latin-1"))
             else:
-                reply = self.handle(request)
+                reply = await self.handle(request)
         except ApiError as error:
             reply = _error_reply(error)
         except TooLarge:
@@ -224,7 +231,7 @@ class App:
 
     # -- routing ----------------------------------------------------------------------------------------
 
-    def handle(self, request: Request) -> Reply | StreamReply:
+    async def handle(self, request: Request) -> Reply | StreamReply:
         segments = [s for s in request.path.split("/") if s]
         head = segments[0] if segments else ""
         if head in _HEALTH:
@@ -263,7 +270,7 @@ class App:
                 raise podstreams.PodStreams.refuse_upgrade(target)
             if target.resource_type.virtual:
                 return self._review(request, target)
-            return self._resource(request, target, verb)
+            return await self._resource(request, target, verb)
         raise errors.page_not_found()
 
     async def _proxy(self, request: Request, target: proxy.ProxyTarget, query: str) -> Reply:
@@ -354,7 +361,7 @@ class App:
 
     # -- resources --------------------------------------------------------------------------------------
 
-    def _resource(self, request: Request, target: Target, verb: str) -> Reply | StreamReply:
+    async def _resource(self, request: Request, target: Target, verb: str) -> Reply | StreamReply:
         resource_type, namespace, name, sub = (
             target.resource_type,
             target.namespace,
@@ -384,29 +391,15 @@ class App:
         if verb == "get":
             assert name is not None
             return self._object_reply(request, resource_type, resources.get(resource_type, namespace, name))
-        if verb == "create":
-            if resource_type.namespaced and namespace is None:
+        if verb in _WRITES:
+            if verb == "create" and resource_type.namespaced and namespace is None:
                 raise errors.page_not_found()
-            created = resources.create(resource_type, namespace, _decode(request), query)
-            return self._object_reply(request, resource_type, created, 201)
-        if verb == "update":
-            assert name is not None
-            updated = resources.update(resource_type, namespace, name, _decode(request), sub, query)
-            return self._object_reply(request, resource_type, updated)
-        if verb == "patch":
-            assert name is not None
-            content_type = request.headers.get("content-type", "").split(";")[0].strip()
-            if content_type not in PATCH_TYPES:
-                raise errors.unsupported_media_type(list(PATCH_TYPES))
-            code, patched = resources.patch(
-                resource_type, namespace, name, request.body, content_type, sub, query
-            )
-            return self._object_reply(request, resource_type, patched, code)
+            if self.webhooks.applies_to(resource_type):
+                code, written = await self._admitted_write(request, target, verb)
+            else:
+                code, written = self._write(request, target, verb, query)
+            return self._object_reply(request, resource_type, written, code)
         options = _decode(request) if request.body else {}
-        if verb == "delete":
-            assert name is not None
-            code, deleted = resources.delete(resource_type, namespace, name, options, query)
-            return self._object_reply(request, resource_type, deleted, code)
         deleted_items = resources.delete_collection(resource_type, namespace, options, query)
         return _json(
             {
@@ -415,6 +408,90 @@ class App:
                 "metadata": {},
                 "items": deleted_items,
             }
+        )
+
+    def _write(self, request: Request, target: Target, verb: str, query: Query) -> tuple[int, dict[str, Any]]:
+        """Runs one write verb: (HTTP code, the object written)."""
+        resources, resource_type, namespace = self.resources, target.resource_type, target.namespace
+        name, sub = target.name or "", target.subresource
+        if verb == "create":
+            return 201, resources.create(resource_type, namespace, _decode(request), query)
+        if verb == "update":
+            return 200, resources.update(resource_type, namespace, name, _decode(request), sub, query)
+        if verb == "patch":
+            content_type = request.headers.get("content-type", "").split(";")[0].strip()
+            if content_type not in PATCH_TYPES:
+                raise errors.unsupported_media_type(list(PATCH_TYPES))
+            return resources.patch(resource_type, namespace, name, request.body, content_type, sub, query)
+        options = _decode(request) if request.body else {}
+        return resources.delete(resource_type, namespace, name, options, query)
+
+    def _write_object(
+        self, target: Target, creating: bool, obj: dict[str, Any], query: Query
+    ) -> dict[str, Any]:
+        """Creates or replaces with an object admission produced (a copy of it: the verbs change theirs)."""
+        if creating:
+            return self.resources.create(target.resource_type, target.namespace, clone(obj), query)
+        name = obj["metadata"]["name"]
+        return self.resources.update(
+            target.resource_type, target.namespace, name, clone(obj), target.subresource, query
+        )
+
+    async def _admitted_write(
+        self, request: Request, target: Target, verb: str
+    ) -> tuple[int, dict[str, Any]]:
+        """A write that admission webhooks see: the verb is first run as a dry run to get the object it
+        would store; mutating webhooks may change it (then it is written as a create or an update of
+        their result), validating webhooks may refuse it; it is then written for real, provided nothing
+        changed the stored object while the webhooks were called (otherwise all of it is done again,
+        as kube-apiserver retries its guaranteed update)."""
+        resources, resource_type, namespace = self.resources, target.resource_type, target.namespace
+        name, sub = target.name or "", target.subresource
+        query = request.query
+        dry_run = is_dry_run(query)
+        assert request.user is not None
+        for _ in range(_ADMISSION_ATTEMPTS):
+            old = resources.store.get(resource_type.key(namespace, name)) if name else None
+            if verb == "delete":
+                if old is None:
+                    raise errors.not_found(resource_type.plural, resource_type.group, name)
+                attributes = webhooks.Attributes(
+                    "DELETE", resource_type, sub or "", namespace, name, None, resources.output(resource_type, clone(old)),
+                    request.user, dry_run, _decode(request) if request.body else {},
+                )  # fmt: skip
+                await self.webhooks.validate(attributes)
+                if resources.store.get(resource_type.key(namespace, name)) == old:
+                    return self._write(request, target, verb, query)
+                continue
+            code, candidate = self._write(request, target, verb, {**query, "dryRun": "All"})
+            attributes = webhooks.Attributes(
+                "CREATE" if old is None else "UPDATE", resource_type, sub or "", namespace,
+                candidate["metadata"]["name"], clone(candidate),
+                None if old is None else resources.output(resource_type, clone(old)), request.user, dry_run,
+            )  # fmt: skip
+            mutated = await self.webhooks.mutate(attributes) or candidate
+            final: dict[str, Any] | None = None
+            if mutated != candidate:
+                # What a mutating webhook changed is admitted again (schema, defaults, metadata rules)
+                # and written as a create or a replace of exactly what was admitted.
+                final = mutated
+                if old is not None:
+                    final["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+                candidate = self._write_object(target, old is None, final, {**query, "dryRun": "All"})
+            attributes.obj = clone(candidate)
+            await self.webhooks.validate(attributes)
+            if dry_run:
+                return code, candidate
+            if resources.store.get(resource_type.key(namespace, name)) != old:
+                continue
+            if final is None:
+                return self._write(request, target, verb, query)
+            return code, self._write_object(target, old is None, final, query)
+        raise errors.conflict(
+            resource_type.plural,
+            resource_type.group,
+            name,
+            "the object kept changing while admission webhooks were called",
         )
 
     def _object_reply(

@@ -84,6 +84,8 @@ def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
         # Defaulted on every write, as the real server defaults every decoded object: a workload's
         # template must read the same whether it came in through a create, a replace or a patch.
         _default_workload(kind, obj.setdefault("spec", {}))
+    if kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        _default_webhook_configuration(obj, mutating=kind.startswith("Mutating"))
     if kind == "Secret" and isinstance(obj.get("stringData"), dict):
         data: dict[str, Any] = obj["data"] if isinstance(obj.get("data"), dict) else {}
         for key, value in obj.pop("stringData").items():
@@ -217,3 +219,23 @@ def graceful_deletion_seconds(
     if requested is None:
         requested = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
     return max(int(requested), 0)
+
+
+def _default_webhook_configuration(obj: dict[str, Any], mutating: bool) -> None:
+    """The server-side defaults of a webhook configuration, in place (as kube-apiserver stores them)."""
+    for webhook in obj.get("webhooks") or []:
+        if not isinstance(webhook, dict):
+            continue
+        webhook.setdefault("failurePolicy", "Fail")
+        webhook.setdefault("matchPolicy", "Equivalent")
+        webhook.setdefault("namespaceSelector", {})
+        webhook.setdefault("objectSelector", {})
+        webhook.setdefault("timeoutSeconds", 10)
+        if mutating:
+            webhook.setdefault("reinvocationPolicy", "Never")
+        service = (webhook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
+        for rule in webhook.get("rules") or []:
+            if isinstance(rule, dict):
+                rule.setdefault("scope", "*")

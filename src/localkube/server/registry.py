@@ -153,6 +153,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
     _builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
     _builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
+    _builtin("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", namespaced=False, categories=("api-extensions",)),
+    _builtin("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", namespaced=False, categories=("api-extensions",)),
     _builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False, short=("crd", "crds"), sub=("status",)),
     _builtin("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False, verbs=_REVIEW, virtual=True),
     _builtin("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", namespaced=False, verbs=_REVIEW, virtual=True),

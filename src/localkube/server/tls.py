@@ -55,9 +55,32 @@ def ensure_tls(data_dir: Path, host: str, addresses: Iterable[str] = ()) -> TlsF
         if wanted <= set(names.value.get_values_for_type(x509.IPAddress)):
             return files
     private_directory(pki)
+    ca_pem, cert_pem, key_pem = issue("localkube-ca", "localkube", _alternative_names(host, wanted))
+    files.ca_cert.write_bytes(ca_pem)
+    files.server_cert.write_bytes(cert_pem)
+    write_private(files.server_key, key_pem)
+    return files
+
+
+def _alternative_names(host: str, extra: Iterable[IPAddress]) -> list[x509.GeneralName]:
+    dns = set(_SERVICE_NAMES) | {socket.gethostname()}
+    addresses = set(_SERVICE_ADDRESSES) | {str(address) for address in extra}
+    try:
+        ipaddress.ip_address(host)
+        if host not in ("0.0.0.0", "::"):
+            addresses.add(host)
+    except ValueError:
+        dns.add(host)
+    names: list[x509.GeneralName] = [x509.DNSName(name) for name in sorted(dns)]
+    names += [x509.IPAddress(ipaddress.ip_address(address)) for address in sorted(addresses)]
+    return names
+
+
+def issue(ca_common_name: str, common_name: str, names: list[x509.GeneralName]) -> tuple[bytes, bytes, bytes]:
+    """A new CA and a serving certificate it signed for `names`: (CA PEM, certificate PEM, key PEM)."""
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localkube-ca")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca_common_name)])
     ca_cert = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -86,36 +109,18 @@ def ensure_tls(data_dir: Path, host: str, addresses: Iterable[str] = ()) -> TlsF
     server_key = ec.generate_private_key(ec.SECP256R1())
     server_cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localkube")]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
         .issuer_name(ca_name)
         .public_key(server_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(_alternative_names(host, wanted)), critical=False)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    files.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    files.server_cert.write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
-    write_private(
-        files.server_key,
-        server_key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
+    key_pem = server_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return files
-
-
-def _alternative_names(host: str, extra: Iterable[IPAddress]) -> list[x509.GeneralName]:
-    dns = set(_SERVICE_NAMES) | {socket.gethostname()}
-    addresses = set(_SERVICE_ADDRESSES) | {str(address) for address in extra}
-    try:
-        ipaddress.ip_address(host)
-        if host not in ("0.0.0.0", "::"):
-            addresses.add(host)
-    except ValueError:
-        dns.add(host)
-    names: list[x509.GeneralName] = [x509.DNSName(name) for name in sorted(dns)]
-    names += [x509.IPAddress(ipaddress.ip_address(address)) for address in sorted(addresses)]
-    return names
+    encoding = serialization.Encoding.PEM
+    return ca_cert.public_bytes(encoding), server_cert.public_bytes(encoding), key_pem
