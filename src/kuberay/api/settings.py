@@ -6,18 +6,19 @@
     ├── kubeconfig, log_level, config_file, forced_cluster_upgrade
     ├── leader_election   LeaderElectionSettings: `--leader-election-*` timings (ours)
     ├── runtime           RuntimeSettings: `--reconcile-timeout` (ours)
+    ├── webhook           WebhookSettings: `--webhook-port`, `--webhook-cert-dir` (controller-runtime's defaults)
     └── environment       Environment: the operator's environment variables
         ├── pods          PodEnvironment: what shapes every Ray pod and head Service
         ├── raycluster    RayClusterEnvironment
         ├── rayjob        RayJobEnvironment
         ├── rayservice    RayServiceEnvironment
-        └── raycronjob    RayCronJobEnvironment
+        ├── raycronjob    RayCronJobEnvironment
+        └── webhook       WebhookEnvironment: ENABLE_WEBHOOKS
 
 `kuberay.operator.settings` builds the tree once (flags, config file, `os.environ`); controllers receive it
 as an argument and nothing below the operator reads the environment. Every environment variable is declared
 once, below, as a field of its branch: upstream's name, the default, the parsing rule and what it means.
-`Environment.variables()` lists them all; `kuberay-operator --help` prints them. Upstream's ENABLE_WEBHOOKS
-is not read: this operator serves no webhooks (its reconcilers run the same validation).
+`Environment.variables()` lists them all; `kuberay-operator --help` prints them.
 
 Parsing follows upstream, with one deliberate difference: an integer variable that is not an integer
 (upstream silently falls back to the default) is refused with `EnvVarError`, naming the variable, so a
@@ -233,6 +234,21 @@ class RayCronJobEnvironment:
     )
 
 
+def _exactly_true(raw: str) -> bool:
+    return raw == "true"
+
+
+@dataclass(frozen=True)
+class WebhookEnvironment:
+    enabled: bool = _variable(
+        constants.ENABLE_WEBHOOKS,
+        False,
+        _exactly_true,
+        "on only when the value is exactly `true`",
+        "serve the validating admission webhook for RayClusters (over TLS, see --webhook-cert-dir)",
+    )
+
+
 @dataclass(frozen=True)
 class Environment:
     """The operator's environment variables, by the part of the operator that reads them."""
@@ -242,6 +258,7 @@ class Environment:
     rayjob: RayJobEnvironment = field(default_factory=RayJobEnvironment)
     rayservice: RayServiceEnvironment = field(default_factory=RayServiceEnvironment)
     raycronjob: RayCronJobEnvironment = field(default_factory=RayCronJobEnvironment)
+    webhook: WebhookEnvironment = field(default_factory=WebhookEnvironment)
 
     @classmethod
     def branches(cls) -> Iterator[tuple[str, type[Any]]]:
@@ -290,6 +307,19 @@ class RuntimeSettings:
     reconcile_timeout: float = DEFAULT_RECONCILE_TIMEOUT_SECONDS
 
 
+# controller-runtime's webhook server defaults, which upstream's operator keeps.
+DEFAULT_WEBHOOK_PORT: Final = 9443
+DEFAULT_WEBHOOK_CERT_DIR: Final = "/tmp/k8s-webhook-server/serving-certs"
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """Where the admission webhook listens and the directory holding its `tls.crt` and `tls.key`."""
+
+    port: int = DEFAULT_WEBHOOK_PORT
+    cert_dir: str = DEFAULT_WEBHOOK_CERT_DIR
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     """The root of the tree; immutable, built once by `kuberay.operator.settings.parse`."""
@@ -299,6 +329,7 @@ class OperatorSettings:
     environment: Environment = field(default_factory=Environment)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
     # `--kubeconfig`, else the KUBECONFIG variable's first path; None: in-cluster, then ~/.kube/config.
     kubeconfig: str | None = None
     log_level: str = "info"

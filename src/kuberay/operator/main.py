@@ -1,4 +1,5 @@
-"""`kuberay-operator`: settings → logging → client → manager with controllers → metrics and probe endpoints.
+"""`kuberay-operator`: settings → logging → client → manager with controllers → metrics and probe endpoints,
+and the admission webhook when ENABLE_WEBHOOKS is `true`.
 
 Exit status: 0 after a graceful stop (SIGTERM or SIGINT), 1 when the process cannot run (no Kubernetes
 configuration, a port in use) or lost its leader lease, 2 for a bad flag, config file or feature gate.
@@ -14,11 +15,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, disable_created_metrics
+from prometheus_client.exposition import choose_encoder
 
 from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
-from kuberay.operator import logs, settings
+from kuberay.operator import logs, settings, webhooks
 from kuberay.operator.registry import BUILTIN, CACHE_SELECTORS, ControllerSetup
 from kuberay.operator.settings import SettingsError
 from kuberay.runtime.client import Client, ConfigurationError, load_config
@@ -32,7 +34,7 @@ from kuberay.runtime.leaderelection import (
 )
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.metrics import RestClientMetrics, RuntimeMetrics
-from kuberay.runtime.serving import EndpointServer, Route, parse_bind_address
+from kuberay.runtime.serving import EndpointServer, HttpRequest, Route, parse_bind_address
 from kuberay.schedulers import manager as schedulers
 
 log = logging.getLogger("setup")
@@ -129,13 +131,15 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
             log.info("setting up controller %s", setup.name)
             setup.install(manager, operator_settings)
 
-    def metrics() -> tuple[int, str, bytes]:
-        return 200, CONTENT_TYPE_LATEST, generate_latest(registry)
+    def metrics(request: HttpRequest) -> tuple[int, str, bytes]:
+        # The text format, or OpenMetrics when the scraper asks for it (as Prometheus does).
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return 200, content_type, encode(registry)
 
-    def healthz() -> tuple[int, str, bytes]:
+    def healthz(_: HttpRequest) -> tuple[int, str, bytes]:
         return 200, "text/plain; charset=utf-8", b"ok"
 
-    def readyz() -> tuple[int, str, bytes]:
+    def readyz(_: HttpRequest) -> tuple[int, str, bytes]:
         return (
             (200, "text/plain; charset=utf-8", b"ok")
             if manager.ready
@@ -146,6 +150,8 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
         await _start(config.metrics_addr, {"/metrics": metrics}, "metrics"),
         await _start(config.probe_addr, {"/healthz": healthz, "/readyz": readyz}, "health probe"),
     ]
+    if operator_settings.environment.webhook.enabled:
+        servers.append(await webhooks.start(operator_settings.webhook))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

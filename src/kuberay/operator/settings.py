@@ -11,7 +11,9 @@ the operator reads its environment.
 Flags beyond upstream's: `--kubeconfig` (controller-runtime's), `--zap-log-level`, and the leader-election
 timings (`--leader-election-lease-duration`, `--leader-election-renew-deadline`,
 `--leader-election-retry-period`, client-go's defaults), which tests and small clusters shorten, and
-`--reconcile-timeout` (seconds one reconcile may run before the runtime cancels and retries it).
+`--reconcile-timeout` (seconds one reconcile may run before the runtime cancels and retries it), and
+`--webhook-port` / `--webhook-cert-dir` for the admission webhook (upstream keeps controller-runtime's
+defaults, 9443 and `/tmp/k8s-webhook-server/serving-certs`, which these flags default to).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kuberay.api.settings import (
     LeaderElectionSettings,
     OperatorSettings,
     RuntimeSettings,
+    WebhookSettings,
 )
 
 LOG_LEVELS = ("debug", "info", "error")
@@ -160,6 +163,17 @@ def _parser() -> _Parser:
     flag("leader-election-renew-deadline", type=_positive_seconds, default=timings.renew_deadline)
     flag("leader-election-retry-period", type=_positive_seconds, default=timings.retry_period)
     flag(
+        "webhook-port",
+        type=int,
+        default=WebhookSettings().port,
+        help="The port the admission webhook serves on (with ENABLE_WEBHOOKS=true).",
+    )
+    flag(
+        "webhook-cert-dir",
+        default=WebhookSettings().cert_dir,
+        help="The directory holding the webhook's tls.crt and tls.key.",
+    )
+    flag(
         "reconcile-timeout",
         type=_positive_seconds,
         default=RuntimeSettings().reconcile_timeout,
@@ -229,6 +243,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Oper
         environment=environment,
         leader_election=leader_election,
         runtime=RuntimeSettings(reconcile_timeout=args.reconcile_timeout),
+        webhook=WebhookSettings(port=args.webhook_port, cert_dir=args.webhook_cert_dir),
         kubeconfig=args.kubeconfig or _kubeconfig_variable(environ),
         log_level=args.zap_log_level,
         config_file=args.config or None,

@@ -31,6 +31,7 @@ from kuberay.api.validation.field import FieldError
 __all__ = [
     "FieldError",
     "validate_raycluster",
+    "validate_raycluster_admission",
     "validate_raycronjob",
     "validate_rayjob",
     "validate_rayservice",
@@ -48,6 +49,15 @@ def validate_raycluster(cluster: RayCluster, gates: FeatureGates) -> list[FieldE
         *raycluster.cluster_spec(spec, wire.strings(meta, "annotations"), gates, "spec"),
         *raycluster.upgrade_options(spec, wire.strings(meta, "labels")),
         *raycluster.status(wire.obj(data, "status")),
+    ]
+
+
+def validate_raycluster_admission(data: wire.JSON) -> list[FieldError]:
+    """What upstream's RayCluster admission webhook checks, on an object's JSON form: the metadata rules
+    and unique worker-group names (the spec rules are the reconciler's, as upstream)."""
+    return [
+        *raycluster.metadata(wire.obj(data, "metadata")),
+        *raycluster.unique_group_names(wire.obj(data, "spec")),
     ]
 
 

@@ -1,0 +1,139 @@
+"""The operator's validating webhook (ENABLE_WEBHOOKS=true) called by localkube: registered as upstream's
+`vraycluster.kb.io` through a Service in the operator's namespace, an invalid RayCluster applied with kubectl
+is refused with upstream's message and not stored; with the operator down, failurePolicy Fail refuses
+every RayCluster naming the webhook.
+
+The operator runs on the host, as `kuberay local up` runs it: the Service `webhook-service` has no selector
+and its Endpoints point at the operator's webhook port on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from conformance.support import run_kubectl
+from conformance.webhookserver import make_certificates
+from localkube_process import LocalKubeProcess
+from operator_process import OperatorProcess
+from ports import free_port
+
+MINIMAL = Path(__file__).resolve().parents[3] / "examples" / "ray-cluster.minimal.yaml"
+CONFIGURATION = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+
+def _wait_for_port(port: int, operator: OperatorProcess, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert operator.process is not None and operator.process.poll() is None, operator.log.read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"the webhook port {port} never opened:\n{operator.log.read_text()}")
+
+
+@pytest.fixture
+def setup(localkube: LocalKubeProcess, tmp_path: Path) -> Iterator[tuple[httpx.Client, str, int, OperatorProcess]]:  # fmt: skip
+    namespace = f"webhook-{int(time.time() * 1000) % 10**8}"
+    port = free_port()
+    ca = make_certificates(tmp_path / "certs", [f"webhook-service.{namespace}.svc"])
+    with localkube.client(timeout=30) as api:
+        api.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).raise_for_status()
+        service = {"metadata": {"name": "webhook-service"}, "spec": {"ports": [{"port": 443, "targetPort": port}]}}  # fmt: skip
+        endpoints = {"metadata": {"name": "webhook-service"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}]}  # fmt: skip
+        api.post(f"/api/v1/namespaces/{namespace}/services", json=service).raise_for_status()
+        api.post(f"/api/v1/namespaces/{namespace}/endpoints", json=endpoints).raise_for_status()
+        webhook = {
+            "name": "vraycluster.kb.io",
+            "clientConfig": {
+                "service": {
+                    "name": "webhook-service",
+                    "namespace": namespace,
+                    "path": "/validate-ray-io-v1-raycluster",
+                },  # fmt: skip
+                "caBundle": base64.b64encode(ca).decode(),
+            },
+            "rules": [
+                {
+                    "apiGroups": ["ray.io"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["rayclusters"],
+                }
+            ],  # fmt: skip
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            # Only this test's namespace: the session's localkube is shared.
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        }
+        configuration = {"metadata": {"name": f"validating-{namespace}"}, "webhooks": [webhook]}
+        api.post(CONFIGURATION, json=configuration).raise_for_status()
+        operator = OperatorProcess(
+            localkube.kubeconfig, tmp_path / "operator.log",
+            f"--webhook-port={port}", f"--webhook-cert-dir={tmp_path / 'certs'}", f"--watch-namespace={namespace}",
+            env={"ENABLE_WEBHOOKS": "true"},
+        ).start()  # fmt: skip
+        try:
+            _wait_for_port(port, operator)
+            yield api, namespace, port, operator
+        finally:
+            operator.stop()
+            api.delete(f"{CONFIGURATION}/validating-{namespace}")
+            api.delete(f"/api/v1/namespaces/{namespace}")
+
+
+def _cluster(name: str) -> dict[str, Any]:
+    cluster: dict[str, Any] = yaml.safe_load(MINIMAL.read_text())
+    cluster["metadata"]["name"] = name
+    return cluster
+
+
+def test_invalid_raycluster_is_refused_with_upstreams_message_and_not_stored(localkube: LocalKubeProcess, setup: tuple[httpx.Client, str, int, OperatorProcess]) -> None:  # fmt: skip
+    api, namespace, port, operator = setup
+    twice = _cluster("twice")
+    twice["spec"]["workerGroupSpecs"].append(copy.deepcopy(twice["spec"]["workerGroupSpecs"][0]))
+    # kubectl shows an Invalid status by its causes, as it does for any 422 with details.
+    done = run_kubectl(localkube, "apply", "-n", namespace, "-f", "-", input=json.dumps(twice), check=False)
+    assert done.returncode != 0
+    assert (
+        'The RayCluster "twice" is invalid: spec.workerGroupSpecs[1]: Invalid value: {"groupName":"workers"'
+        in done.stderr
+    )
+    assert done.stderr.rstrip().endswith(": worker group names must be unique")
+    # The API server's message names the webhook, then upstream's NewInvalid.
+    dotted = api.post(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters", json=_cluster("a.b"))
+    assert dotted.status_code == 422
+    status = dotted.json()
+    assert status["reason"] == "Invalid"
+    assert status["message"].startswith(
+        'admission webhook "vraycluster.kb.io" denied the request: RayCluster.ray.io "a.b" is invalid: '
+        'metadata.name: Invalid value: "a.b": RayCluster name should be a valid DNS1035 label'
+    )
+    assert status["details"]["causes"][0]["field"] == "metadata.name"
+    for name in ("twice", "a.b"):
+        assert api.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters/{name}").status_code == 404
+    run_kubectl(localkube, "apply", "-n", namespace, "-f", "-", input=json.dumps(_cluster("fine")))
+    assert api.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters/fine").status_code == 200
+
+    operator.stop()
+    down = run_kubectl(localkube, "apply", "-n", namespace, "-f", "-", input=json.dumps(_cluster("later")), check=False)  # fmt: skip
+    assert down.returncode != 0
+    assert (
+        'Internal error occurred: failed calling webhook "vraycluster.kb.io": failed to call webhook: Post '
+        f'"https://webhook-service.{namespace}.svc:443/validate-ray-io-v1-raycluster?timeout=10s": '
+        f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+    ) in down.stderr
+    assert api.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters/later").status_code == 404
