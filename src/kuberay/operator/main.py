@@ -33,7 +33,7 @@ from kuberay.runtime.leaderelection import (
     default_identity,
 )
 from kuberay.runtime.manager import Manager
-from kuberay.runtime.metrics import RestClientMetrics, RuntimeMetrics
+from kuberay.runtime.metrics import RestClientMetrics, RuntimeMetrics, observe_leader, process_collectors
 from kuberay.runtime.serving import EndpointServer, HttpRequest, Route, parse_bind_address
 from kuberay.schedulers import manager as schedulers
 
@@ -89,6 +89,7 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
     kube = load_config(operator_settings.kubeconfig)
     clock = SystemClock()
     registry = CollectorRegistry()
+    process_collectors(registry)
     client = Client.from_config(
         kube,
         user_agent=USER_AGENT,
@@ -109,6 +110,7 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
             retry_period=operator_settings.leader_election.retry_period,
         )
         elector = LeaderElector(client, lease, clock)
+        observe_leader(registry, lease.name, lambda: elector is not None and elector.leading)
     try:
         await schedulers.check_served(operator_settings, client)
     except schedulers.SchedulerSetupError as e:

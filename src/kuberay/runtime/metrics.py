@@ -8,6 +8,12 @@ scrape time from the queue itself, so they can never drift.
 
 `RestClientMetrics` is client-go's `rest_client_*` set, fed by the API client (`runtime.client`) for every
 request it makes; upstream registers all of them unconditionally, so they are on the same registry.
+`rest_client_dns_resolution_duration_seconds` is registered but stays without samples: client-go observes
+it from its own dialer's DNS lookups, which the Python client does not expose (a series would be invented).
+
+`observe_leader(...)` is client-go's `leader_election_master_status`; `process_collectors` adds the
+`process_*` families (the Go runtime's `go_*` have no Python counterpart; Python's own `python_*` come with
+them).
 """
 
 from __future__ import annotations
@@ -16,7 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 RECONCILE_TIME_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
@@ -25,6 +39,7 @@ RECONCILE_TIME_BUCKETS = (
 # prometheus.ExponentialBuckets(10e-9, 10, 12): 1 ns .. 1000 s.
 QUEUE_TIME_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
 REST_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+REST_DNS_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 REST_SIZE_BUCKETS = tuple(
     float(n) for n in (64, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 )
@@ -185,6 +200,24 @@ class QueueMetrics:
         self.metrics.work_duration.labels(self.name, self.name).observe(worked_seconds)
 
 
+def observe_leader(registry: CollectorRegistry, lease: str, leading: Callable[[], bool]) -> None:
+    """client-go's `leader_election_master_status{name=<lease>}`: 1 while this process leads, else 0."""
+    gauge = Gauge(
+        "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+        ["name"],
+        registry=registry,
+    )
+    gauge.labels(lease).set_function(lambda: 1.0 if leading() else 0.0)
+
+
+def process_collectors(registry: CollectorRegistry) -> None:
+    """The process's own families (`process_*`, and Python's `python_*` where Go has `go_*`)."""
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+
+
 class RestClientMetrics:
     """client-go's API-client metrics: `verb` is the HTTP method, `host` the API server's `host:port`, and
     `code` the response's status code, or `<error>` when no response came."""
@@ -223,6 +256,13 @@ class RestClientMetrics:
             "Client side rate limiter latency in seconds. Broken down by verb, and host.",
             vh,
             buckets=REST_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.dns_resolution = Histogram(
+            "rest_client_dns_resolution_duration_seconds",
+            "DNS resolver latency in seconds. Broken down by host.",
+            ["host"],
+            buckets=REST_DNS_BUCKETS,
             registry=registry,
         )
         self.retries = Counter(
