@@ -18,9 +18,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+import promql
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
 
+# The operator dashboard's HeadPodReady panel reads kube-state-metrics, as upstream's does.
+KUBE_STATE_METRICS = {"kube_pod_status_ready", "kube_pod_labels"}
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 LATENCY_BUCKETS = ["0.005", "0.025", "0.1", "0.25", "0.5", "1.0", "2.0", "4.0", "8.0", "15.0", "30.0", "60.0", "+Inf"]  # fmt: skip
 SIZE_BUCKETS = [str(float(n)) for n in (64, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)] + ["+Inf"]  # fmt: skip
@@ -152,3 +155,14 @@ def test_openmetrics_when_asked(scraped: tuple[OperatorProcess, str]) -> None:
     assert reply.headers["content-type"].startswith("application/openmetrics-text; version=1.0.0")
     assert reply.text.rstrip().endswith("# EOF")
     assert "# TYPE kuberay_cluster_info gauge" in reply.text
+
+
+def test_operator_dashboard_names_only_exported_metrics(scraped: tuple[OperatorProcess, str]) -> None:
+    operator, _ = scraped
+    exported: set[str] = set()
+    for family in text_string_to_metric_families(_scrape(operator).text):
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}.get(family.type, [""])
+        exported |= {family.name + suffix for suffix in suffixes}
+    path = next(p for p in promql.DASHBOARDS if p.name == "KubeRay-Operator.json")
+    for where, expression in promql.dashboard_expressions(path):
+        assert promql.metric_names(promql.parse(expression)) <= exported | KUBE_STATE_METRICS, where
