@@ -70,6 +70,13 @@ def local_up(
     log_format: Annotated[
         LogFormat, typer.Option(help="The launcher's and the operator's log lines: console or JSON.")
     ] = LogFormat.console,
+    monitoring: Annotated[
+        bool,
+        typer.Option(
+            help="Also start Prometheus (Debian's `prometheus` on the PATH) scraping the operator (with "
+            "--enable-metrics) and every Ray pod; its URL is printed and in `kuberay local status`."
+        ),
+    ] = False,
 ) -> None:
     """Start localkube and the operator; print how to use them once both answer; stop both on Ctrl-C.
 
@@ -87,6 +94,7 @@ def local_up(
         feature_gates=feature_gates,
         schedulers=schedulers,
         log_format=log_format.value,
+        monitoring=monitoring,
         operator_args=tuple(context.args),
     )
     raise typer.Exit(launcher.up(options))
@@ -120,7 +128,8 @@ def local_status(
         f"  processes: {children or 'none yet'}\n"
         f"  API server: {state.api_server or 'not yet'}\n"
         f"  operator metrics: {state.operator_metrics}; health probe: {state.operator_health_probe}\n"
-        f"  kubeconfig: {state.kubeconfig}\n"
+        + (f"  Prometheus: {state.prometheus}\n" if state.prometheus else "")
+        + f"  kubeconfig: {state.kubeconfig}\n"
         f"  logs: {', '.join(state.logs.values())}"
     )
 

@@ -52,6 +52,7 @@ class InstanceState:
     api_server: str = ""
     operator_metrics: str = ""
     operator_health_probe: str = ""
+    prometheus: str = ""  # its URL, with --monitoring
     children: dict[str, int] = field(default_factory=dict)
     logs: dict[str, str] = field(default_factory=dict)
 

@@ -8,6 +8,8 @@ server answers and the operator's /readyz does (its caches have synced). The dat
 the launcher's lifetime (`instance`). Ctrl-C, SIGTERM (`kuberay local down`) or either child dying stops
 both: the operator first, then localkube (which first stops its pods' processes), each with SIGTERM and,
 after a grace period, SIGKILL. The children also get SIGTERM from the kernel if the launcher itself dies.
+With `monitoring` (`--monitoring`) a Prometheus (`kuberay.local.monitoring`) scrapes the operator, whose
+`--enable-metrics` it turns on, and the Ray pods; it is started once the operator is ready and stopped first.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 import httpx
 
 from kuberay.api import crd
+from kuberay.local import monitoring
 from kuberay.local.instance import InstanceError, InstanceLock, InstanceState
 from kuberay.operator import logs, settings
 from kuberay.runtime.client import Client, PatchType, load_config
@@ -61,6 +64,8 @@ class LocalOptions:
     # The schedulerNames localkube's scheduler stands in for (its `--schedulers`).
     schedulers: str = "default-scheduler"
     log_format: str = "console"
+    # A Prometheus scraping the operator and the Ray pods (kuberay.local.monitoring).
+    monitoring: bool = False
     # Passed to kuberay-operator after the launcher's own flags, so they override them.
     operator_args: tuple[str, ...] = ()
 
@@ -75,6 +80,8 @@ def operator_flags(options: LocalOptions, kubeconfig: Path) -> list[str]:
     ]  # fmt: skip
     if options.feature_gates:
         flags.append(f"--feature-gates={options.feature_gates}")
+    if options.monitoring:
+        flags.append("--enable-metrics")
     return flags + list(options.operator_args)
 
 
@@ -89,6 +96,11 @@ def up(options: LocalOptions) -> int:
     except settings.SettingsError as e:
         log.error("invalid operator flags: %s", e)
         return 2
+    try:
+        prometheus = monitoring.prometheus_binary() if options.monitoring else None
+    except monitoring.MonitoringError as e:
+        log.error("%s", e)
+        return 1
     lock = InstanceLock(data_dir)
     try:
         lock.acquire()
@@ -124,9 +136,14 @@ def up(options: LocalOptions) -> int:
         state = replace(state, api_server=api_server, children={**state.children, "operator": operator.pid})
         lock.write(state)
         asyncio.run(_operator_ready(operator, state, stopping))
+        if prometheus is not None:
+            state = _start_prometheus(prometheus, data_dir, kubeconfig, state, children, stopping)
+            lock.write(state)
         state = replace(state, phase="ready")
         lock.write(state)
         log.info("%s", _ready_message(state))
+        if state.prometheus:
+            log.info("Prometheus (scraping the operator and the Ray pods): %s", state.prometheus)
         return _supervise({"localkube": localkube, "operator": operator}, state, stopping)
     except LocalError as e:
         log.error("%s", e)
@@ -138,6 +155,42 @@ def up(options: LocalOptions) -> int:
         for child in reversed(children):
             _stop(child, LOCALKUBE_GRACE_SECONDS if child is children[0] else OPERATOR_GRACE_SECONDS)
         lock.release()
+
+
+def _start_prometheus(
+    binary: str,
+    data_dir: Path,
+    kubeconfig: Path,
+    state: InstanceState,
+    children: list[subprocess.Popen[bytes]],
+    stopping: _StopFlag,
+) -> InstanceState:
+    """Starts Prometheus (a child, stopped with the others) and waits until it answers /-/ready."""
+    directory = data_dir / "prometheus"
+    targets = monitoring.write_configuration(directory, state.operator_metrics)
+    monitoring.RayPodTargets(kubeconfig, targets).start()
+    port = _free_port()
+    log_path = data_dir / "prometheus.log"
+    process = _spawn(monitoring.command(binary, directory, port), log_path)
+    children.append(process)
+    url = f"http://127.0.0.1:{port}"
+    state = replace(
+        state, prometheus=url, logs={**state.logs, "prometheus": str(log_path)},
+        children={**state.children, "prometheus": process.pid},
+    )  # fmt: skip
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not stopping.requested:
+        if process.poll() is not None:
+            raise LocalError(f"prometheus exited with status {process.returncode}; its log: {log_path}")
+        try:
+            if httpx.get(f"{url}/-/ready", timeout=2).status_code == 200:
+                return state
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise LocalError(f"prometheus did not become ready in {READY_TIMEOUT:.0f} s; its log: {log_path}")
+        time.sleep(0.5)
+    return state
 
 
 def _supervise(
