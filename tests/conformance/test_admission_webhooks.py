@@ -181,11 +181,10 @@ def test_rules_and_selectors(api: httpx.Client, namespace: str, server: WebhookS
     assert refused.status_code == 403
     assert api.get(f"/api/v1/namespaces/{namespace}/secrets/s").status_code == 200
     assert server.received["/deny"][-1]["request"]["operation"] == "DELETE"
-    # Dry runs reach only webhooks without side effects.
-    configure(VALIDATING, f"effects-{namespace}", [hook("effects.example.com", namespace, ca, url=f"https://127.0.0.1:{server.port}/allow", sideEffects="Some")])  # fmt: skip
-    dry = api.post(f"/api/v1/namespaces/{namespace}/configmaps?dryRun=All", json=configmap("dry"))
-    assert dry.status_code == 400
-    assert dry.json()["message"] == 'admission webhook "effects.example.com" does not support dry run'
+    # A dry run is sent with dryRun set (v1 webhooks have no side effects) and stores nothing.
+    dry = api.post(f"/api/v1/namespaces/{namespace}/configmaps?dryRun=All", json=configmap("dry", {"guarded": "yes"}))  # fmt: skip
+    assert dry.status_code == 403
+    assert server.received["/deny"][-1]["request"]["dryRun"] is True
 
 
 def test_wrong_uid_is_a_call_failure(api: httpx.Client, namespace: str, server: WebhookServer, certificates: tuple[Path, bytes], configure: Any) -> None:  # fmt: skip
@@ -197,3 +196,20 @@ def test_wrong_uid_is_a_call_failure(api: httpx.Client, namespace: str, server: 
         'Internal error occurred: failed calling webhook "uid.example.com": received invalid webhook response: '
         f'expected response.uid="{sent}", got "not-the-uid"'
     )
+
+
+def test_configurations_are_validated_as_the_real_server_does(api: httpx.Client, kubectl: Kubectl, namespace: str) -> None:  # fmt: skip
+    broken = hook("broken", namespace, b"", url="http://127.0.0.1:1/x", timeoutSeconds=31)
+    del broken["sideEffects"]
+    body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": f"broken-{namespace}"}, "webhooks": [broken]}  # fmt: skip
+    done = kubectl("apply", "-f", "-", input=json.dumps(body), check=False)
+    assert done.returncode != 0
+    assert f'The ValidatingWebhookConfiguration "broken-{namespace}" is invalid:' in done.stderr
+    for cause in (
+        'webhooks[0].name: Invalid value: "broken": should be a domain with at least three segments separated by dots',
+        "webhooks[0].clientConfig.url: Invalid value: \"http://127.0.0.1:1/x\": 'https' is the only allowed URL scheme",
+        "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+        "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+    ):
+        assert cause in done.stderr
+    assert api.get(f"{VALIDATING}/broken-{namespace}").status_code == 404

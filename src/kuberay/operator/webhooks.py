@@ -23,6 +23,7 @@ from typing import Any
 from kuberay.api.settings import WebhookSettings
 from kuberay.api.validation import FieldError, validate_raycluster_admission
 from kuberay.runtime.serving import EndpointServer, HttpRequest
+from kubesemantics.schema import render_value
 
 log = logging.getLogger("raycluster-resource")
 
@@ -93,9 +94,7 @@ def invalid_status(kind: str, name: str, obj: Mapping[str, Any], errors: list[Fi
 
 
 def _invalid_value(obj: Mapping[str, Any], error: FieldError) -> str:
-    value = _at(obj, error.path)
-    shown = json.dumps(value, separators=(",", ":"))
-    return f"Invalid value: {shown}: {error.message}"
+    return f"Invalid value: {render_value(_at(obj, error.path))}: {error.message}"
 
 
 def _at(obj: Any, path: str) -> Any:

@@ -12,8 +12,8 @@ as the service proxy does, while the certificate is checked for `<service>.<name
 another in name order, each seeing the previous one's JSONPatch applied; validating webhooks then see the
 final object. A refusal reads `admission webhook "NAME" denied the request: MSG` with the webhook's status
 code; a webhook that cannot be called fails the request as `Internal error occurred: failed calling webhook
-"NAME": ...` under `failurePolicy: Fail` and is skipped under `Ignore`. A dry-run request calls only webhooks
-whose `sideEffects` are None or NoneOnDryRun, and is refused for the others.
+"NAME": ...` under `failurePolicy: Fail` and is skipped under `Ignore`. A dry run is sent with `dryRun: true`
+(v1 webhooks declare no side effects; `webhookvalidation` refuses others).
 
 Writes to the webhook configurations themselves are never sent to webhooks (so a broken webhook cannot lock
 its own configuration), nor are the virtual review resources. Reinvocation (`reinvocationPolicy:
@@ -35,7 +35,6 @@ import orjson
 
 from kubesemantics.selectors import label_selector_matches
 from localkube.patch import PatchError, json_patch
-from localkube.server import errors
 from localkube.server.errors import ApiError
 from localkube.server.proxy import Proxy, ProxyTarget
 from localkube.server.rbac import UserInfo
@@ -161,8 +160,6 @@ class Webhooks:
     ) -> list[dict[str, Any]] | None:
         """Sends one review; returns the JSONPatch a mutating webhook answered with, if any."""
         name = webhook.get("name", config_name)
-        if attributes.dry_run and webhook.get("sideEffects") not in ("None", "NoneOnDryRun"):
-            raise errors.bad_request(f'admission webhook "{name}" does not support dry run')
         request = _request(attributes, matched)
         try:
             response = await self._call(

@@ -22,6 +22,7 @@ from localkube.server import builtin, crds, errors, events
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
+from localkube.server.webhookvalidation import validate_webhook_configuration
 from localkube.server.workloadvalidation import validate_workload
 from localkube.storage import Store
 
@@ -180,6 +181,7 @@ class ResourcesBase:
             causes += crds.validate(obj)
         else:
             causes += validate_workload(resource_type.kind, obj, old)
+            causes += validate_webhook_configuration(resource_type.kind, obj)
         if causes:
             raise self._refuse(resource_type, name, causes)
         return obj
