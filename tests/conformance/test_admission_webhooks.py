@@ -213,3 +213,28 @@ def test_configurations_are_validated_as_the_real_server_does(api: httpx.Client,
     ):
         assert cause in done.stderr
     assert api.get(f"{VALIDATING}/broken-{namespace}").status_code == 404
+
+
+def test_match_conditions(api: httpx.Client, namespace: str, server: WebhookServer, certificates: tuple[Path, bytes], configure: Any) -> None:  # fmt: skip
+    url = f"https://127.0.0.1:{server.port}/deny"
+    conditions = [{"name": "not-exempt", "expression": '!object.metadata.name.startsWith("exempt")'}, {"name": "creates", "expression": 'request.operation == "CREATE"'}]  # fmt: skip
+    configure(VALIDATING, f"conditions-{namespace}", [hook("conditions.example.com", namespace, certificates[1], url=url, matchConditions=conditions)])  # fmt: skip
+    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=configmap("exempt")).status_code == 201
+    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=configmap("other")).status_code == 403
+    # A condition that cannot be evaluated is a call failure under the failure policy.
+    failing = [{"name": "labelled", "expression": 'object.metadata.labels.team == "a"'}]
+    configure(VALIDATING, f"failing-{namespace}", [hook("failing.example.com", namespace, certificates[1], url=url.replace("/deny", "/allow"), matchConditions=failing)])  # fmt: skip
+    reply = api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=configmap("exempt-too"))
+    assert reply.status_code == 500
+    assert reply.json()["message"].startswith(
+        'Internal error occurred: failed calling webhook "failing.example.com": failed to evaluate match '
+        "conditions: expression 'labelled' resulted in error"
+    )
+    broken = hook("broken.example.com", namespace, certificates[1], url=url, matchConditions=[{"name": "x", "expression": "object.("}])  # fmt: skip
+    body = {"metadata": {"name": f"broken-{namespace}"}, "webhooks": [broken]}
+    refused = api.post(VALIDATING, json=body)
+    assert refused.status_code == 422
+    assert (
+        'webhooks[0].matchConditions[0].expression: Invalid value: "object.(": compilation failed'
+        in refused.json()["message"]
+    )

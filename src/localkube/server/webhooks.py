@@ -5,7 +5,9 @@ A write (create, update, patch, delete) of a resource is matched against every w
 (operations, apiGroups, apiVersions, resources with `/subresource` forms, scope), `matchPolicy` (Equivalent
 also matches the other served versions of the same group and resource), `namespaceSelector` (on the
 namespace's labels; a Namespace is matched by its own labels, other cluster-scoped objects always match)
-and `objectSelector` (on the labels of the new or the old object). Each matching webhook is sent an
+and `objectSelector` (on the labels of the new or the old object), then `matchConditions` (CEL over `object`,
+`oldObject` and `request`; all must be true; one that fails to evaluate is a call failure, under the
+failure policy; `authorizer` is not offered). Each matching webhook is sent an
 AdmissionReview v1 over HTTPS, to its `url` or to its `service` (resolved through the Service's Endpoints,
 as the service proxy does, while the certificate is checked for `<service>.<namespace>.svc`), trusting
 `caBundle` (else the system's roots), within `timeoutSeconds`. Mutating webhooks run first, one after
@@ -33,6 +35,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from kubesemantics import cellib
 from kubesemantics.selectors import label_selector_matches
 from localkube.patch import PatchError, json_patch
 from localkube.server.errors import ApiError
@@ -162,6 +165,8 @@ class Webhooks:
         name = webhook.get("name", config_name)
         request = _request(attributes, matched)
         try:
+            if not _conditions_hold(webhook, request):
+                return None
             response = await self._call(
                 webhook, {"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": request}
             )
@@ -248,6 +253,23 @@ def _rule_matches(rule: dict[str, Any], attributes: Attributes, candidate: Resou
         if sub == "*" or sub == subresource:
             return True
     return False
+
+
+def _conditions_hold(webhook: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Whether every matchCondition is true; CallFailed when one cannot be evaluated."""
+    variables = {"object": request["object"], "oldObject": request["oldObject"], "request": request}
+    for condition in webhook.get("matchConditions") or []:
+        try:
+            program, _ = cellib.compile_rule(str(condition.get("expression", "")))
+            result = program.execute(cellib.context(variables))
+        except (ArithmeticError, LookupError, ValueError, TypeError, RuntimeError) as err:
+            raise CallFailed(
+                f"failed to evaluate match conditions: expression '{condition.get('name', '')}' resulted in "
+                f"error: {err}"
+            ) from err
+        if result is not True:
+            return False
+    return True
 
 
 def _listed(values: list[str] | None, value: str) -> bool:

@@ -3,7 +3,8 @@ real API server does before storing one, with apimachinery's paths and messages:
 (required, unique in its configuration), `clientConfig` (exactly one of `url`, which must be https, and
 `service`, whose path starts with `/`), `sideEffects` (required: None or NoneOnDryRun),
 `admissionReviewVersions` (required, including v1), the enumerations `failurePolicy`, `matchPolicy`,
-`reinvocationPolicy`, rule `operations` and `scope`, and `timeoutSeconds` between 1 and 30. Defaults are
+`reinvocationPolicy`, rule `operations` and `scope`, `timeoutSeconds` between 1 and 30, and
+`matchConditions` (named, unique, each expression a CEL expression that compiles). Defaults are
 filled before this runs (`builtin.normalize_on_write`).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from kubesemantics import cellib
 from kubesemantics.schema import supported_values
 from localkube.admission.errors import DUPLICATE, INVALID, REQUIRED, UNSUPPORTED, FieldError
 
@@ -89,6 +91,7 @@ def validate_webhook_configuration(kind: str, obj: dict[str, Any]) -> list[Field
                     "the timeout value must be between 1 and 30 seconds",
                 )  # fmt: skip
             )
+        causes += _match_conditions(f"{path}.matchConditions", webhook.get("matchConditions") or [])
         for j, rule in enumerate(webhook.get("rules") or []):
             causes += _rule(f"{path}.rules[{j}]", rule if isinstance(rule, dict) else {})
     return causes
@@ -106,6 +109,29 @@ def _client_config(path: str, config: dict[str, Any]) -> list[FieldError]:
     if service_path and not str(service_path).startswith("/"):
         return [FieldError(f"{path}.service.path", INVALID, service_path, "must start with a '/'")]
     return []
+
+
+def _match_conditions(path: str, conditions: list[Any]) -> list[FieldError]:
+    causes = []
+    names: set[str] = set()
+    for k, condition in enumerate(conditions):
+        condition = condition if isinstance(condition, dict) else {}
+        name, expression = condition.get("name") or "", condition.get("expression") or ""
+        if not name:
+            causes.append(FieldError(f"{path}[{k}].name", REQUIRED))
+        elif name in names:
+            causes.append(FieldError(f"{path}[{k}].name", DUPLICATE, name))
+        names.add(name)
+        if not expression:
+            causes.append(FieldError(f"{path}[{k}].expression", REQUIRED))
+            continue
+        try:
+            cellib.compile_rule(str(expression))
+        except ValueError as error:
+            causes.append(
+                FieldError(f"{path}[{k}].expression", INVALID, expression, f"compilation failed: {error}")
+            )
+    return causes
 
 
 def _rule(path: str, rule: dict[str, Any]) -> list[FieldError]:
