@@ -181,6 +181,10 @@ def test_rules_and_selectors(api: httpx.Client, namespace: str, server: WebhookS
     assert refused.status_code == 403
     assert api.get(f"/api/v1/namespaces/{namespace}/secrets/s").status_code == 200
     assert server.received["/deny"][-1]["request"]["operation"] == "DELETE"
+    # deletecollection deletes each object through admission.
+    assert api.delete(f"/api/v1/namespaces/{namespace}/secrets").status_code == 403
+    assert api.get(f"/api/v1/namespaces/{namespace}/secrets/s").status_code == 200
+    assert server.received["/deny"][-1]["request"]["name"] == "s"
     # A dry run is sent with dryRun set (v1 webhooks have no side effects) and stores nothing.
     dry = api.post(f"/api/v1/namespaces/{namespace}/configmaps?dryRun=All", json=configmap("dry", {"guarded": "yes"}))  # fmt: skip
     assert dry.status_code == 403

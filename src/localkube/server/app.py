@@ -399,8 +399,11 @@ class App:
             else:
                 code, written = self._write(request, target, verb, query)
             return self._object_reply(request, resource_type, written, code)
-        options = _decode(request) if request.body else {}
-        deleted_items = resources.delete_collection(resource_type, namespace, options, query)
+        if self.webhooks.applies_to(resource_type):
+            deleted_items = await self._admitted_delete_collection(request, target)
+        else:
+            options = _decode(request) if request.body else {}
+            deleted_items = resources.delete_collection(resource_type, namespace, options, query)
         return _json(
             {
                 "kind": resource_type.list_kind,
@@ -493,6 +496,22 @@ class App:
             name,
             "the object kept changing while admission webhooks were called",
         )
+
+    async def _admitted_delete_collection(self, request: Request, target: Target) -> list[dict[str, Any]]:
+        """deletecollection as kube-apiserver runs it: a delete of each selected object, each admitted (a
+        refusal stops the collection there, with what was deleted before it gone)."""
+        query = {k: v for k, v in request.query.items() if k != "limit"}
+        objects, _ = self.resources.list_objects(target.resource_type, target.namespace, query)
+        deleted = []
+        for obj in objects:
+            metadata = obj["metadata"]
+            item = Target(target.resource_type, metadata.get("namespace"), metadata["name"], None)
+            try:
+                deleted.append((await self._admitted_write(request, item, "delete"))[1])
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+        return deleted
 
     def _object_reply(
         self, request: Request, resource_type: ResourceType, obj: dict[str, Any], status: int = 200
