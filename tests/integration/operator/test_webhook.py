@@ -1,5 +1,5 @@
-"""The operator's validating webhook (ENABLE_WEBHOOKS=true) called by localkube: registered as upstream's
-`vraycluster.kb.io` through a Service in the operator's namespace, an invalid RayCluster applied with kubectl
+"""The operator's validating webhook (ENABLE_WEBHOOKS=true) called by localkube: registered from deploy/webhook
+(upstream's `vraycluster.kb.io` through the Service `webhook-service`), an invalid RayCluster applied with kubectl
 is refused with upstream's message and not stored; with the operator down, failurePolicy Fail refuses
 every RayCluster naming the webhook.
 
@@ -28,7 +28,9 @@ from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
 from ports import free_port
 
-MINIMAL = Path(__file__).resolve().parents[3] / "examples" / "ray-cluster.minimal.yaml"
+REPO = Path(__file__).resolve().parents[3]
+MINIMAL = REPO / "examples" / "ray-cluster.minimal.yaml"
+WEBHOOK = REPO / "deploy" / "webhook"
 CONFIGURATION = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 
 
@@ -51,35 +53,22 @@ def setup(localkube: LocalKubeProcess, tmp_path: Path) -> Iterator[tuple[httpx.C
     ca = make_certificates(tmp_path / "certs", [f"webhook-service.{namespace}.svc"])
     with localkube.client(timeout=30) as api:
         api.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).raise_for_status()
-        service = {"metadata": {"name": "webhook-service"}, "spec": {"ports": [{"port": 443, "targetPort": port}]}}  # fmt: skip
+        # deploy/webhook as shipped, moved into the test's namespace. The Service loses its selector (the
+        # operator is no pod here) and gets Endpoints at the operator's port; the configuration selects only
+        # this namespace, as the session's localkube is shared.
+        service = yaml.safe_load((WEBHOOK / "service.yaml").read_text())
+        del service["spec"]["selector"]
+        service["metadata"]["namespace"] = namespace
+        service["spec"]["ports"][0]["targetPort"] = port
         endpoints = {"metadata": {"name": "webhook-service"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}]}  # fmt: skip
         api.post(f"/api/v1/namespaces/{namespace}/services", json=service).raise_for_status()
         api.post(f"/api/v1/namespaces/{namespace}/endpoints", json=endpoints).raise_for_status()
-        webhook = {
-            "name": "vraycluster.kb.io",
-            "clientConfig": {
-                "service": {
-                    "name": "webhook-service",
-                    "namespace": namespace,
-                    "path": "/validate-ray-io-v1-raycluster",
-                },  # fmt: skip
-                "caBundle": base64.b64encode(ca).decode(),
-            },
-            "rules": [
-                {
-                    "apiGroups": ["ray.io"],
-                    "apiVersions": ["v1"],
-                    "operations": ["CREATE", "UPDATE"],
-                    "resources": ["rayclusters"],
-                }
-            ],  # fmt: skip
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            # Only this test's namespace: the session's localkube is shared.
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        }
-        configuration = {"metadata": {"name": f"validating-{namespace}"}, "webhooks": [webhook]}
+        configuration = yaml.safe_load((WEBHOOK / "manifests.yaml").read_text())
+        configuration["metadata"]["name"] = f"validating-{namespace}"
+        webhook = configuration["webhooks"][0]
+        webhook["clientConfig"]["service"]["namespace"] = namespace
+        webhook["clientConfig"]["caBundle"] = base64.b64encode(ca).decode()
+        webhook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
         api.post(CONFIGURATION, json=configuration).raise_for_status()
         operator = OperatorProcess(
             localkube.kubeconfig, tmp_path / "operator.log",
