@@ -394,12 +394,12 @@ class App:
         if verb in _WRITES:
             if verb == "create" and resource_type.namespaced and namespace is None:
                 raise errors.page_not_found()
-            if self.webhooks.applies_to(resource_type):
+            if self.webhooks.applies_to(resource_type, sub):
                 code, written = await self._admitted_write(request, target, verb)
             else:
                 code, written = self._write(request, target, verb, query)
             return self._object_reply(request, resource_type, written, code)
-        if self.webhooks.applies_to(resource_type):
+        if self.webhooks.applies_to(resource_type, None):
             deleted_items = await self._admitted_delete_collection(request, target)
         else:
             options = _decode(request) if request.body else {}

@@ -81,11 +81,23 @@ class Webhooks:
         self._registry = registry
         self._proxy = proxy
 
-    def applies_to(self, resource_type: ResourceType) -> bool:
-        """Whether a write of this resource may need webhooks (cheap: no configuration means no)."""
+    def applies_to(self, resource_type: ResourceType, subresource: str | None) -> bool:
+        """Whether some webhook's rules cover writes of this resource (or subresource), whatever the operation
+        and object: a cheap test that spares every other write the webhook path."""
         if resource_type.group == GROUP or resource_type.virtual:
             return False
-        return bool(self._store.count(MUTATING) or self._store.count(VALIDATING))
+        if not (self._store.count(MUTATING) or self._store.count(VALIDATING)):
+            return False
+        for prefix in (MUTATING, VALIDATING):
+            for configuration in self._store.list(prefix)[0]:
+                for webhook in configuration.get("webhooks") or []:
+                    if any(
+                        _rule_matches(rule, None, subresource or "", candidate)
+                        for candidate in self._candidates(webhook, resource_type)
+                        for rule in webhook.get("rules") or []
+                    ):
+                        return True
+        return False
 
     async def mutate(self, attributes: Attributes) -> dict[str, Any] | None:
         """Calls the matching mutating webhooks in turn; returns the object they leave."""
@@ -119,17 +131,24 @@ class Webhooks:
                     found.append((config_name, webhook, matched))
         return found
 
+    def _candidates(self, webhook: dict[str, Any], own: ResourceType) -> list[ResourceType]:
+        """The versions a webhook may see a request in: its own, and under matchPolicy Equivalent the other
+        served versions of the same group and resource."""
+        if webhook.get("matchPolicy", "Equivalent") != "Equivalent":
+            return [own]
+        others = [
+            t
+            for t in self._registry
+            if t.group == own.group and t.plural == own.plural and t.version != own.version
+        ]
+        return [own, *others]
+
     def _matched_version(self, webhook: dict[str, Any], attributes: Attributes) -> ResourceType | None:
-        own = attributes.resource_type
-        candidates = [own]
-        if webhook.get("matchPolicy", "Equivalent") == "Equivalent":
-            candidates += [
-                t
-                for t in self._registry
-                if t.group == own.group and t.plural == own.plural and t.version != own.version
-            ]
-        for candidate in candidates:
-            if any(_rule_matches(rule, attributes, candidate) for rule in webhook.get("rules") or []):
+        for candidate in self._candidates(webhook, attributes.resource_type):
+            if any(
+                _rule_matches(rule, attributes.operation, attributes.subresource, candidate)
+                for rule in webhook.get("rules") or []
+            ):
                 return candidate
         return None
 
@@ -234,9 +253,12 @@ class Webhooks:
         return shown, f"{base}{path}?{suffix}", host
 
 
-def _rule_matches(rule: dict[str, Any], attributes: Attributes, candidate: ResourceType) -> bool:
+def _rule_matches(
+    rule: dict[str, Any], operation: str | None, subresource: str, candidate: ResourceType
+) -> bool:
+    """Whether a rule covers the operation (None: any) on the subresource ("" for the resource itself)."""
     operations = rule.get("operations") or []
-    if "*" not in operations and attributes.operation not in operations:
+    if operation is not None and "*" not in operations and operation not in operations:
         return False
     if not _listed(rule.get("apiGroups"), candidate.group):
         return False
@@ -245,7 +267,6 @@ def _rule_matches(rule: dict[str, Any], attributes: Attributes, candidate: Resou
     scope = rule.get("scope", "*")
     if scope == "Cluster" and candidate.namespaced or scope == "Namespaced" and not candidate.namespaced:
         return False
-    subresource = attributes.subresource
     for entry in rule.get("resources") or []:
         resource, _, sub = str(entry).partition("/")
         if resource not in ("*", candidate.plural):
