@@ -242,3 +242,9 @@ def test_match_conditions(api: httpx.Client, namespace: str, server: WebhookServ
         'webhooks[0].matchConditions[0].expression: Invalid value: "object.(": compilation failed'
         in refused.json()["message"]
     )
+
+
+def test_warnings_reach_kubectl(kubectl: Kubectl, namespace: str, server: WebhookServer, certificates: tuple[Path, bytes], configure: Any) -> None:  # fmt: skip
+    configure(VALIDATING, f"warn-{namespace}", [hook("warn.example.com", namespace, certificates[1], url=f"https://127.0.0.1:{server.port}/warn")])  # fmt: skip
+    done = kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(configmap("warned")))
+    assert 'Warning: mind the "gap"' in done.stderr

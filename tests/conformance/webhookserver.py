@@ -6,6 +6,7 @@ answering AdmissionReviews by path, and recording every review it gets.
     /label            allowed with a JSONPatch adding the label `mutated: "yes"`
     /slow             answers after 3 s (longer than a 1 s timeoutSeconds)
     /wrong-uid        answers with another uid
+    /warn             allowed with the warning `mind the "gap"`
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class WebhookServer:
                     response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
                 elif path == "/slow":
                     time.sleep(3)
+                elif path == "/warn":
+                    response["warnings"] = ['mind the "gap"']
                 elif path == "/wrong-uid":
                     response["uid"] = "not-the-uid"
                 body = json.dumps(

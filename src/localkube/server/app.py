@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl
 
@@ -162,6 +163,7 @@ class App:
                     "headers": [
                         (b"content-type", reply.content_type.encode()),
                         (b"content-length", str(len(reply.body)).encode()),
+                        *((b"warning", _warning(text)) for text in reply.warnings),
                     ],
                 }
             )
@@ -394,11 +396,13 @@ class App:
         if verb in _WRITES:
             if verb == "create" and resource_type.namespaced and namespace is None:
                 raise errors.page_not_found()
+            warnings: list[str] = []
             if self.webhooks.applies_to(resource_type, sub):
-                code, written = await self._admitted_write(request, target, verb)
+                code, written = await self._admitted_write(request, target, verb, warnings)
             else:
                 code, written = self._write(request, target, verb, query)
-            return self._object_reply(request, resource_type, written, code)
+            reply = self._object_reply(request, resource_type, written, code)
+            return replace(reply, warnings=tuple(warnings)) if warnings else reply
         if self.webhooks.applies_to(resource_type, None):
             deleted_items = await self._admitted_delete_collection(request, target)
         else:
@@ -441,13 +445,13 @@ class App:
         )
 
     async def _admitted_write(
-        self, request: Request, target: Target, verb: str
+        self, request: Request, target: Target, verb: str, warnings: list[str]
     ) -> tuple[int, dict[str, Any]]:
         """A write that admission webhooks see: the verb is first run as a dry run to get the object it
         would store; mutating webhooks may change it (then it is written as a create or an update of
         their result), validating webhooks may refuse it; it is then written for real, provided nothing
         changed the stored object while the webhooks were called (otherwise all of it is done again,
-        as kube-apiserver retries its guaranteed update)."""
+        as kube-apiserver retries its guaranteed update). The webhooks' warnings are left in `warnings`."""
         resources, resource_type, namespace = self.resources, target.resource_type, target.namespace
         name, sub = target.name or "", target.subresource
         query = request.query
@@ -464,6 +468,7 @@ class App:
                 )  # fmt: skip
                 await self.webhooks.validate(attributes)
                 if resources.store.get(resource_type.key(namespace, name)) == old:
+                    warnings[:] = attributes.warnings
                     return self._write(request, target, verb, query)
                 continue
             code, candidate = self._write(request, target, verb, {**query, "dryRun": "All"})
@@ -483,6 +488,7 @@ class App:
                 candidate = self._write_object(target, old is None, final, {**query, "dryRun": "All"})
             attributes.obj = clone(candidate)
             await self.webhooks.validate(attributes)
+            warnings[:] = attributes.warnings
             if dry_run:
                 return code, candidate
             if resources.store.get(resource_type.key(namespace, name)) != old:
@@ -507,7 +513,7 @@ class App:
             metadata = obj["metadata"]
             item = Target(target.resource_type, metadata.get("namespace"), metadata["name"], None)
             try:
-                deleted.append((await self._admitted_write(request, item, "delete"))[1])
+                deleted.append((await self._admitted_write(request, item, "delete", []))[1])
             except ApiError as error:
                 if error.code != 404:
                     raise
@@ -587,6 +593,12 @@ def _json_or_text(result: tuple[int, Any]) -> Reply | StreamReply:
     if isinstance(body, AsyncIterator):
         return StreamReply(body, "text/plain")
     return _json(body, code)
+
+
+def _warning(text: str) -> bytes:
+    """A `Warning` header value as kube-apiserver writes it: code 299, no agent, the text quoted."""
+    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{quoted}"'.encode()
 
 
 def _decode(request: Request) -> dict[str, Any]:

@@ -41,6 +41,8 @@ class Reply:
     status: int
     body: bytes
     content_type: str = JSON
+    # Sent as `Warning: 299 - "<text>"` headers (admission webhooks' warnings).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

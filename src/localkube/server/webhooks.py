@@ -12,7 +12,8 @@ AdmissionReview v1 over HTTPS, to its `url` or to its `service` (resolved throug
 as the service proxy does, while the certificate is checked for `<service>.<namespace>.svc`), trusting
 `caBundle` (else the system's roots), within `timeoutSeconds`. Mutating webhooks run first, one after
 another in name order, each seeing the previous one's JSONPatch applied; validating webhooks then see the
-final object. A refusal reads `admission webhook "NAME" denied the request: MSG` with the webhook's status
+final object; the warnings of the webhooks that allowed the request reach the client as `Warning` headers.
+A refusal reads `admission webhook "NAME" denied the request: MSG` with the webhook's status
 code; a webhook that cannot be called fails the request as `Internal error occurred: failed calling webhook
 "NAME": ...` under `failurePolicy: Fail` and is skipped under `Ignore`. A dry run is sent with `dryRun: true`
 (v1 webhooks declare no side effects; `webhookvalidation` refuses others).
@@ -67,6 +68,8 @@ class Attributes:
     user: UserInfo
     dry_run: bool
     options: dict[str, Any] = field(default_factory=dict)
+    # The webhooks' warnings, answered to the client as `Warning` headers.
+    warnings: list[str] = field(default_factory=list)
 
 
 class CallFailed(Exception):
@@ -189,7 +192,9 @@ class Webhooks:
             response = await self._call(
                 webhook, {"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": request}
             )
-            return _verdict(name, response, request["uid"])
+            patch = _verdict(name, response, request["uid"])
+            attributes.warnings += [str(w) for w in response["response"].get("warnings") or []]
+            return patch
         except CallFailed as failure:
             if webhook.get("failurePolicy", "Fail") == "Ignore":
                 log.warning("failed calling webhook %r, failing open: %s", name, failure)
