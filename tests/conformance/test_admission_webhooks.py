@@ -248,3 +248,14 @@ def test_warnings_reach_kubectl(kubectl: Kubectl, namespace: str, server: Webhoo
     configure(VALIDATING, f"warn-{namespace}", [hook("warn.example.com", namespace, certificates[1], url=f"https://127.0.0.1:{server.port}/warn")])  # fmt: skip
     done = kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(configmap("warned")))
     assert 'Warning: mind the "gap"' in done.stderr
+
+
+def test_reinvocation_if_needed(api: httpx.Client, namespace: str, server: WebhookServer, certificates: tuple[Path, bytes], configure: Any) -> None:  # fmt: skip
+    base = f"https://127.0.0.1:{server.port}"
+    # Configurations run in name order: "a-" (IfNeeded, changes nothing) before "b-" (adds a label).
+    configure(MUTATING, f"a-{namespace}", [hook("first.example.com", namespace, certificates[1], url=f"{base}/allow", reinvocationPolicy="IfNeeded")])  # fmt: skip
+    configure(MUTATING, f"b-{namespace}", [hook("second.example.com", namespace, certificates[1], url=f"{base}/label")])  # fmt: skip
+    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", json=configmap("r")).status_code == 201
+    calls = [review["request"]["object"]["metadata"].get("labels") for review in server.received["/allow"]]
+    assert calls == [None, {"mutated": "yes"}]
+    assert len(server.received["/label"]) == 1

@@ -19,8 +19,8 @@ code; a webhook that cannot be called fails the request as `Internal error occur
 (v1 webhooks declare no side effects; `webhookvalidation` refuses others).
 
 Writes to the webhook configurations themselves are never sent to webhooks (so a broken webhook cannot lock
-its own configuration), nor are the virtual review resources. Reinvocation (`reinvocationPolicy:
-IfNeeded`) is not done: each mutating webhook is called once.
+its own configuration), nor are the virtual review resources. A mutating webhook with `reinvocationPolicy:
+IfNeeded` is called a second time when a later one changed the object after it.
 """
 
 from __future__ import annotations
@@ -103,15 +103,27 @@ class Webhooks:
         return False
 
     async def mutate(self, attributes: Attributes) -> dict[str, Any] | None:
-        """Calls the matching mutating webhooks in turn; returns the object they leave."""
-        for config_name, webhook, matched in self._matching(MUTATING, attributes):
-            patch = await self._review(config_name, webhook, matched, attributes)
-            if patch is not None and attributes.obj is not None:
-                try:
-                    attributes.obj = json_patch(attributes.obj, patch)
-                except PatchError as err:
-                    raise _internal(webhook["name"], f"JSONPatch failed: {err}") from err
+        """Calls the matching mutating webhooks in turn; then, once, each whose `reinvocationPolicy` is
+        IfNeeded and whose output a later webhook changed; returns the object they leave."""
+        matching = self._matching(MUTATING, attributes)
+        after: list[dict[str, Any] | None] = []
+        for config_name, webhook, matched in matching:
+            await self._mutate_once(config_name, webhook, matched, attributes)
+            after.append(attributes.obj)
+        for (config_name, webhook, matched), seen in zip(matching, after, strict=True):
+            if webhook.get("reinvocationPolicy") == "IfNeeded" and seen != attributes.obj:
+                await self._mutate_once(config_name, webhook, matched, attributes)
         return attributes.obj
+
+    async def _mutate_once(
+        self, config_name: str, webhook: dict[str, Any], matched: ResourceType, attributes: Attributes
+    ) -> None:
+        patch = await self._review(config_name, webhook, matched, attributes)
+        if patch is not None and attributes.obj is not None:
+            try:
+                attributes.obj = json_patch(attributes.obj, patch)
+            except PatchError as err:
+                raise _internal(webhook["name"], f"JSONPatch failed: {err}") from err
 
     async def validate(self, attributes: Attributes) -> None:
         """Calls the matching validating webhooks; raises the first refusal or failure."""
