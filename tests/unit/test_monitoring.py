@@ -9,20 +9,10 @@ import json
 import prometheus_client
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
 import promql
-
-# The APIServer's metrics: go-grpc-prometheus's server families (what `-collectMetricsFlag` turns on),
-# the process collectors of prometheus_client's default registry, and Prometheus's own `up`.
-GRPC_SERVER = {
-    "grpc_server_started_total",
-    "grpc_server_handled_total",
-    "grpc_server_msg_received_total",
-    "grpc_server_msg_sent_total",
-    "grpc_server_handling_seconds_bucket",
-    "grpc_server_handling_seconds_count",
-    "grpc_server_handling_seconds_sum",
-}
+from kuberay.apiserver.dispatch import ServerMetrics
 
 
 def test_every_expression_parses() -> None:
@@ -55,11 +45,22 @@ def test_dashboards_have_upstreams_titles_and_uids() -> None:
 
 
 def test_apiserver_dashboard_names_only_apiserver_metrics() -> None:
-    process = {sample.name for family in prometheus_client.REGISTRY.collect() for sample in family.samples}
-    known = GRPC_SERVER | process | {"up"}
+    # The APIServer's own families (kuberay.apiserver's gRPC server metrics), the process collectors of
+    # prometheus_client's default registry it serves beside them, and Prometheus's own `up`.
+    registry = CollectorRegistry()
+    ServerMetrics(registry)
+    known = {"up"} | _sample_names(registry) | _sample_names(prometheus_client.REGISTRY)
     path = next(p for p in promql.DASHBOARDS if p.name.startswith("KubeRay-ApiServer"))
     for where, expression in promql.dashboard_expressions(path):
         assert promql.metric_names(promql.parse(expression)) <= known, where
+
+
+def _sample_names(registry: CollectorRegistry) -> set[str]:
+    """Every sample name a registry's families can have, observed or not."""
+    suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}
+    return {
+        family.name + suffix for family in registry.collect() for suffix in suffixes.get(family.type, [""])
+    } | {sample.name for family in registry.collect() for sample in family.samples}
 
 
 def test_monitor_objects() -> None:
