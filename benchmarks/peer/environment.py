@@ -1,0 +1,97 @@
+"""A fresh localkube with the ray.io CRDs and one operator, ours or upstream's, with the same flags.
+
+`Environment(workdir, operator="upstream"|"ours")` starts localkube (simulate mode) on `workdir/localkube`,
+installs `deploy/crds`, then the operator with the flags `kuberay local up` gives ours (leader election
+off, free metrics and health ports, the service proxy, JSON logs), and returns once its `/readyz`
+answers. Feature gates differ: each operator is given the gates it knows (upstream's binary refuses an
+unknown gate at start-up). The operator's log is `workdir/operator.log`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+from benchmarks.peer import upstream
+from kuberay.local.launcher import LocalOptions, operator_flags
+from localkube_process import LocalKubeProcess
+
+REPO = Path(__file__).resolve().parents[2]
+# The alpha gates the samples need, as each version names them.
+GATES = {
+    "ours": "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,RayJobDeletionPolicy=true",
+    "upstream": "RayJobDeletionPolicy=true",
+}
+
+
+class Environment:
+    def __init__(self, workdir: Path, operator: str = "upstream", extra_flags: tuple[str, ...] = ()) -> None:
+        assert operator in GATES, operator
+        self.workdir, self.kind, self.extra_flags = workdir, operator, extra_flags
+        self.localkube = LocalKubeProcess(workdir / "localkube")
+        self.operator: subprocess.Popen[bytes] | None = None
+        self.log = workdir / "operator.log"
+
+    def start(self) -> Environment:
+        self.localkube.start()
+        self.localkube.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
+        options = LocalOptions(data_dir=self.workdir, log_format="json", feature_gates=GATES[self.kind])
+        flags = [*operator_flags(options, self.localkube.kubeconfig), *self.extra_flags]
+        health = next(f.split("=", 1)[1] for f in flags if f.startswith("--health-probe-bind-address="))
+        if self.kind == "upstream":
+            command = [str(upstream.install()), *flags]
+        else:
+            command = [sys.executable, "-m", "kuberay.operator", *flags]
+        # KUBECONFIG too: upstream reads it when its --kubeconfig flag is not registered.
+        env = {**os.environ, "KUBECONFIG": str(self.localkube.kubeconfig)}
+        with self.log.open("ab") as log:
+            self.operator = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        self._wait_ready(f"http://{health}/readyz")
+        return self
+
+    def _wait_ready(self, url: str, timeout: float = 120.0) -> None:
+        assert self.operator is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url, timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.operator.poll() is not None:
+                break
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"the {self.kind} operator did not become ready; see {self.log}")
+
+    @property
+    def operator_pid(self) -> int:
+        assert self.operator is not None
+        return self.operator.pid
+
+    def stop(self) -> None:
+        if self.operator is not None and self.operator.poll() is None:
+            os.killpg(self.operator.pid, signal.SIGTERM)
+            try:
+                self.operator.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.operator.pid, signal.SIGKILL)
+                self.operator.wait()
+        self.localkube.stop()
+
+    def __enter__(self) -> Environment:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
