@@ -1,126 +1,42 @@
-"""Decoding the protobuf request bodies kubectl's typed commands send (`application/vnd.kubernetes.protobuf`).
+"""Decoding protobuf request bodies (`application/vnd.kubernetes.protobuf`) into the JSON form of the object.
 
-kubectl sends JSON for anything it reads from a file, but its built-in commands (`auth can-i`,
-`auth whoami`, `create token`, `create namespace|serviceaccount|configmap|secret|role|rolebinding|deployment|...`)
-post protobuf, and
-kubectl 1.32 does not fall back to JSON. This decodes those kinds into the JSON-shaped dicts the rest of
-the server works with. A body is the `k8s\\x00` magic, then a `runtime.Unknown` envelope naming the kind and
-holding the object's bytes; the field numbers below are Kubernetes' (from its generated `.proto` files).
-Kinds not listed are refused with 415, as are malformed bodies with 400. Replies are always JSON, which
-kubectl accepts.
+client-go sends protobuf for built-in kinds unless told otherwise: kubectl's typed commands (`auth can-i`,
+`create token`, `create namespace|configmap|secret|role|deployment|...`) and every controller built on
+client-go or controller-runtime (upstream KubeRay's creates of Pods, Services, Events, Jobs, RBAC ...), and
+neither falls back to JSON. A body is the `k8s\\x00` magic, then a `runtime.Unknown` envelope naming the
+kind and holding the object's bytes, decoded here with the wire schema of `protobuf_schema`. Kinds not
+listed there are refused with 415, malformed bodies with 400. Replies are always JSON, which client-go
+accepts whenever it also lists JSON (it sends `Accept: application/vnd.kubernetes.protobuf,application/json`).
+
+Go writes a struct's non-pointer fields even when zero; the JSON form keeps zeros and `false` (the same
+meaning to every reader) but drops empty strings and zero times, as Go's JSON encoder does with them.
 """
 
 from __future__ import annotations
 
 import base64
+from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from localkube.server import errors
+from localkube.server.protobuf_schema import KINDS, MESSAGES, Field
 
 MAGIC = b"k8s\x00"
 
-# message -> field number -> (JSON name, type, repeated). Types: "string", "bytes", "int", "bool",
-# "map<string>", "map<bytes>", "map<Extra>", or another message's name.
-Field = tuple[str, str, bool]
-_META = "ObjectMeta"
-_MESSAGES: dict[str, dict[int, Field]] = {
+_ENVELOPE: dict[str, dict[int, Field]] = {
     "Unknown": {1: ("typeMeta", "TypeMeta", False), 2: ("raw", "bytes", False), 3: ("contentEncoding", "string", False), 4: ("contentType", "string", False)},
     "TypeMeta": {1: ("apiVersion", "string", False), 2: ("kind", "string", False)},
-    "ObjectMeta": {
-        1: ("name", "string", False), 2: ("generateName", "string", False), 3: ("namespace", "string", False),
-        5: ("uid", "string", False), 6: ("resourceVersion", "string", False), 7: ("generation", "int", False),
-        11: ("labels", "map<string>", False), 12: ("annotations", "map<string>", False),
-        13: ("ownerReferences", "OwnerReference", True), 14: ("finalizers", "string", True),
-    },
-    "OwnerReference": {
-        5: ("apiVersion", "string", False), 1: ("kind", "string", False), 3: ("name", "string", False),
-        4: ("uid", "string", False), 6: ("controller", "bool", False), 7: ("blockOwnerDeletion", "bool", False),
-    },
-    "ResourceAttributes": {
-        1: ("namespace", "string", False), 2: ("verb", "string", False), 3: ("group", "string", False),
-        4: ("version", "string", False), 5: ("resource", "string", False), 6: ("subresource", "string", False),
-        7: ("name", "string", False),
-    },
-    "NonResourceAttributes": {1: ("path", "string", False), 2: ("verb", "string", False)},
-    "SelfSubjectAccessReviewSpec": {
-        1: ("resourceAttributes", "ResourceAttributes", False), 2: ("nonResourceAttributes", "NonResourceAttributes", False),
-    },
-    "SubjectAccessReviewSpec": {
-        1: ("resourceAttributes", "ResourceAttributes", False), 2: ("nonResourceAttributes", "NonResourceAttributes", False),
-        3: ("user", "string", False), 4: ("groups", "string", True), 5: ("extra", "map<Extra>", False), 6: ("uid", "string", False),
-    },
-    "ExtraValue": {1: ("items", "string", True)},
-    "SelfSubjectRulesReviewSpec": {1: ("namespace", "string", False)},
-    "TokenRequestSpec": {1: ("audiences", "string", True), 4: ("expirationSeconds", "int", False), 3: ("boundObjectRef", "BoundObjectReference", False)},
-    "BoundObjectReference": {1: ("kind", "string", False), 2: ("apiVersion", "string", False), 3: ("name", "string", False), 4: ("uid", "string", False)},
-    "TokenReviewSpec": {1: ("token", "string", False), 2: ("audiences", "string", True)},
-    "ObjectReference": {
-        1: ("kind", "string", False), 2: ("namespace", "string", False), 3: ("name", "string", False),
-        4: ("uid", "string", False), 5: ("apiVersion", "string", False),
-    },
-    "LocalObjectReference": {1: ("name", "string", False)},
-    "NamespaceSpec": {1: ("finalizers", "string", True)},
-    "Preconditions": {1: ("uid", "string", False), 2: ("resourceVersion", "string", False)},
-    "PolicyRule": {
-        1: ("verbs", "string", True), 2: ("apiGroups", "string", True), 3: ("resources", "string", True),
-        4: ("resourceNames", "string", True), 5: ("nonResourceURLs", "string", True),
-    },
-    "Subject": {1: ("kind", "string", False), 2: ("apiGroup", "string", False), 3: ("name", "string", False), 4: ("namespace", "string", False)},
-    "RoleRef": {1: ("apiGroup", "string", False), 2: ("kind", "string", False), 3: ("name", "string", False)},
-    # The kinds a body may carry (see _KINDS).
-    "Role": {1: ("metadata", _META, False), 2: ("rules", "PolicyRule", True)},
-    "ClusterRole": {1: ("metadata", _META, False), 2: ("rules", "PolicyRule", True)},
-    "RoleBinding": {1: ("metadata", _META, False), 2: ("subjects", "Subject", True), 3: ("roleRef", "RoleRef", False)},
-    "ClusterRoleBinding": {1: ("metadata", _META, False), 2: ("subjects", "Subject", True), 3: ("roleRef", "RoleRef", False)},
-    "SelfSubjectAccessReview": {1: ("metadata", _META, False), 2: ("spec", "SelfSubjectAccessReviewSpec", False)},
-    "SubjectAccessReview": {1: ("metadata", _META, False), 2: ("spec", "SubjectAccessReviewSpec", False)},
-    "SelfSubjectRulesReview": {1: ("metadata", _META, False), 2: ("spec", "SelfSubjectRulesReviewSpec", False)},
-    "SelfSubjectReview": {1: ("metadata", _META, False)},
-    "TokenRequest": {1: ("metadata", _META, False), 2: ("spec", "TokenRequestSpec", False)},
-    "TokenReview": {1: ("metadata", _META, False), 2: ("spec", "TokenReviewSpec", False)},
-    "ServiceAccount": {
-        1: ("metadata", _META, False), 2: ("secrets", "ObjectReference", True),
-        3: ("imagePullSecrets", "LocalObjectReference", True), 4: ("automountServiceAccountToken", "bool", False),
-    },
-    "Namespace": {1: ("metadata", _META, False), 2: ("spec", "NamespaceSpec", False)},
-    "ConfigMap": {1: ("metadata", _META, False), 4: ("immutable", "bool", False), 2: ("data", "map<string>", False), 3: ("binaryData", "map<bytes>", False)},
-    "Secret": {
-        1: ("metadata", _META, False), 5: ("immutable", "bool", False), 2: ("data", "map<bytes>", False),
-        4: ("stringData", "map<string>", False), 3: ("type", "string", False),
-    },
-    # `kubectl create deployment`: the fields it sets (a template of named containers, image, command, ports).
-    "Deployment": {1: ("metadata", _META, False), 2: ("spec", "DeploymentSpec", False)},
-    "DeploymentSpec": {
-        1: ("replicas", "int", False), 2: ("selector", "LabelSelector", False), 3: ("template", "PodTemplateSpec", False),
-        5: ("minReadySeconds", "int", False), 6: ("revisionHistoryLimit", "int", False), 7: ("paused", "bool", False),
-        9: ("progressDeadlineSeconds", "int", False),
-    },
-    "LabelSelector": {1: ("matchLabels", "map<string>", False), 2: ("matchExpressions", "LabelSelectorRequirement", True)},
-    "LabelSelectorRequirement": {1: ("key", "string", False), 2: ("operator", "string", False), 3: ("values", "string", True)},
-    "PodTemplateSpec": {1: ("metadata", _META, False), 2: ("spec", "PodSpec", False)},
-    "PodSpec": {2: ("containers", "Container", True), 3: ("restartPolicy", "string", False), 8: ("serviceAccountName", "string", False)},
-    "Container": {
-        1: ("name", "string", False), 2: ("image", "string", False), 3: ("command", "string", True),
-        4: ("args", "string", True), 5: ("workingDir", "string", False), 6: ("ports", "ContainerPort", True),
-    },
-    "ContainerPort": {
-        1: ("name", "string", False), 2: ("hostPort", "int", False), 3: ("containerPort", "int", False),
-        4: ("protocol", "string", False), 5: ("hostIP", "string", False),
-    },
-    "DeleteOptions": {
-        1: ("gracePeriodSeconds", "int", False), 2: ("preconditions", "Preconditions", False),
-        3: ("orphanDependents", "bool", False), 4: ("propagationPolicy", "string", False), 5: ("dryRun", "string", True),
-    },
 }  # fmt: skip
-
-
-_KINDS = frozenset(
-    {
-        "SelfSubjectAccessReview", "SubjectAccessReview", "SelfSubjectRulesReview", "SelfSubjectReview",
-        "TokenRequest", "TokenReview", "ServiceAccount", "Namespace", "ConfigMap", "Secret", "DeleteOptions",
-        "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Deployment",
-    }
-)  # fmt: skip
+_SCHEMA = {**MESSAGES, **_ENVELOPE}
+# A body whose apiVersion is not listed (DeleteOptions comes as `v1` or `meta.k8s.io/v1`) is read by its
+# kind alone when the kind names one message.
+_BY_KIND = {
+    kind: message
+    for (_, kind), message in KINDS.items()
+    if len({m for (_, k), m in KINDS.items() if k == kind}) == 1
+}
 
 
 class _Malformed(ValueError):
@@ -167,6 +83,39 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def _time(data: bytes, micro: bool) -> str | None:
+    """metav1.Time (seconds) or MicroTime as RFC 3339; None for the zero time, which Go's JSON omits."""
+    fields = dict(_fields(data))
+    seconds, nanos = fields.get(1, 0), fields.get(2, 0)
+    assert isinstance(seconds, int) and isinstance(nanos, int)
+    if not seconds and not nanos:
+        return None
+    moment = datetime.fromtimestamp(_signed(seconds), UTC)
+    if micro:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{nanos // 1000:06d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _wire_form(kind: str, data: bytes) -> Any:
+    """apimachinery's types whose JSON is not their message's shape."""
+    fields = _fields(data)
+    first = dict(fields)
+    if kind == "quantity":
+        return _scalar("string", first.get(1, b""))
+    if kind == "intorstr":  # type 0: intVal (2); type 1: strVal (3)
+        return _scalar("string", first.get(3, b"")) if first.get(1, 0) == 1 else _signed(int(first.get(2, 0)))
+    if kind == "strings":
+        return [_scalar("string", value) for number, value in fields if number == 1]
+    if kind == "raw":  # RawExtension / FieldsV1: the JSON document itself
+        raw = first.get(1, b"")
+        assert isinstance(raw, bytes)
+        return orjson.loads(raw) if raw else None
+    return _time(data, micro=kind == "microtime")
+
+
+_WIRE_FORMS = frozenset({"quantity", "intorstr", "strings", "raw", "time", "microtime"})
+
+
 def _scalar(kind: str, value: int | bytes) -> Any:
     if kind == "string":
         assert isinstance(value, bytes)
@@ -182,8 +131,18 @@ def _scalar(kind: str, value: int | bytes) -> Any:
     raise _Malformed(f"unknown scalar type {kind}")
 
 
+def _value(kind: str, value: int | bytes) -> Any:
+    if kind in _SCHEMA:
+        assert isinstance(value, bytes)
+        return _message(kind, value)
+    if kind in _WIRE_FORMS:
+        assert isinstance(value, bytes)
+        return _wire_form(kind, value)
+    return _scalar(kind, value)
+
+
 def _message(name: str, data: bytes) -> dict[str, Any]:
-    schema = _MESSAGES[name]
+    schema = _SCHEMA[name]
     out: dict[str, Any] = {}
     for number, value in _fields(data):
         if number not in schema:
@@ -193,27 +152,31 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
             assert isinstance(value, bytes)
             entry = dict(_fields(value))
             key = entry.get(1, b"")
-            raw = entry.get(2, b"")
             assert isinstance(key, bytes)
             element = kind[4:-1]
-            decoded: Any = (
-                _message("ExtraValue", raw)["items"]
-                if element == "Extra" and isinstance(raw, bytes)
-                else _scalar(element, raw)
-            )
-            out.setdefault(field, {})[key.decode()] = decoded
+            # An absent value is the element's zero value.
+            raw = entry.get(2, 0 if element in ("int", "bool") else b"")
+            out.setdefault(field, {})[key.decode()] = _value(element, raw)
             continue
-        if kind in _MESSAGES:
-            assert isinstance(value, bytes)
-            decoded = _message(kind, value)
-        else:
-            decoded = _scalar(kind, value)
-        if repeated:
+        if repeated and kind == "int" and isinstance(value, bytes):  # a packed repeated integer
+            out.setdefault(field, []).extend(_signed(v) for v in _packed(value))
+            continue
+        decoded = _value(kind, value)
+        if not field:  # embedded inline in Go: its fields are the enclosing object's
+            out.update(decoded)
+        elif repeated:
             out.setdefault(field, []).append(decoded)
-        elif decoded != "":
-            # Go omits empty strings from JSON (omitempty); other zero values may be meaningful pointers.
+        elif decoded not in ("", None):
             out[field] = decoded
     return out
+
+
+def _packed(data: bytes) -> list[int]:
+    values, position = [], 0
+    while position < len(data):
+        value, position = _varint(data, position)
+        values.append(value)
+    return values
 
 
 def decode(body: bytes) -> dict[str, Any]:
@@ -223,10 +186,14 @@ def decode(body: bytes) -> dict[str, Any]:
     try:
         envelope = _message("Unknown", body[len(MAGIC) :])
         type_meta = envelope.get("typeMeta") or {}
-        kind = type_meta.get("kind", "")
-        if kind not in _KINDS:
+        api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
+        message = KINDS.get((api_version, kind)) or _BY_KIND.get(kind)
+        if message is None:
             raise errors.unsupported_media_type(["application/json", "application/yaml"])
-        obj = _message(kind, base64.b64decode(envelope.get("raw", "")))
-    except (_Malformed, UnicodeDecodeError, AssertionError) as exc:
+        obj = _message(message, base64.b64decode(envelope.get("raw", "")))
+    except (
+        ValueError,
+        AssertionError,
+    ) as exc:  # _Malformed, UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise errors.bad_request(f"the protobuf body could not be decoded: {exc}") from exc
-    return {"apiVersion": type_meta.get("apiVersion", ""), "kind": kind, **obj}
+    return {"apiVersion": api_version, "kind": kind, **obj}
