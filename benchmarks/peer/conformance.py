@@ -93,26 +93,35 @@ async def outcome(kube: Kube, cluster: dict[str, Any]) -> tuple[str, str]:
     return "pending", f"state={status.get('state')!r} reason={status.get('reason')!r} pods={phases}{last}"
 
 
+Results = dict[str, tuple[str, str, float]]
+
+
+async def settle(client: Client, samples: list[str], timeout: float) -> tuple[Results, dict[str, Kube]]:
+    """Creates the samples and waits (at most `timeout` s) until each is ready or rejected: each sample's
+    (state, detail, seconds since the start), and the namespace of each one created."""
+    started = time.monotonic()
+    created = await create(client, samples)
+    results: Results = {s: ("NOT CREATED", k, 0.0) for s, k in created.items() if isinstance(k, str)}
+    kubes = {s: k for s, k in created.items() if isinstance(k, Kube)}
+    waiting = dict(kubes)
+    deadline = started + timeout
+    while waiting:
+        for sample, kube in list(waiting.items()):
+            state, detail = await outcome(kube, the_cluster(sample))
+            if state != "pending":
+                results[sample] = (state, detail, time.monotonic() - started)
+                del waiting[sample]
+            elif time.monotonic() > deadline:
+                results[sample] = ("NOT READY", detail, time.monotonic() - started)
+                del waiting[sample]
+        await asyncio.sleep(1.0)
+    return results, kubes
+
+
 async def run(env: Environment, samples: list[str], timeout: float) -> int:
     client = client_for(env.localkube)
     try:
-        started = time.monotonic()
-        created = await create(client, samples)
-        results: dict[str, tuple[str, str, float]] = {
-            s: ("NOT CREATED", k, 0.0) for s, k in created.items() if isinstance(k, str)
-        }
-        waiting = {s: k for s, k in created.items() if isinstance(k, Kube)}
-        deadline = started + timeout
-        while waiting:
-            for sample, kube in list(waiting.items()):
-                state, detail = await outcome(kube, the_cluster(sample))
-                if state != "pending":
-                    results[sample] = (state, detail, time.monotonic() - started)
-                    del waiting[sample]
-                elif time.monotonic() > deadline:
-                    results[sample] = ("NOT READY", detail, time.monotonic() - started)
-                    del waiting[sample]
-            await asyncio.sleep(1.0)
+        results, _ = await settle(client, samples, timeout)
     finally:
         await client.close()
     for sample in sorted(results):
