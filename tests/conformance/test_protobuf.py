@@ -132,6 +132,26 @@ def test_core_and_events_api_events_with_their_times(api: httpx.Client, namespac
     )  # fmt: skip
 
 
+def test_a_service_whose_target_port_is_the_zero_value_targets_its_port(
+    api: httpx.Client, namespace: str
+) -> None:
+    zero = f(1, 0) + f(2, 0)  # IntOrString as Go writes an unset one: type int, value 0
+    ports = (
+        f(1, f(1, "dashboard") + f(2, "TCP") + f(3, 8265) + f(4, zero))  # ServicePort name, protocol, port, targetPort
+        + f(1, f(1, "gcs") + f(2, "TCP") + f(3, 6379) + f(4, f(1, 1) + f(3, "gcs-server")))
+    )  # fmt: skip
+    spec = ports + entry(2, "ray.io/node-type", "head") + f(4, "ClusterIP")  # ports, selector, type
+    body = envelope("v1", "Service", f(1, f(1, "head-svc")) + f(2, spec))
+    response = post(api, f"/api/v1/namespaces/{namespace}/services", body)
+    assert response.status_code == 201, response.text
+    service = api.get(f"/api/v1/namespaces/{namespace}/services/head-svc").json()
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [
+        (8265, 8265),
+        (6379, "gcs-server"),
+    ]
+    assert service["spec"]["selector"] == {"ray.io/node-type": "head"}
+
+
 def test_a_kind_without_a_protobuf_schema_is_refused_with_415(api: httpx.Client, namespace: str) -> None:
     body = envelope("batch/v1", "CronJob", f(1, f(1, "nightly")))
     response = post(api, f"/apis/batch/v1/namespaces/{namespace}/cronjobs", body)

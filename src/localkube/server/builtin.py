@@ -178,7 +178,9 @@ def _default_service(obj: dict[str, Any], services: Callable[[], ServiceAllocati
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
-            port.setdefault("targetPort", port.get("port"))
+            # 0 and "" are unset too: client-go always writes a Go zero IntOrString.
+            if port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port.get("port")
     obj["status"] = {"loadBalancer": {}}
     if service_type == "ExternalName":
         return
