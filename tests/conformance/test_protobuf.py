@@ -56,7 +56,8 @@ def test_a_pod_as_client_go_encodes_it(api: httpx.Client, namespace: str) -> Non
     liveness = f(1, f(2, f(2, f(1, 1) + f(3, "http"))))  # httpGet.port as a name
     container = (
         f(1, "ray-head") + f(2, "rayproject/ray:2.52.0") + f(3, "ray") + f(3, "start")  # name, image, command
-        + f(6, f(1, "http") + f(3, 8080) + f(4, "TCP"))  # ports
+        + f(6, f(1, "http") + f(2, 0) + f(3, 8080) + f(4, "TCP"))  # ports (hostPort 0, as Go writes it)
+        + f(16, 0)  # stdin: false, written as Go writes every non-pointer field
         + f(7, f(1, "RAY_PORT") + f(2, "6379"))  # env
         + f(7, f(1, "POD_IP") + f(3, f(1, f(1, "v1") + f(2, "status.podIP"))))  # env valueFrom.fieldRef
         + f(7, f(1, "MODE") + f(3, f(3, f(1, f(1, "settings")) + f(2, "mode"))))  # configMapKeyRef: name inline
@@ -67,7 +68,8 @@ def test_a_pod_as_client_go_encodes_it(api: httpx.Client, namespace: str) -> Non
         + f(1, f(1, "settings") + f(2, f(19, f(1, f(1, "settings")) + f(3, 420))))  # configMap, name inline
     )  # fmt: skip
     # containers, restartPolicy, terminationGracePeriodSeconds, serviceAccountName
-    spec = volumes + f(2, container) + f(3, "Always") + f(4, 30) + f(8, "default")
+    # hostNetwork (a plain bool, false), automountServiceAccountToken (a pointer, false)
+    spec = volumes + f(2, container) + f(3, "Always") + f(4, 30) + f(8, "default") + f(11, 0) + f(21, 0)
     response = post(
         api, f"/api/v1/namespaces/{namespace}/pods", envelope("v1", "Pod", f(1, meta) + f(2, spec))
     )
@@ -91,6 +93,9 @@ def test_a_pod_as_client_go_encodes_it(api: httpx.Client, namespace: str) -> Non
     assert got["livenessProbe"]["httpGet"]["port"] == "http"
     assert pod["spec"]["terminationGracePeriodSeconds"] == 30
     assert pod["spec"]["serviceAccountName"] == "default"
+    # A Go zero value is left out where Kubernetes' JSON omits it, and kept where it is a set pointer.
+    assert "stdin" not in got and "hostNetwork" not in pod["spec"]
+    assert pod["spec"]["automountServiceAccountToken"] is False
 
 
 def test_core_and_events_api_events_with_their_times(api: httpx.Client, namespace: str) -> None:

@@ -8,8 +8,8 @@ kind and holding the object's bytes, decoded here with the wire schema of `proto
 listed there are refused with 415, malformed bodies with 400. Replies are always JSON, which client-go
 accepts whenever it also lists JSON (it sends `Accept: application/vnd.kubernetes.protobuf,application/json`).
 
-Go writes a struct's non-pointer fields even when zero; the JSON form keeps zeros and `false` (the same
-meaning to every reader) but drops empty strings and zero times, as Go's JSON encoder does with them.
+Go writes a struct's non-pointer fields even when zero; the JSON form leaves out what a Kubernetes API
+server's JSON would: zero values of `omitzero` fields (see `protobuf_schema`), empty strings and zero times.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from localkube.server.protobuf_schema import KINDS, MESSAGES, Field
 MAGIC = b"k8s\x00"
 
 _ENVELOPE: dict[str, dict[int, Field]] = {
-    "Unknown": {1: ("typeMeta", "TypeMeta", False), 2: ("raw", "bytes", False), 3: ("contentEncoding", "string", False), 4: ("contentType", "string", False)},
-    "TypeMeta": {1: ("apiVersion", "string", False), 2: ("kind", "string", False)},
+    "Unknown": {1: ("typeMeta", "TypeMeta", ""), 2: ("raw", "bytes", ""), 3: ("contentEncoding", "string", ""), 4: ("contentType", "string", "")},
+    "TypeMeta": {1: ("apiVersion", "string", ""), 2: ("kind", "string", "")},
 }  # fmt: skip
 _SCHEMA = {**MESSAGES, **_ENVELOPE}
 # A body whose apiVersion is not listed (DeleteOptions comes as `v1` or `meta.k8s.io/v1`) is read by its
@@ -147,7 +147,7 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
     for number, value in _fields(data):
         if number not in schema:
             continue
-        field, kind, repeated = schema[number]
+        field, kind, flag = schema[number]
         if kind.startswith("map<"):
             assert isinstance(value, bytes)
             entry = dict(_fields(value))
@@ -158,15 +158,15 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
             raw = entry.get(2, 0 if element in ("int", "bool") else b"")
             out.setdefault(field, {})[key.decode()] = _value(element, raw)
             continue
-        if repeated and kind == "int" and isinstance(value, bytes):  # a packed repeated integer
+        if flag == "repeated" and kind == "int" and isinstance(value, bytes):  # a packed repeated integer
             out.setdefault(field, []).extend(_signed(v) for v in _packed(value))
             continue
         decoded = _value(kind, value)
         if not field:  # embedded inline in Go: its fields are the enclosing object's
             out.update(decoded)
-        elif repeated:
+        elif flag == "repeated":
             out.setdefault(field, []).append(decoded)
-        elif decoded not in ("", None):
+        elif decoded not in ("", None) and not (flag == "omitzero" and decoded in (0, False)):
             out[field] = decoded
     return out
 
