@@ -7,7 +7,7 @@ Runs the samples under upstream's operator, then under ours, each on a fresh loc
 ServiceAccounts, Roles, RoleBindings and Ingresses of its namespace and the RayCluster's status. Objects
 are normalised before comparing: the namespace, uids, resourceVersions, timestamps, managedFields,
 generated name suffixes, cluster IPs, node names, pod status (localkube's, not the operator's), the
-spec-hash annotation and version labels. Prints, per sample and object, each field whose value differs
+spec-hash annotation, version labels and the suffix of a multi-host replica's name. Prints, per sample and object, each field whose value differs
 (`upstream` then `ours`) and each object only one operator made. Record what remains, with its reason,
 in `benchmarks/peer/differences.md`. A harness: nothing here is asserted.
 """
@@ -55,6 +55,10 @@ def _normalise(kind: str, obj: dict[str, Any], namespace: str) -> tuple[str, dic
         k: v for k, v in (meta.get("annotations") or {}).items() if not DROPPED_ANNOTATIONS.search(k)
     }
     meta["labels"] = {k: v for k, v in (meta.get("labels") or {}).items() if not VERSION_LABELS.search(k)}
+    if "ray.io/worker-group-replica-name" in meta["labels"]:  # the group's name and a generated suffix
+        meta["labels"]["ray.io/worker-group-replica-name"] = POD_SUFFIX.sub(
+            "", meta["labels"]["ray.io/worker-group-replica-name"]
+        )
     name = meta.get("name", "")
     if kind == "Pod":
         name = POD_SUFFIX.sub("", name)
@@ -82,7 +86,9 @@ def _replace(value: Any, namespace: str) -> Any:
 async def objects(client: Client, kube: Kube, sample: str) -> Objects:
     found: Objects = {}
     for resource in KINDS:
-        for obj in (await client.list(resource, kube.namespace)).items:
+        # Pods of one group, paired in replica then host order (their names end in a random suffix).
+        items = sorted((await client.list(resource, kube.namespace)).items, key=_replica_order)
+        for obj in items:
             if resource is SERVICE_ACCOUNT and obj["metadata"]["name"] == "default":
                 continue
             key, normalised = _normalise(resource.kind, obj, kube.namespace)
@@ -96,6 +102,13 @@ async def objects(client: Client, kube: Kube, sample: str) -> Objects:
         condition.pop("lastTransitionTime", None)
     found["RayCluster/status"] = _replace(status, kube.namespace)
     return found
+
+
+def _replica_order(obj: dict[str, Any]) -> tuple[int, int]:
+    labels = obj["metadata"].get("labels") or {}
+    return int(labels.get("ray.io/worker-group-replica-index", 0)), int(
+        labels.get("ray.io/replica-host-index", 0)
+    )
 
 
 def diff(upstream: Any, ours: Any, path: str = "") -> list[str]:
