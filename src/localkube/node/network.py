@@ -327,7 +327,10 @@ class NamespaceNetwork:
                  "nf_call_ip6tables", "0", "nf_call_arptables", "0"],
                 ["addr", "add", f"{self._gateway}/{self._network.prefixlen}", "dev", self._bridge],
             )  # fmt: skip
-        await self._run(["link", "set", self._bridge, "up"])
+        # A bridge without an address of its own takes the lowest of its ports' (the pods' veths), so its
+        # MAC changes as pods come and go, and pods that cached the old one in their ARP table lose the
+        # node's address (the API server's forwarder) until the entry ages out: set one, and it stays.
+        await self._run(["link", "set", self._bridge, "address", bridge_mac(self._bridge), "up"])
 
     async def _remove_netns(self, netns: str) -> None:
         """Kills whatever still runs in the namespace, then deletes it (its veth goes with it)."""
@@ -356,6 +359,12 @@ class NamespaceNetwork:
                     raise NetworkError(f"ip {shlex.join(args)}: {err.decode().strip()}")
                 return False
         return True
+
+
+def bridge_mac(bridge: str) -> str:
+    """A fixed MAC for the bridge named `bridge`: locally administered, unicast, from the name's hash."""
+    digest = hashlib.sha256(bridge.encode()).digest()
+    return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))
 
 
 def _sandbox_name(prefix: str, key: str, uid: str) -> str:

@@ -30,7 +30,7 @@ from localkube.node import exec as exec_in_container
 from localkube.node.apiaccess import ApiAccess, Forwarder
 from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
-from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork
+from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork, bridge_mac
 from localkube.node.process import ProcessKubelet, ProcessOptions
 from localkube.node.supervision import descendants
 from localkube.node.volumes import Token
@@ -377,6 +377,26 @@ async def test_two_pods_bind_the_same_port_on_their_own_addresses(cluster: Clust
     async with httpx.AsyncClient(trust_env=False) as client:
         for address in addresses:
             assert (await client.get(f"http://{address}:8000/")).status_code == 200
+
+
+async def test_the_bridges_mac_stays_as_pods_come_and_go(cluster: Cluster) -> None:
+    """A bridge without a MAC of its own takes its lowest port's, so deleting a pod could change the node's
+    MAC under the ARP caches of the other pods (Ray's autoscaler then hung dialling the API server)."""
+    if not cluster.isolated:
+        pytest.skip("bridges exist only with network namespaces (root)")
+    address = Path("/sys/class/net/lkt0/address")
+    sleeper = _python("import time; time.sleep(300)")
+    cluster.create("pods", _pod("first", sleeper))
+    await cluster.until("first", _phase("Running"))
+    assert address.read_text().strip() == bridge_mac("lkt0")
+    for name in ("second", "third"):
+        cluster.create("pods", _pod(name, sleeper))
+        await cluster.until(name, _phase("Running"))
+    cluster.delete_pod("second")
+    async with asyncio.timeout(30):
+        while cluster.pod("second") is not None:
+            await asyncio.sleep(0.1)
+    assert address.read_text().strip() == bridge_mac("lkt0")
 
 
 async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:

@@ -43,8 +43,21 @@ class MultiHostGroup:
             note = f"Deleted worker Pod {self.writer.namespace}/{podstate.pod_name(p)} for group {self.group_name}: {why}"
             await self.writer.delete_worker(p, self.group_name, note)
 
-    async def reconcile(self, found: Sequence[Obj], expected: int) -> None:
-        """Brings the group to `expected` pods (a multiple of `numOfHosts`) from the pods `found`."""
+    async def _delete_replicas(self, doomed: Sequence[Sequence[Obj]], note: str, why: str) -> None:
+        """Deletes whole replicas (`note` ends each pod's Event) and sends one `ScaledWorkerGroup` Event for
+        the pods deleted, even when a later delete failed."""
+        done: list[str] = []
+        try:
+            for pods in doomed:
+                await self._delete_replica(pods, note)
+                done.extend(podstate.pod_name(p) for p in pods)
+        finally:
+            if done:
+                self.writer.scale_event(self.group_name, "deleted", done, why)
+
+    async def reconcile(self, found: Sequence[Obj], expected: int, why: str) -> None:
+        """Brings the group to `expected` pods (a multiple of `numOfHosts`) from the pods `found`; `why`
+        explains `expected` in the `ScaledWorkerGroup` Events."""
         by_replica: dict[str, list[Obj]] = {}
         for p in found:
             replica = podstate.pod_labels(p).get(constants.RAY_WORKER_REPLICA_NAME_LABEL)
@@ -69,10 +82,13 @@ class MultiHostGroup:
             if any(podstate.pod_name(p) in named for p in pods):
                 to_delete.add(replica)
         if to_delete:
-            count = 0
-            for replica in sorted(to_delete):
-                await self._delete_replica(by_replica[replica], "autoscaler scale-down request")
-                count += len(by_replica[replica])
+            doomed = [by_replica[replica] for replica in sorted(to_delete)]
+            await self._delete_replicas(
+                doomed,
+                "autoscaler scale-down request",
+                "whole replicas named in scaleStrategy.workersToDelete",
+            )
+            count = sum(len(pods) for pods in doomed)
             raise PodsError(f"deleted {count} worker Pods based on ScaleStrategy, requeueing")
 
         valid = {r: pods for r, pods in by_replica.items() if r not in broken}
@@ -81,6 +97,7 @@ class MultiHostGroup:
                 f"desired worker pods {expected} of group {self.group_name} is not a multiple of numOfHosts {self.hosts}"
             )
         missing = expected // self.hosts - len(valid)
+        why = f"{len(valid)} replicas running, {expected} Pods wanted ({why})"
         if missing > 0:
             self.writer.check_mtls()
             used = {
@@ -104,7 +121,7 @@ class MultiHostGroup:
                             host_index=host,
                         )
                     )
-            await self.writer.create_many(builds, self.group_name)
+            await self.writer.create_many(builds, self.group_name, why)
         elif missing < 0 and self.writer.random_delete_allowed():
-            for replica in sorted(valid)[:-missing]:
-                await self._delete_replica(valid[replica], "scaling down")
+            surplus = [valid[replica] for replica in sorted(valid)[:-missing]]
+            await self._delete_replicas(surplus, "scaling down", f"whole replicas at random, {why}")

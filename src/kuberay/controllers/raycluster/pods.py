@@ -39,6 +39,7 @@ from kuberay.schedulers.interface import BatchSchedulingError
 
 Obj = Mapping[str, Any]
 HEAD_GROUP = ""  # the head's key in the scale expectations
+WORKERS_TO_DELETE = "named in scaleStrategy.workersToDelete"
 
 
 class PodReconciler:
@@ -170,7 +171,8 @@ class PodReconciler:
         group_name = group.group_name
         if not self.ctx.expectations.satisfied(self.owner, group_name):
             return
-        expected = replicas.group_desired_replicas(group.dump())
+        wire = group.dump()
+        expected = replicas.group_desired_replicas(wire)
         selector = {constants.RAY_NODE_GROUP_LABEL: group_name}
         found = self.writer.pods(**selector)
         if group.suspend is True:
@@ -190,7 +192,9 @@ class PodReconciler:
             )
             return
         if group.num_of_hosts > 1 and self.ctx.options.gates.enabled(Feature.RAY_MULTI_HOST_INDEXING):
-            await MultiHostGroup(self.writer, group).reconcile(found, expected)
+            await MultiHostGroup(self.writer, group).reconcile(
+                found, expected, replicas.explain_desired(wire)
+            )
             return
 
         deleted: set[str] = set()
@@ -206,21 +210,17 @@ class PodReconciler:
         if deleted:
             raise PodsError(f"delete {len(deleted)} unhealthy worker Pods")
 
-        for name in (group.scale_strategy.workers_to_delete if group.scale_strategy else None) or ():
-            try:
-                gone = await self.writer.delete(name)
-            except errors.KubeError as e:
-                self.writer.event(
-                    WARNING, "FailedToDeleteWorkerPod", f"Failed deleting pod {self.namespace}/{name}, {e}"
-                )
-                raise status.ReplicaFailureError(RayClusterConditionReason.FAILED_DELETE_WORKER_POD, e) from e
-            if gone:
-                self.ctx.expectations.expect(self.owner, group_name, name, ScaleAction.DELETE)
-                deleted.add(name)
-                self.writer.event(NORMAL, "DeletedWorkerPod", f"Deleted pod {self.namespace}/{name}")
+        try:
+            for name in (group.scale_strategy.workers_to_delete if group.scale_strategy else None) or ():
+                if await self.writer.delete_named(name, group_name, "pod", count_missing=False):
+                    deleted.add(name)
+        finally:
+            if deleted:
+                self.writer.scale_event(group_name, "deleted", sorted(deleted), WORKERS_TO_DELETE)
 
         running = [p for p in found if podstate.pod_name(p) not in deleted]
         diff = expected - len(running)
+        why = f"{len(running)} running, {expected} wanted ({replicas.explain_desired(wire)})"
         if diff > 0:
             self.writer.check_mtls()
             used = {
@@ -235,21 +235,15 @@ class PodReconciler:
                 builds.append(
                     pod.build_worker_pod(self.cluster, group, self.ctx.options.pods, replica_index=index)
                 )
-            await self.writer.create_many(builds, group_name)
+            await self.writer.create_many(builds, group_name, why)
         elif diff < 0 and self.writer.random_delete_allowed():
-            for p in running[:-diff]:
-                try:
-                    await self.writer.delete(podstate.pod_name(p))
-                except errors.KubeError as e:
-                    self.writer.event(
-                        WARNING,
-                        "FailedToDeleteWorkerPod",
-                        f"Failed deleting Pod {self.namespace}/{podstate.pod_name(p)}, {e}",
+            done: list[str] = []
+            try:
+                for p in running[:-diff]:
+                    await self.writer.delete_named(
+                        podstate.pod_name(p), group_name, "Pod", count_missing=True
                     )
-                    raise status.ReplicaFailureError(
-                        RayClusterConditionReason.FAILED_DELETE_WORKER_POD, e
-                    ) from e
-                self.ctx.expectations.expect(self.owner, group_name, podstate.pod_name(p), ScaleAction.DELETE)
-                self.writer.event(
-                    NORMAL, "DeletedWorkerPod", f"Deleted Pod {self.namespace}/{podstate.pod_name(p)}"
-                )
+                    done.append(podstate.pod_name(p))
+            finally:
+                if done:
+                    self.writer.scale_event(group_name, "deleted", done, f"at random, {why}")

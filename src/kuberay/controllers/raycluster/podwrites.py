@@ -27,6 +27,8 @@ from kuberay.runtime.resources import POD, ObjectKey
 
 Obj = Mapping[str, Any]
 DELETE, CREATE = "Delete", "Create"
+# Beyond upstream: the Event reason of a scale decision (see `PodWriter.scale_event`).
+SCALED_WORKER_GROUP = "ScaledWorkerGroup"
 
 
 class PodsError(Exception):
@@ -79,33 +81,75 @@ class PodWriter:
         self.ctx.expectations.expect(self.owner, group, name, ScaleAction.CREATE)
         return name
 
-    async def create_many(self, builds: Sequence[dict[str, Any]], group: str) -> None:
+    async def create_many(self, builds: Sequence[dict[str, Any]], group: str, why: str) -> None:
         """Creates pods in slow-start batches; the first failure stops creation and is raised marked
-        `FailedCreateWorkerPod` after its Warning Event."""
+        `FailedCreateWorkerPod` after its Warning Event. `why` ends the group's `ScaledWorkerGroup` Event,
+        sent for the pods made even when a later create failed."""
         batch, start = 1, 0
-        while start < len(builds):
-            chunk = builds[start : start + batch]
-            results = await asyncio.gather(*(self.create(b, group) for b in chunk), return_exceptions=True)
-            failure: errors.KubeError | None = None
-            for result in results:
-                if isinstance(result, errors.KubeError):
-                    failure = failure or result
-                elif isinstance(result, BaseException):
-                    raise result
-                else:
-                    self.event(
-                        NORMAL, "CreatedWorkerPod", f"Created worker Pod {self.namespace}/{result}", CREATE
-                    )
-            if failure is not None:
-                self.event(
-                    WARNING,
-                    "FailedToCreateWorkerPod",
-                    f"Failed to create worker Pod for the cluster {self.namespace}/{self.name}, {failure}",
-                    CREATE,
+        made: list[str] = []
+        try:
+            while start < len(builds):
+                chunk = builds[start : start + batch]
+                results = await asyncio.gather(
+                    *(self.create(b, group) for b in chunk), return_exceptions=True
                 )
-                raise status.ReplicaFailureError(RayClusterConditionReason.FAILED_CREATE_WORKER_POD, failure)
-            start += batch
-            batch *= 2
+                failure: errors.KubeError | None = None
+                for result in results:
+                    if isinstance(result, errors.KubeError):
+                        failure = failure or result
+                    elif isinstance(result, BaseException):
+                        raise result
+                    else:
+                        made.append(result)
+                        self.event(
+                            NORMAL,
+                            "CreatedWorkerPod",
+                            f"Created worker Pod {self.namespace}/{result}",
+                            CREATE,
+                        )
+                if failure is not None:
+                    self.event(
+                        WARNING,
+                        "FailedToCreateWorkerPod",
+                        f"Failed to create worker Pod for the cluster {self.namespace}/{self.name}, {failure}",
+                        CREATE,
+                    )
+                    raise status.ReplicaFailureError(
+                        RayClusterConditionReason.FAILED_CREATE_WORKER_POD, failure
+                    )
+                start += batch
+                batch *= 2
+        finally:
+            if made:
+                self.scale_event(group, "created", made, why, CREATE)
+
+    def scale_event(self, group: str, done: str, pods: Sequence[str], why: str, action: str = DELETE) -> None:
+        """Beyond upstream: one Normal `ScaledWorkerGroup` Event per scale decision carried out, naming the
+        pods and the reason (the replicas asked for and the bound that applied, or `workersToDelete`)."""
+        self.event(
+            NORMAL,
+            SCALED_WORKER_GROUP,
+            f"Worker group {group}: {done} {len(pods)} Pod(s) [{' '.join(sorted(pods))}]: {why}",
+            action,
+        )
+
+    async def delete_named(self, name: str, group: str, noun: str, *, count_missing: bool) -> bool:
+        """Deletes the worker pod `name` of `group` with upstream's Events, whose texts differ only in the
+        word for it (`noun`: "pod" for `workersToDelete`, "Pod" for random deletion). A pod already gone
+        counts as deleted (expectation and Event) only with `count_missing`, as upstream's random deletion
+        does; returns whether it counted."""
+        try:
+            gone = await self.delete(name)
+        except errors.KubeError as e:
+            self.event(
+                WARNING, "FailedToDeleteWorkerPod", f"Failed deleting {noun} {self.namespace}/{name}, {e}"
+            )
+            raise status.ReplicaFailureError(RayClusterConditionReason.FAILED_DELETE_WORKER_POD, e) from e
+        if not (gone or count_missing):
+            return False
+        self.ctx.expectations.expect(self.owner, group, name, ScaleAction.DELETE)
+        self.event(NORMAL, "DeletedWorkerPod", f"Deleted {noun} {self.namespace}/{name}")
+        return True
 
     async def delete_worker(self, p: Obj, group_name: str, note: str) -> None:
         try:

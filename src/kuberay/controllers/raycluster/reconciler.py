@@ -17,7 +17,8 @@ parsed once into the `RayCluster` model, and every step after validation takes t
 validation checks the wire form, with the same rules admission applies.
 
 Beyond upstream: a pod that cannot make progress gets a Warning Event `PodFailure` naming it and its
-reason (the status condition of the same name is set by `calculate_status`).
+reason (the status condition of the same name is set by `calculate_status`); with in-tree autoscaling, an
+autoscaler sidecar that is not running gets a Warning Event `AutoscalerFailure` (and the condition).
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ from kuberay.api.raycluster import RayCluster, RayClusterConditionType
 from kuberay.api.validation import autoscaler_v1_restart_policy_warning, wire
 from kuberay.api.validation import raycluster as rules
 from kuberay.builders import tls
-from kuberay.controllers.raycluster import conditions, dependents, finalizer, podstate, status
+from kuberay.controllers.raycluster import (
+    autoscalerhealth,
+    conditions,
+    dependents,
+    finalizer,
+    podstate,
+    status,
+)
 from kuberay.controllers.raycluster.context import RAYCLUSTER, SHORT_REQUEUE_SECONDS, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.pods import PodReconciler
@@ -184,6 +192,11 @@ class RayClusterReconciler:
             self.ctx.event(
                 cluster, WARNING, status.POD_FAILURE_CONDITION, problem.describe(namespace), "Reconcile"
             )
+        heads = podstate.head_pods(pods)
+        if cluster.spec.enable_in_tree_autoscaling is True and heads:
+            stalled = autoscalerhealth.autoscaler_problem(heads[0], namespace)
+            if stalled is not None:
+                self.ctx.event(cluster, WARNING, autoscalerhealth.CONDITION, stalled.message, "Reconcile")
         if not status.status_changed(old, new):
             return False, None
         try:

@@ -65,3 +65,22 @@ def free_indices(used: set[int], count: int) -> list[int]:
             free.append(candidate)
         candidate += 1
     return free
+
+
+def explain_desired(group: Obj) -> str:
+    """Why `group_desired_replicas` says what it says, for the scale Events: the replicas asked for and the
+    bound that applied (`replicas 12 above maxReplicas 10`), times the hosts of a multi-host group."""
+    if group.get("suspend") is True:
+        return "suspended"
+    low, high = as_int(group.get("minReplicas"), 0), as_int(group.get("maxReplicas"), INT32_MAX)
+    replicas = group.get("replicas")
+    if not isinstance(replicas, int):
+        why = f"replicas unset, minReplicas {low}"
+    elif replicas < low:
+        why = f"replicas {replicas} below minReplicas {low}"
+    else:
+        why = f"replicas {replicas}"
+    if max(low, replicas if isinstance(replicas, int) else low) > high:
+        why += f" above maxReplicas {high}"
+    hosts = as_int(group.get("numOfHosts"), 1)
+    return why + (f" x numOfHosts {hosts}" if hosts != 1 else "")

@@ -8,7 +8,8 @@ desired resources and `stateTransitionTimes` alone never do).
 
 Beyond upstream, `failing_pods` names every pod that cannot make progress (image pull back-off, crash
 loop, OOM kill, eviction, unschedulable); `calculate_status` reports them in the `PodFailure` condition so
-`kubectl get raycluster -o yaml` says which pod is stuck and why.
+`kubectl get raycluster -o yaml` says which pod is stuck and why; and, with in-tree autoscaling, the
+`AutoscalerFailure` condition says the autoscaler sidecar is not running (`autoscalerhealth`).
 
 Conditions follow `meta.SetStatusCondition`: `lastTransitionTime` changes only with `status`, reason and
 message are updated in place, new conditions are appended.
@@ -29,9 +30,9 @@ from kuberay.api.raycluster import (
     RayClusterConditionReason,
     RayClusterConditionType,
 )
-from kuberay.builders import names
+from kuberay.builders import autoscaler, names
+from kuberay.controllers.raycluster import autoscalerhealth, podstate, replicas, resources
 from kuberay.controllers.raycluster import conditions as condition
-from kuberay.controllers.raycluster import podstate, replicas, resources
 
 JSON = dict[str, Any]
 Obj = Mapping[str, Any]
@@ -195,6 +196,7 @@ def calculate_status(
     if conditions_enabled:
         _set_pod_conditions(conditions, head, pods, stamp, cluster.namespace)
         _set_suspension(conditions, old, spec, pods, stamp)
+        _set_autoscaler_condition(conditions, spec, head, stamp, cluster.namespace)
 
     if cluster.spec.suspend is True and not pods:
         status["state"] = ClusterState.SUSPENDED.value
@@ -259,6 +261,22 @@ def _set_pod_conditions(
         condition.set_condition(conditions, POD_FAILURE_CONDITION, "True", problems[0].reason, message, stamp)
     else:
         condition.remove_condition(conditions, POD_FAILURE_CONDITION)
+
+
+def _set_autoscaler_condition(
+    conditions: list[JSON], spec: Obj, head: Obj | None, stamp: str, namespace: str
+) -> None:
+    problem = (
+        autoscalerhealth.autoscaler_problem(head, namespace)
+        if head is not None and autoscaler.is_enabled(spec)
+        else None
+    )
+    if problem is not None:
+        condition.set_condition(
+            conditions, autoscalerhealth.CONDITION, "True", problem.reason, problem.message, stamp
+        )
+    else:
+        condition.remove_condition(conditions, autoscalerhealth.CONDITION)
 
 
 def _set_suspension(conditions: list[JSON], old: Obj, spec: Obj, pods: Sequence[Obj], stamp: str) -> None:

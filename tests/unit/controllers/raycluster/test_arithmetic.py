@@ -21,6 +21,25 @@ def test_group_desired_replicas(group: dict[str, object], expected: int) -> None
     assert replicas.group_desired_replicas(group) == expected
 
 
+@pytest.mark.parametrize(
+    ("group", "why"),
+    [
+        ({"replicas": 3, "minReplicas": 1, "maxReplicas": 5}, "replicas 3"),
+        ({"replicas": 0, "minReplicas": 2, "maxReplicas": 5}, "replicas 0 below minReplicas 2"),
+        ({"minReplicas": 2}, "replicas unset, minReplicas 2"),
+        ({"replicas": 9, "minReplicas": 1, "maxReplicas": 4}, "replicas 9 above maxReplicas 4"),
+        (
+            {"replicas": 1, "minReplicas": 6, "maxReplicas": 4},
+            "replicas 1 below minReplicas 6 above maxReplicas 4",
+        ),
+        ({"replicas": 3, "numOfHosts": 4}, "replicas 3 x numOfHosts 4"),
+        ({"replicas": 3, "suspend": True}, "suspended"),
+    ],
+)
+def test_the_scale_events_explain_the_desired_pods(group: dict[str, object], why: str) -> None:
+    assert replicas.explain_desired(group) == why
+
+
 def test_cluster_min_and_max_skip_suspended_groups_and_clamp_to_int32() -> None:
     spec = {
         "workerGroupSpecs": [
