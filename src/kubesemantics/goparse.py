@@ -7,6 +7,7 @@ such as ``invalid cron schedule: failed to parse duration @every 5x: time: unkno
 - `parse_duration`: Go's `time.ParseDuration` (units ns, us, µs, μs, ms, s, m, h; a bare ``0``), the
   duration syntax of Kubernetes too (CEL's `duration()`, the `duration` string format); `to_timedelta`;
   `format_seconds`, the other way: `time.Duration.String()` of a whole number of seconds, as messages print it.
+- `human_duration`: apimachinery's `duration.HumanDuration`, the ages kubectl prints.
 - `atoi`: Go's `strconv.Atoi` (optional sign, ASCII digits, int64 range).
 - `parse_generic_version`: apimachinery's `version.ParseGeneric` (``v1.2``, ``2.52.0rc1``: at least two
   numeric components, anything after them ignored); versions compare component-wise.
@@ -103,6 +104,35 @@ def format_seconds(seconds: int) -> str:
     if minutes:
         return f"{minutes}m{secs}s"
     return f"{secs}s"
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery's `duration.HumanDuration`: the short age kubectl prints (`45s`, `5m3s`, `3h2m`, `12d`)."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        return f"{minutes}m{whole % 60}s" if whole % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
 
 
 def atoi(value: str) -> int:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kubesemantics.goparse import human_duration
 from kubesemantics.selectors import selector_text
 from localkube.server.registry import PrinterColumn, ResourceType
 
@@ -49,35 +50,6 @@ def jsonpath_values(obj: Any, path: str) -> list[Any]:
                     following.append(value[int(index)])
         current = following
     return current
-
-
-def human_duration(seconds: float) -> str:
-    """Kubernetes' short age format (apimachinery `duration.HumanDuration`)."""
-    whole = int(seconds)
-    if whole < -1:
-        return "<invalid>"
-    if whole < 0:
-        return "0s"
-    if whole < 120:
-        return f"{whole}s"
-    minutes = whole // 60
-    if minutes < 10:
-        return f"{minutes}m{whole % 60}s" if whole % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = whole // 3600
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
 
 
 def age(timestamp: Any) -> str:

@@ -1,0 +1,439 @@
+"""The `kubectl-ray` command line (click): upstream's command tree, flags, defaults and aliases, wired to the
+modules that do the work.
+
+kubectl's config flags (`--kubeconfig`, `--context`, `-n/--namespace`) are accepted before or after the
+subcommand, as cobra's persistent flags are; the last one given wins. A `PluginError` is printed as
+`Error: <message>` on stderr with exit code 1; usage errors exit 2 with click's usage text.
+Shell completion is click's: `_KUBECTL_RAY_COMPLETE=bash_source kubectl-ray` prints the script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import yaml
+
+from kuberay.kubectl import create as create_ops
+from kuberay.kubectl import delete as delete_ops
+from kuberay.kubectl import generation, kube, session
+from kuberay.kubectl import get as get_ops
+from kuberay.kubectl import scale as scale_ops
+from kuberay.kubectl import version as version_ops
+from kuberay.kubectl.kube import KubeFlags, PluginError
+from kubesemantics import goparse
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _flags() -> KubeFlags:
+    root = click.get_current_context().find_root()
+    if not isinstance(root.obj, KubeFlags):
+        root.obj = KubeFlags()
+    return root.obj
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None and param.name is not None:
+        setattr(_flags(), param.name, value)
+
+
+def kube_options(f: F) -> F:
+    """kubectl's config flags on a command; they are not passed to it but kept for `run`."""
+    for decl, help_text in (
+        (("--kubeconfig",), "Path to the kubeconfig file to use for CLI requests."),
+        (("--context",), "The name of the kubeconfig context to use."),
+        (("-n", "--namespace"), "If present, the namespace scope for this CLI request."),
+    ):
+        f = click.option(*decl, expose_value=False, callback=_remember, is_eager=True, help=help_text)(f)
+    return f
+
+
+def run(work: Callable[[kube.Kube], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with kube.connect(_flags()) as k:
+            return await work(k)
+
+    return asyncio.run(main())
+
+
+def _key_values(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, str]:
+    """pflag's StringToString: `k=v,k2=v2`, the flag repeatable."""
+    result: dict[str, str] = {}
+    for item in value:
+        for pair in item.split(","):
+            if not pair:
+                continue
+            key, sep, val = pair.partition("=")
+            if not sep:
+                raise click.BadParameter(f"{pair} must be formatted as key=value")
+            result[key] = val
+    return result
+
+
+def key_value_option(name: str, help_text: str) -> Callable[[F], F]:
+    return click.option(name, multiple=True, callback=_key_values, help=help_text)
+
+
+class AliasGroup(click.Group):
+    """A group whose commands also answer to upstream's aliases (`clusters`, `nodes`, `list`, `logs`)."""
+
+    aliases: dict[str, str] = {
+        "clusters": "cluster",
+        "nodes": "node",
+        "workergroups": "workergroup",
+        "list": "get",
+    }
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:  # fmt: skip
+        name, command, rest = super().resolve_command(ctx, args)
+        return (command.name if command else name), command, rest
+
+
+@click.group(cls=AliasGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@kube_options
+def ray() -> None:
+    """Manage Ray resources on Kubernetes."""
+
+
+@ray.command()
+@kube_options
+def version() -> None:
+    """Output the version of the Ray kubectl plugin and KubeRay operator."""
+    click.echo(run(version_ops.version), nl=False)
+
+
+@ray.group(cls=AliasGroup)
+def get() -> None:
+    """Display one or many Ray resources."""
+
+
+all_namespaces = click.option(
+    "-A", "--all-namespaces", is_flag=True, help="If present, list across all namespaces."
+)
+ray_cluster = click.option("-c", "--ray-cluster", default=None, help="Ray cluster")
+
+
+@get.command("cluster")
+@click.argument("name", required=False)
+@all_namespaces
+@click.option(
+    "-o", "--output", type=click.Choice(get_ops.OUTPUT_FORMATS), default=None, help="Output format."
+)
+@kube_options
+def get_cluster(name: str | None, all_namespaces: bool, output: str | None) -> None:
+    """Get cluster information."""
+    click.echo(run(lambda k: get_ops.clusters(k, name, all_namespaces, output)), nl=False)
+
+
+@get.command("node")
+@click.argument("node", required=False)
+@ray_cluster
+@all_namespaces
+@kube_options
+def get_node(node: str | None, ray_cluster: str | None, all_namespaces: bool) -> None:
+    """Get Ray nodes."""
+    click.echo(run(lambda k: get_ops.nodes(k, node, ray_cluster, all_namespaces)), nl=False)
+
+
+@get.command("workergroup")
+@click.argument("group", required=False)
+@ray_cluster
+@all_namespaces
+@kube_options
+def get_workergroup(group: str | None, ray_cluster: str | None, all_namespaces: bool) -> None:
+    """Get Ray worker groups."""
+    click.echo(run(lambda k: get_ops.workergroups(k, group, ray_cluster, all_namespaces)), nl=False)
+
+
+@get.command("token")
+@click.argument("cluster")
+@kube_options
+def get_token(cluster: str) -> None:
+    """Get the auth token from the ray cluster."""
+    click.echo(run(lambda k: get_ops.token(k, cluster)), nl=False)
+
+
+@ray.group()
+def create() -> None:
+    """Create Ray resources."""
+
+
+# Flags that may accompany --file: they say how to create, not what.
+ALLOWED_WITH_FILE = {"file", "dry_run", "wait", "timeout"}
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        return goparse.parse_duration(value) / 1e9
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+
+
+@create.command("cluster")
+@click.argument("name", required=False)
+@key_value_option("--labels", "K8s labels (e.g. --labels app=ray,env=dev)")
+@key_value_option("--annotations", "K8s annotations (e.g. --annotations ttl-hours=24,owner=chthulu)")
+@click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
+@click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
+@click.option("--head-cpu", default="2", show_default=True, help="number of CPUs in the Ray head")
+@click.option("--head-memory", default="4Gi", show_default=True, help="amount of memory in the Ray head")
+@click.option("--head-gpu", default="0", show_default=True, help="number of GPUs in the Ray head")
+@click.option("--head-ephemeral-storage", default="", help="amount of ephemeral storage in the Ray head")
+@key_value_option("--head-ray-start-params", "arguments to the Ray head's 'ray start'")
+@key_value_option("--head-node-selectors", "node selectors of the head pod")
+@click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
+@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker replica")
+@click.option(
+    "--worker-memory", default="4Gi", show_default=True, help="amount of memory in each worker replica"
+)
+@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker replica")
+@click.option("--worker-tpu", default="0", show_default=True, help="number of TPUs in each worker replica")
+@click.option(
+    "--worker-ephemeral-storage", default="", help="amount of ephemeral storage in each worker replica"
+)
+@key_value_option("--worker-ray-start-params", "arguments to the Ray workers' 'ray start'")
+@key_value_option("--worker-node-selectors", "node selectors of the worker pods")
+@click.option(
+    "--num-of-hosts", default=1, show_default=True, help="number of hosts in default worker group per replica"
+)
+@click.option(
+    "--autoscaler",
+    type=click.Choice(["v1", "v2"], case_sensitive=False),
+    default=None,
+    help="autoscaler to use",
+)
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="path to a YAML file containing Ray cluster configuration",
+)
+@click.option("--dry-run", is_flag=True, help="print the generated YAML instead of creating the cluster")
+@click.option("--wait", is_flag=True, help="wait for the cluster to be provisioned before returning")
+@click.option("--timeout", default="5m", callback=_duration, show_default=True, help="the timeout for --wait")
+@kube_options
+def create_cluster(name: str | None, **flags: Any) -> None:  # fmt: skip
+    """Create a Ray cluster with the given name and options."""
+    ctx = click.get_current_context()
+    kube_flags = _flags()
+    if flags["file"]:
+        changed = [
+            p.name
+            for p in ctx.command.params
+            if p.name and p.name not in ALLOWED_WITH_FILE and p.expose_value
+            and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
+        ]  # fmt: skip
+        if changed:
+            raise PluginError(f"the following flags are incompatible with --file: {[c.replace('_', '-') for c in changed]}")  # fmt: skip
+        config = _config_file(Path(flags["file"]))
+        if config.name and name and config.name != name:
+            raise PluginError(
+                f'the cluster name in the config file "{config.name}" does not match the cluster name "{name}". '
+                "You must use the same name to perform this operation"
+            )
+        name = name or config.name
+        if not name:
+            raise PluginError("the cluster name is required")
+        namespace = _file_namespace(config, kube_flags)
+    else:
+        if not name:
+            raise click.UsageError("cluster [CLUSTERNAME]")
+        config = _config_from_flags(ctx, flags)
+        namespace = kube_flags.namespace or ""
+        first = config.worker_groups[0]
+        try:
+            generation.validate_tpu(first.tpu, first.num_of_hosts, first.node_selectors)
+        except generation.ConfigError as e:
+            raise PluginError(str(e)) from e
+
+    if flags["dry_run"]:
+        click.echo(create_ops.dry_run(config, name, namespace or kube.namespace(kube_flags)), nl=False)
+        return
+    run(lambda k: create_ops.cluster(k, config, name, namespace or k.namespace, wait=flags["wait"], timeout=flags["timeout"]))  # fmt: skip
+
+
+def _config_file(path: Path) -> generation.ClusterConfig:
+    if not path.exists():
+        raise PluginError(f"failed to parse config file: config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+        config = generation.parse_config(data)
+    except (yaml.YAMLError, generation.ConfigError) as e:
+        raise PluginError(f"failed to parse config file: {e}") from e
+    try:
+        generation.validate_config(config)
+    except generation.ConfigError as e:
+        raise PluginError(f"failed to validate config file: {e}") from e
+    return config
+
+
+def _file_namespace(config: generation.ClusterConfig, flags: KubeFlags) -> str:
+    if flags.namespace and config.namespace and flags.namespace != config.namespace:
+        raise PluginError(
+            f'the namespace in the config file "{config.namespace}" does not match the namespace "{flags.namespace}". '
+            f"You must pass --namespace={config.namespace} to perform this operation"
+        )
+    return config.namespace or flags.namespace or ""
+
+
+def _config_from_flags(ctx: click.Context, flags: dict[str, Any]) -> generation.ClusterConfig:
+    for name in ("head_cpu", "head_gpu", "head_memory", "head_ephemeral_storage", "worker_cpu", "worker_gpu",
+                 "worker_tpu", "worker_memory", "worker_ephemeral_storage"):  # fmt: skip
+        source = ctx.get_parameter_source(name)
+        if flags[name] != "" or source != click.core.ParameterSource.DEFAULT:
+            try:
+                generation.validate_quantity(flags[name], name.replace("_", "-"))
+            except generation.ConfigError as e:
+                raise PluginError(str(e)) from e
+    image = flags["image"] or f"rayproject/ray:{flags['ray_version']}"
+    if image == generation.RAY_IMAGE and flags["ray_version"] != generation.RAY_VERSION:
+        image = f"rayproject/ray:{flags['ray_version']}"
+    return generation.ClusterConfig(
+        labels=flags["labels"],
+        annotations=flags["annotations"],
+        ray_version=flags["ray_version"],
+        image=image,
+        head=generation.Head(
+            cpu=flags["head_cpu"], memory=flags["head_memory"], gpu=flags["head_gpu"],
+            ephemeral_storage=flags["head_ephemeral_storage"],
+            ray_start_params=flags["head_ray_start_params"], node_selectors=flags["head_node_selectors"],
+        ),
+        worker_groups=[generation.WorkerGroup(
+            name="default-group", replicas=flags["worker_replicas"], num_of_hosts=flags["num_of_hosts"],
+            cpu=flags["worker_cpu"], memory=flags["worker_memory"], gpu=flags["worker_gpu"], tpu=flags["worker_tpu"],
+            ephemeral_storage=flags["worker_ephemeral_storage"],
+            ray_start_params=flags["worker_ray_start_params"], node_selectors=flags["worker_node_selectors"],
+        )],
+        autoscaler=generation.Autoscaler(version=flags["autoscaler"].lower()) if flags["autoscaler"] else None,
+    )  # fmt: skip
+
+
+@create.command("workergroup")
+@click.argument("name")
+@click.option("-c", "--ray-cluster", required=True, help="Ray cluster to add the worker group to")
+@click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
+@click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
+@click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
+@click.option("--num-of-hosts", default=1, show_default=True, help="number of hosts per replica")
+@click.option("--worker-min-replicas", default=1, show_default=True, help="minimum worker group replicas")
+@click.option("--worker-max-replicas", default=10, show_default=True, help="maximum worker group replicas")
+@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker replica")
+@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker replica")
+@click.option("--worker-tpu", default="0", show_default=True, help="number of TPUs in each worker replica")
+@click.option(
+    "--worker-memory", default="4Gi", show_default=True, help="amount of memory in each worker replica"
+)
+@key_value_option("--worker-ray-start-params", "arguments to the Ray workers' 'ray start'")
+@key_value_option("--worker-node-selectors", "node selectors of the worker pods")
+@kube_options
+def create_workergroup(name: str, ray_cluster: str, **flags: Any) -> None:
+    """Create a worker group in an existing Ray cluster."""
+    for flag in ("worker_cpu", "worker_gpu", "worker_tpu", "worker_memory"):
+        try:
+            generation.validate_quantity(flags[flag], flag.replace("_", "-"))
+        except generation.ConfigError as e:
+            raise PluginError(str(e)) from e
+    try:
+        generation.validate_tpu(flags["worker_tpu"], flags["num_of_hosts"], flags["worker_node_selectors"])
+    except generation.ConfigError as e:
+        raise PluginError(str(e)) from e
+    group = create_ops.worker_group_spec(
+        name, image=flags["image"] or f"rayproject/ray:{flags['ray_version']}",
+        replicas=flags["worker_replicas"], num_of_hosts=flags["num_of_hosts"],
+        min_replicas=flags["worker_min_replicas"], max_replicas=flags["worker_max_replicas"],
+        cpu=flags["worker_cpu"], memory=flags["worker_memory"], gpu=flags["worker_gpu"], tpu=flags["worker_tpu"],
+        ray_start_params=flags["worker_ray_start_params"], node_selectors=flags["worker_node_selectors"],
+    )  # fmt: skip
+    run(lambda k: create_ops.workergroup(k, ray_cluster, group))
+
+
+def _read_answer(prompt: str) -> str:
+    click.echo(prompt, nl=False)
+    return sys.stdin.readline()
+
+
+@ray.command()
+@click.argument("targets", nargs=-1, required=True)
+@click.option("-y", "--yes", is_flag=True, help="Skip the confirmation prompt.")
+@kube_options
+def delete(targets: tuple[str, ...], yes: bool) -> None:
+    """Delete Ray resources: RAYCLUSTER or TYPE/NAME (raycluster, rayjob, rayservice)."""
+    try:
+        parsed = delete_ops.parse_targets(list(targets))
+    except delete_ops.UsageError as e:
+        raise click.UsageError(str(e)) from e
+    if not yes and not delete_ops.confirm(parsed, _read_answer):
+        return
+    run(lambda k: delete_ops.delete(k, parsed))
+
+
+@ray.group()
+def scale() -> None:
+    """Scale a Ray resource."""
+
+
+@scale.command("cluster")
+@click.argument("cluster")
+@click.option("-w", "--worker-group", default="", help="worker group to scale")
+@click.option("-r", "--replicas", default=scale_ops.UNSET, help="desired number of replicas")
+@click.option("--min-replicas", default=scale_ops.UNSET, help="minimum number of replicas")
+@click.option("--max-replicas", default=scale_ops.UNSET, help="maximum number of replicas")
+@kube_options
+def scale_cluster(
+    cluster: str, worker_group: str, replicas: int, min_replicas: int, max_replicas: int
+) -> None:
+    """Scale a worker group of a Ray cluster."""
+    scale_ops.validate(worker_group, replicas, min_replicas, max_replicas)
+    click.echo(run(lambda k: scale_ops.cluster(k, cluster, worker_group, replicas, min_replicas, max_replicas)), nl=False)  # fmt: skip
+
+
+@ray.command("session")
+@click.argument("target")
+@click.option("-v", "--verbose", is_flag=True, help="verbose output")
+@kube_options
+def session_command(target: str, verbose: bool) -> None:
+    """Forward local ports to the Ray resources (RAYCLUSTER or TYPE/NAME)."""
+    try:
+        kind, name = session.parse_target(target)
+    except session.UsageError as e:
+        raise click.UsageError(str(e)) from e
+
+    async def resolve(k: kube.Kube) -> tuple[str, list[str]]:
+        service = await session.head_service(k, kind, name)
+        return service, session.kubectl_args(
+            _flags(), _flags().context or k.context, k.namespace, service, kind
+        )
+
+    service, args = run(resolve)
+    click.echo(f"Forwarding ports to service {service}")
+    for label, port in session.PORTS[kind]:
+        click.echo(f"{label}: http://localhost:{port}")
+    click.echo()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a session ends
+        session.forward(args, verbose)
+
+
+def main() -> None:
+    try:
+        ray.main(prog_name="kubectl ray", standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(1)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except PluginError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
