@@ -231,7 +231,7 @@ def create_cluster(name: str | None, **flags: Any) -> None:  # fmt: skip
         changed = [
             p.name
             for p in ctx.command.params
-            if p.name and p.name not in ALLOWED_WITH_FILE and p.expose_value
+            if isinstance(p, click.Option) and p.name and p.name not in ALLOWED_WITH_FILE and p.expose_value
             and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
         ]  # fmt: skip
         if changed:

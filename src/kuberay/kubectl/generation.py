@@ -11,9 +11,9 @@ Its values are laid over upstream's defaults: the head's keys one by one, `worke
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from kubesemantics import quantity
 
@@ -34,6 +34,14 @@ DEFAULT_WORKER_CPU = "2"
 DEFAULT_WORKER_MEMORY = "4Gi"
 
 
+def _scalar_text(value: Any) -> Any:
+    # Go's YAML decoder reads a number into a string field as its text (`cpu: 3`, `num-cpus: 0`).
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+Text = Annotated[str, BeforeValidator(_scalar_text)]
+
+
 class ConfigError(ValueError):
     """A config file or flag value that cannot make a RayCluster; the message is upstream's."""
 
@@ -43,23 +51,23 @@ class _Strict(BaseModel):
 
 
 class Head(_Strict):
-    cpu: str | None = None
-    gpu: str | None = None
-    memory: str | None = None
-    ephemeral_storage: str | None = Field(None, alias="ephemeral-storage")
-    ray_start_params: dict[str, str] = Field(default_factory=dict, alias="ray-start-params")
+    cpu: Text | None = None
+    gpu: Text | None = None
+    memory: Text | None = None
+    ephemeral_storage: Text | None = Field(None, alias="ephemeral-storage")
+    ray_start_params: dict[str, Text] = Field(default_factory=dict, alias="ray-start-params")
     node_selectors: dict[str, str] = Field(default_factory=dict, alias="node-selectors")
 
 
 class WorkerGroup(_Strict):
-    name: str | None = None
-    cpu: str | None = None
-    gpu: str | None = None
-    tpu: str | None = None
+    name: Text | None = None
+    cpu: Text | None = None
+    gpu: Text | None = None
+    tpu: Text | None = None
     num_of_hosts: int | None = Field(None, alias="num-of-hosts")
-    memory: str | None = None
-    ephemeral_storage: str | None = Field(None, alias="ephemeral-storage")
-    ray_start_params: dict[str, str] = Field(default_factory=dict, alias="ray-start-params")
+    memory: Text | None = None
+    ephemeral_storage: Text | None = Field(None, alias="ephemeral-storage")
+    ray_start_params: dict[str, Text] = Field(default_factory=dict, alias="ray-start-params")
     node_selectors: dict[str, str] = Field(default_factory=dict, alias="node-selectors")
     replicas: int = 0
 
@@ -69,15 +77,15 @@ class Autoscaler(_Strict):
 
 
 class GCSFuseResources(_Strict):
-    cpu: str | None = None
-    memory: str | None = None
-    ephemeral_storage: str | None = Field(None, alias="ephemeral-storage")
+    cpu: Text | None = None
+    memory: Text | None = None
+    ephemeral_storage: Text | None = Field(None, alias="ephemeral-storage")
 
 
 class GCSFuse(_Strict):
     bucket_name: str = Field("", alias="bucket-name")
     mount_path: str = Field("", alias="mount-path")
-    mount_options: str | None = Field(None, alias="mount-options")
+    mount_options: Text | None = Field(None, alias="mount-options")
     disable_metrics: bool | None = Field(None, alias="disable-metrics")
     metadata_prefetch_on_mount: bool | None = Field(None, alias="gcsfuse-metadata-prefetch-on-mount")
     skip_csi_bucket_access_check: bool | None = Field(None, alias="skip-csi-bucket-access-check")
@@ -89,13 +97,13 @@ class GKE(_Strict):
 
 
 class ClusterConfig(_Strict):
-    namespace: str | None = None
-    name: str | None = None
+    namespace: Text | None = None
+    name: Text | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     ray_version: str = Field(RAY_VERSION, alias="ray-version")
     image: str = RAY_IMAGE
-    service_account: str | None = Field(None, alias="service-account")
+    service_account: Text | None = Field(None, alias="service-account")
     head: Head = Field(default_factory=lambda: Head(cpu=DEFAULT_HEAD_CPU, memory=DEFAULT_HEAD_MEMORY))
     worker_groups: list[WorkerGroup] = Field(
         default_factory=lambda: [
