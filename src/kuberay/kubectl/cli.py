@@ -21,8 +21,9 @@ import yaml
 
 from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
-from kuberay.kubectl import generation, kube, session
+from kuberay.kubectl import generation, job, kube, session
 from kuberay.kubectl import get as get_ops
+from kuberay.kubectl import log as log_ops
 from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
 from kuberay.kubectl.kube import KubeFlags, PluginError
@@ -89,6 +90,7 @@ class AliasGroup(click.Group):
         "nodes": "node",
         "workergroups": "workergroup",
         "list": "get",
+        "logs": "log",
     }
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -411,9 +413,8 @@ def session_command(target: str, verbose: bool) -> None:
 
     async def resolve(k: kube.Kube) -> tuple[str, list[str]]:
         service = await session.head_service(k, kind, name)
-        return service, session.kubectl_args(
-            _flags(), _flags().context or k.context, k.namespace, service, kind
-        )
+        context = _flags().context or k.context
+        return service, session.kubectl_args(_flags(), context, k.namespace, service, session.PORTS[kind])
 
     service, args = run(resolve)
     click.echo(f"Forwarding ports to service {service}")
@@ -422,6 +423,97 @@ def session_command(target: str, verbose: bool) -> None:
     click.echo()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a session ends
         session.forward(args, verbose)
+
+
+@ray.group("job")
+def job_group() -> None:
+    """Submit Ray jobs."""
+
+
+@job_group.command("submit")
+@click.argument("entrypoint", nargs=-1)
+@click.option("-f", "--filename", default=None, help="path to a RayJob YAML in InteractiveMode")
+@click.option("--address", default=None, help="the Ray dashboard's address (no port-forward when given)")
+@click.option("--submission-id", default=None, help="the Ray job's submission id (generated when absent)")
+@click.option("--runtime-env", default=None, help="path to a runtime env YAML file")
+@click.option("--working-dir", default=None, help="local directory uploaded as the job's working directory")
+@click.option("--headers", default=None, help="HTTP headers for the dashboard, as JSON")
+@click.option("--runtime-env-json", default=None, help="the runtime env as JSON")
+@click.option("--verify", default=None, help="TLS verification of the dashboard: true, false or a CA bundle")
+@click.option("--entrypoint-resources", default=None, help="custom resources of the entrypoint, as JSON")
+@click.option("--metadata-json", default=None, help="the job's metadata, as JSON")
+@click.option("--log-style", default=None, help="accepted for compatibility with `ray job submit`")
+@click.option("--log-color", default=None, help="accepted for compatibility with `ray job submit`")
+@click.option("--entrypoint-num-cpus", default=0.0, help="CPUs reserved for the entrypoint")
+@click.option("--entrypoint-num-gpus", default=0.0, help="GPUs reserved for the entrypoint")
+@click.option("--entrypoint-memory", default=0, help="memory (bytes) reserved for the entrypoint")
+@click.option("--no-wait", is_flag=True, help="do not wait for the job to finish")
+@click.option("--name", default="", help="the RayJob's name (without -f)")
+@click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
+@click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
+@click.option("--head-cpu", default="2", show_default=True, help="number of CPUs in the Ray head")
+@click.option("--head-memory", default="4Gi", show_default=True, help="amount of memory in the Ray head")
+@click.option("--head-gpu", default="0", show_default=True, help="number of GPUs in the Ray head")
+@click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
+@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker replica")
+@click.option(
+    "--worker-memory", default="4Gi", show_default=True, help="amount of memory in each worker replica"
+)
+@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker replica")
+@click.option("--dry-run", is_flag=True, help="print the generated RayJob instead of creating it")
+@click.option("-v", "--verbose", is_flag=True, help="verbose output")
+@key_value_option("--head-node-selectors", "node selectors of the head pod")
+@key_value_option("--worker-node-selectors", "node selectors of the worker pods")
+@click.option(
+    "--ttl-seconds-after-finished",
+    type=int,
+    default=None,
+    help="delete the cluster this long after the job ends",
+)
+@kube_options
+def job_submit(
+    entrypoint: tuple[str, ...], log_style: str | None, log_color: str | None, **flags: Any
+) -> None:
+    """Submit a Ray job to a RayJob's cluster: kubectl ray job submit [OPTIONS] -- ENTRYPOINT."""
+    options = job.Submit(entrypoint=list(entrypoint), **flags)
+    job.validate(options)
+    run(lambda k: job.submit(k, _flags(), options))
+
+
+@ray.command("log")
+@click.argument("target")
+@click.option("--out-dir", default=None, help="directory to save the logs to")
+@click.option("--node-type", type=click.Choice(log_ops.NODE_TYPES, case_sensitive=False), default="all",
+              show_default=True, help="type of Ray node from which to download logs")  # fmt: skip
+@click.option("--link", default=None, help="print a link to a cloud console to view logs, supports: 'gke'")
+@kube_options
+def log_command(target: str, out_dir: str | None, node_type: str, link: str | None) -> None:
+    """Download the logs of a Ray cluster's nodes (RAYCLUSTER or TYPE/NAME)."""
+    try:
+        [(kind, name)] = delete_ops.parse_targets([target])
+    except delete_ops.UsageError as e:
+        raise click.UsageError(str(e)) from e
+    node_type = node_type.lower()
+    if link is not None:
+        if link != "gke":
+            raise PluginError(f'unsupported link type "{link}", only "gke" is supported')
+        if out_dir is not None:
+            raise PluginError("--out-dir is incompatible with --link")
+
+    async def work(k: kube.Kube) -> None:
+        cluster = await log_ops.cluster_name(k, kind, name)
+        if link is not None:
+            click.echo(log_ops.gke_link(k.namespace, cluster, node_type, _flags().context or k.context))
+            return
+        created = out_dir is None
+        directory = Path(out_dir or name)
+        if created:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not directory.is_dir():
+            raise PluginError("Path is not a directory. Please input a directory and try again")
+        await log_ops.download(k, _flags(), cluster, node_type, directory, created)
+
+    run(work)
 
 
 def main() -> None:

@@ -58,14 +58,27 @@ async def head_service(kube: Kube, kind: str, name: str) -> str:
     return str(value or "")
 
 
-def kubectl_args(flags: KubeFlags, context: str, namespace: str, service: str, kind: str) -> list[str]:
+def kubectl(flags: KubeFlags, context: str) -> list[str]:
+    """The real kubectl, pointed at the same kubeconfig and context as this command."""
     args = ["kubectl"]
     if flags.kubeconfig:
         args += ["--kubeconfig", flags.kubeconfig]
     if context:
         args += ["--context", context]
-    args += ["port-forward", "-n", namespace, f"service/{service}"]
-    return args + [f"{port}:{port}" for _, port in PORTS[kind]]
+    return args
+
+
+def kubectl_args(
+    flags: KubeFlags,
+    context: str,
+    namespace: str,
+    service: str,
+    ports: list[tuple[str, int]],
+    local_port: int | None = None,
+) -> list[str]:
+    """`kubectl port-forward` of the service's ports to the same local ports (`local_port=0`: free ones)."""
+    args = [*kubectl(flags, context), "port-forward", "-n", namespace, f"service/{service}"]
+    return args + [f"{'' if local_port == 0 else port}:{port}" for _, port in ports]
 
 
 def forward(args: list[str], verbose: bool) -> None:
