@@ -4,7 +4,10 @@ modules that do the work.
 kubectl's config flags (`--kubeconfig`, `--context`, `-n/--namespace`) are accepted before or after the
 subcommand, as cobra's persistent flags are; the last one given wins. A `PluginError` is printed as
 `Error: <message>` on stderr with exit code 1; usage errors exit 2 with click's usage text.
-Shell completion is click's: `_KUBECTL_RAY_COMPLETE=bash_source kubectl-ray` prints the script.
+Shell completion: kubectl (1.26+) completes `kubectl ray ...` by running `kubectl_complete-ray ARGS... WORD`
+and reading cobra's protocol (one candidate a line, then `:<directive>`); `complete_main` answers it with
+click's completion of the same command tree, RayCluster names included. For `kubectl-ray` called directly,
+`_KUBECTL_RAY_COMPLETE=bash_source kubectl-ray` prints click's own script.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, TypeVar
 
 import click
 import yaml
+from click.shell_completion import ShellComplete
 
 from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
@@ -33,8 +37,10 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _flags() -> KubeFlags:
-    root = click.get_current_context().find_root()
+def _flags(ctx: click.Context | None = None) -> KubeFlags:
+    """The config flags of this invocation, kept on the root context (given one during completion, where
+    no context is current)."""
+    root = (ctx or click.get_current_context()).find_root()
     if not isinstance(root.obj, KubeFlags):
         root.obj = KubeFlags()
     return root.obj
@@ -42,7 +48,7 @@ def _flags() -> KubeFlags:
 
 def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if value is not None and param.name is not None:
-        setattr(_flags(), param.name, value)
+        setattr(_flags(ctx), param.name, value)
 
 
 def kube_options(f: F) -> F:
@@ -56,12 +62,25 @@ def kube_options(f: F) -> F:
     return f
 
 
-def run(work: Callable[[kube.Kube], Awaitable[T]]) -> T:
+def run(work: Callable[[kube.Kube], Awaitable[T]], flags: KubeFlags | None = None) -> T:
     async def main() -> T:
-        async with kube.connect(_flags()) as k:
+        async with kube.connect(flags or _flags()) as k:
             return await work(k)
 
     return asyncio.run(main())
+
+
+def _cluster_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """RayClusters of the namespace for completion; nothing when the cluster cannot be asked."""
+
+    async def names(k: kube.Kube) -> list[str]:
+        found = await k.client.list(kube.RAYCLUSTER, k.namespace)
+        return [c["metadata"]["name"] for c in found.items if c["metadata"]["name"].startswith(incomplete)]
+
+    try:
+        return run(names, _flags(ctx))
+    except Exception:  # completion must never fail the shell; an unreachable cluster simply offers nothing
+        return []
 
 
 def _key_values(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, str]:
@@ -122,11 +141,13 @@ def get() -> None:
 all_namespaces = click.option(
     "-A", "--all-namespaces", is_flag=True, help="If present, list across all namespaces."
 )
-ray_cluster = click.option("-c", "--ray-cluster", default=None, help="Ray cluster")
+ray_cluster = click.option(
+    "-c", "--ray-cluster", default=None, help="Ray cluster", shell_complete=_cluster_names
+)
 
 
 @get.command("cluster")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=_cluster_names)
 @all_namespaces
 @click.option(
     "-o", "--output", type=click.Choice(get_ops.OUTPUT_FORMATS), default=None, help="Output format."
@@ -158,7 +179,7 @@ def get_workergroup(group: str | None, ray_cluster: str | None, all_namespaces: 
 
 
 @get.command("token")
-@click.argument("cluster")
+@click.argument("cluster", shell_complete=_cluster_names)
 @kube_options
 def get_token(cluster: str) -> None:
     """Get the auth token from the ray cluster."""
@@ -323,7 +344,13 @@ def _config_from_flags(ctx: click.Context, flags: dict[str, Any]) -> generation.
 
 @create.command("workergroup")
 @click.argument("name")
-@click.option("-c", "--ray-cluster", required=True, help="Ray cluster to add the worker group to")
+@click.option(
+    "-c",
+    "--ray-cluster",
+    required=True,
+    help="Ray cluster to add the worker group to",
+    shell_complete=_cluster_names,
+)
 @click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
 @click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
 @click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
@@ -366,7 +393,7 @@ def _read_answer(prompt: str) -> str:
 
 
 @ray.command()
-@click.argument("targets", nargs=-1, required=True)
+@click.argument("targets", nargs=-1, required=True, shell_complete=_cluster_names)
 @click.option("-y", "--yes", is_flag=True, help="Skip the confirmation prompt.")
 @kube_options
 def delete(targets: tuple[str, ...], yes: bool) -> None:
@@ -386,7 +413,7 @@ def scale() -> None:
 
 
 @scale.command("cluster")
-@click.argument("cluster")
+@click.argument("cluster", shell_complete=_cluster_names)
 @click.option("-w", "--worker-group", default="", help="worker group to scale")
 @click.option("-r", "--replicas", default=scale_ops.UNSET, help="desired number of replicas")
 @click.option("--min-replicas", default=scale_ops.UNSET, help="minimum number of replicas")
@@ -401,7 +428,7 @@ def scale_cluster(
 
 
 @ray.command("session")
-@click.argument("target")
+@click.argument("target", shell_complete=_cluster_names)
 @click.option("-v", "--verbose", is_flag=True, help="verbose output")
 @kube_options
 def session_command(target: str, verbose: bool) -> None:
@@ -481,7 +508,7 @@ def job_submit(
 
 
 @ray.command("log")
-@click.argument("target")
+@click.argument("target", shell_complete=_cluster_names)
 @click.option("--out-dir", default=None, help="directory to save the logs to")
 @click.option("--node-type", type=click.Choice(log_ops.NODE_TYPES, case_sensitive=False), default="all",
               show_default=True, help="type of Ray node from which to download logs")  # fmt: skip
@@ -514,6 +541,18 @@ def log_command(target: str, out_dir: str | None, node_type: str, link: str | No
         await log_ops.download(k, _flags(), cluster, node_type, directory, created)
 
     run(work)
+
+
+SHELL_COMP_DIRECTIVE_NO_FILE_COMP = 4  # cobra's ShellCompDirectiveNoFileComp
+
+
+def complete_main() -> None:
+    """`kubectl_complete-ray ARGS... WORD`: candidates for WORD after ARGS, in cobra's protocol."""
+    *args, incomplete = sys.argv[1:] or [""]
+    completer = ShellComplete(ray, {}, "kubectl ray", "_KUBECTL_RAY_COMPLETE")
+    for item in completer.get_completions(args, incomplete):
+        click.echo(item.value)
+    click.echo(f":{SHELL_COMP_DIRECTIVE_NO_FILE_COMP}")
 
 
 def main() -> None:

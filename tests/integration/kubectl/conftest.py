@@ -28,14 +28,15 @@ _counter = itertools.count()
 RayCli = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def run_plugin(kubeconfig: Path | str, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def run_plugin(kubeconfig: Path | str, *args: str, input: str | None = None, timeout: float = 120, kubectl: tuple[str, ...] = ("kubectl", "ray")) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """`kubectl ray ARGS` (or another `kubectl` prefix) as a user runs it: KUBECONFIG set, the plugin on PATH."""
     env = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "KUBECONFIG": str(kubeconfig),
     }
     return subprocess.run(
-        ["kubectl", "ray", *args], input=input, capture_output=True, text=True, timeout=timeout, env=env
+        [*kubectl, *args], input=input, capture_output=True, text=True, timeout=timeout, env=env
     )
 
 

@@ -166,7 +166,7 @@ def test_create_errors(ray_cli: RayCli) -> None:
 
 
 def test_cluster_lifecycle(
-    ray_cli: RayCli, operator: OperatorProcess, api: httpx.Client, namespace: str
+    ray_cli: RayCli, operator: OperatorProcess, api: httpx.Client, namespace: str, localkube: LocalKubeProcess
 ) -> None:
     assert ok(ray_cli("get", "cluster")) == ""  # no rows: not even a header
     created = ok(ray_cli("create", "cluster", "demo", "--worker-replicas", "2", "--wait", "--timeout", "2m"))
@@ -176,6 +176,11 @@ def test_cluster_lifecycle(
     fails(
         ray_cli("create", "cluster", "demo"), f"the Ray cluster demo in namespace {namespace} already exists"
     )
+
+    # Tab completion: kubectl runs kubectl_complete-ray, which offers the namespace's clusters.
+    completion = run_plugin(localkube.kubeconfig, "ray", "scale", "cluster", "-n", namespace, "de",
+                            kubectl=("kubectl", "__complete"))  # fmt: skip
+    assert completion.stdout.splitlines() == ["demo", ":4"], (completion.stdout, completion.stderr)
 
     text = ok(ray_cli("get", "cluster"))
     tables.assert_layout(text)
