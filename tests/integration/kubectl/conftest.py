@@ -71,6 +71,8 @@ def ray_cli(localkube: LocalKubeProcess, namespace: str) -> RayCli:
     """`kubectl ray ARGS -n <namespace>` with the admin kubeconfig (KUBECONFIG, as a user sets it)."""
 
     def run(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        return run_plugin(localkube.kubeconfig, *args, "-n", namespace, **kwargs)
+        # Before any `--`: what follows it is the job's entrypoint.
+        cut = args.index("--") if "--" in args else len(args)
+        return run_plugin(localkube.kubeconfig, *args[:cut], "-n", namespace, *args[cut:], **kwargs)
 
     return run

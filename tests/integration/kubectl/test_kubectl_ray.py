@@ -304,3 +304,36 @@ def test_missing_crds_and_rbac_refusals(localkube_factory: Any, localkube: Local
     done = run_plugin(kubeconfig, "get", "cluster", "-n", namespace)
     fails(done, f"unable to retrieve Ray clusters for namespace {namespace}")
     assert "forbidden" in done.stderr and f"system:serviceaccount:{namespace}:nobody" in done.stderr
+
+
+def test_job_submit_checks_and_dry_run(ray_cli: RayCli, namespace: str, tmp_path: Any) -> None:
+    done = ray_cli("job", "submit", "--name", "j", "--working-dir", str(tmp_path), "--worker-replicas", "0",
+                   "--dry-run", "--", "python", "-c", "print(1)")  # fmt: skip
+    text = ok(done)
+    first, rest = text.split("\n", 1)
+    assert first.startswith("Generated submission ID for Ray job: raysubmit_")
+    job_id = first.rsplit(" ", 1)[1]
+    assert len(job_id) == len("raysubmit_") + 16
+    rayjob = yaml.safe_load(rest)
+    assert rayjob["kind"] == "RayJob" and rayjob["metadata"] == {"name": "j", "namespace": namespace}
+    spec = rayjob["spec"]
+    assert (spec["submissionMode"], spec["entrypoint"], spec["jobId"]) == (
+        "InteractiveMode",
+        "python -c print(1)",
+        job_id,
+    )
+    assert spec["rayClusterSpec"]["workerGroupSpecs"][0]["groupName"] == "default-group"
+
+    fails(ray_cli("job", "submit", "--working-dir", str(tmp_path), "--", "python", "a.py"),
+          "Must set either yaml file (--filename) or set Ray job name (--name)")  # fmt: skip
+    fails(ray_cli("job", "submit", "--name", "j", "--", "python", "a.py"),
+          "working directory is required, use --working-dir or set with runtime env")  # fmt: skip
+    manifest = tmp_path / "rayjob.yaml"
+    manifest.write_text(
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: k}\nspec: {submissionMode: K8sJobMode}\n"
+    )
+    fails(ray_cli("job", "submit", "-f", str(manifest), "--working-dir", str(tmp_path), "--", "python", "a.py"),
+          "Submission mode of the Ray Job must be set to 'InteractiveMode'")  # fmt: skip
+    fails(ray_cli("job", "submit", "--name", "j", "--working-dir", str(tmp_path), "--head-cpu", "x", "--", "python"),
+          "head-cpu is not a valid resource quantity")  # fmt: skip
+    fails(ray_cli("log", "nothing"), "No Ray nodes found for resource nothing")
