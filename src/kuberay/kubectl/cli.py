@@ -102,7 +102,8 @@ def key_value_option(name: str, help_text: str) -> Callable[[F], F]:
 
 
 class AliasGroup(click.Group):
-    """A group whose commands also answer to upstream's aliases (`clusters`, `nodes`, `list`, `logs`)."""
+    """A group whose commands also answer to upstream's aliases (`clusters`, `nodes`, `list`, `logs`), and
+    which prints its help when run without a subcommand."""
 
     aliases: dict[str, str] = {
         "clusters": "cluster",
@@ -111,6 +112,21 @@ class AliasGroup(click.Group):
         "list": "get",
         "logs": "log",
     }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Without a subcommand a group prints its help and succeeds, as cobra's do.
+        kwargs["invoke_without_command"] = True
+        super().__init__(*args, **kwargs)
+        callback = self.callback
+
+        def help_or_callback(*cb_args: Any, **cb_kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            if ctx.invoked_subcommand is None:
+                click.echo(ctx.get_help())
+                return None
+            return callback(*cb_args, **cb_kwargs) if callback else None
+
+        self.callback = help_or_callback
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
@@ -134,6 +150,7 @@ def version() -> None:
 
 
 @ray.group(cls=AliasGroup)
+@kube_options
 def get() -> None:
     """Display one or many Ray resources."""
 
@@ -186,7 +203,8 @@ def get_token(cluster: str) -> None:
     click.echo(run(lambda k: get_ops.token(k, cluster)), nl=False)
 
 
-@ray.group()
+@ray.group(cls=AliasGroup)
+@kube_options
 def create() -> None:
     """Create Ray resources."""
 
@@ -407,7 +425,8 @@ def delete(targets: tuple[str, ...], yes: bool) -> None:
     run(lambda k: delete_ops.delete(k, parsed))
 
 
-@ray.group()
+@ray.group(cls=AliasGroup)
+@kube_options
 def scale() -> None:
     """Scale a Ray resource."""
 
@@ -452,7 +471,8 @@ def session_command(target: str, verbose: bool) -> None:
         session.forward(args, verbose)
 
 
-@ray.group("job")
+@ray.group("job", cls=AliasGroup)
+@kube_options
 def job_group() -> None:
     """Submit Ray jobs."""
 

@@ -150,6 +150,7 @@ def test_create_cluster_from_a_config_file(ray_cli: RayCli, namespace: str, tmp_
 
 
 def test_create_errors(ray_cli: RayCli) -> None:
+    assert "workergroup" in ok(ray_cli("get"))  # a group without a subcommand shows its help
     fails(
         ray_cli("create", "cluster", "bad", "--worker-cpu", "two"),
         "worker-cpu is not a valid resource quantity",
