@@ -98,7 +98,11 @@ def _violations(client: httpx.Client, want: dict[str, int]) -> list[str]:
         if len(heads) != 1 or len(members) != workers:
             found.append(f"{name}: {len(heads)} head(s) and {len(members)} worker(s), want 1 and {workers}")
         status = clusters.get(name, {}).get("status") or {}
-        agreed = (status.get("desiredWorkerReplicas"), status.get("readyWorkerReplicas"), status.get("state"))
+        agreed = (
+            status.get("desiredWorkerReplicas", 0),
+            status.get("readyWorkerReplicas", 0),
+            status.get("state"),
+        )
         if agreed != (workers, workers, "ready"):
             found.append(
                 f"{name}: status (desired, ready, state) = {agreed}, want ({workers}, {workers}, ready)"

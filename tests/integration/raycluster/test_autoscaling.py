@@ -38,7 +38,7 @@ async def reconciled_with(kube: Kube, name: str, desired: int) -> None:
     """Waits until the status counts `desired` workers: the pass that wrote it has run its pods step."""
 
     async def seen() -> bool:
-        return (await kube.cluster(name)).get("status", {}).get("desiredWorkerReplicas") == desired
+        return (await kube.cluster(name)).get("status", {}).get("desiredWorkerReplicas", 0) == desired
 
     await kube.wait_for(seen)
 

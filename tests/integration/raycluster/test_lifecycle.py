@@ -47,8 +47,8 @@ async def wait_ready_with(kube: Kube, name: str, workers: int) -> list[dict[str,
     async def settled() -> bool:
         cluster = await kube.cluster(name)
         return (
-            cluster.get("status", {}).get("readyWorkerReplicas") == workers
-            and cluster["status"].get("state") == "ready"
+            cluster.get("status", {}).get("readyWorkerReplicas", 0) == workers
+            and cluster.get("status", {}).get("state") == "ready"
             and len(await kube.live_pods(name, **WORKER)) == workers
         )
 
@@ -236,7 +236,7 @@ async def test_recreate_strategy_replaces_every_pod_on_a_spec_change_but_not_on_
     async def replaced() -> bool:
         live = await kube.live_pods("fresh")
         status = (await kube.cluster("fresh")).get("status", {})
-        return len(live) == 3 and not names(live) & first and status.get("readyWorkerReplicas") == 2
+        return len(live) == 3 and not names(live) & first and status.get("readyWorkerReplicas", 0) == 2
 
     await kube.wait_for(replaced)
     notes = [e["message"] for e in await kube.events("fresh") if e["reason"] == "DeletedPod"]
@@ -265,7 +265,7 @@ async def test_multi_host_replica_losing_a_host_is_replaced_whole(kube: Kube) ->
     async def whole_again() -> bool:
         live = await kube.live_pods("slice", **WORKER)
         groups = {p["metadata"]["labels"]["ray.io/worker-group-replica-name"] for p in live}
-        ready = (await kube.cluster("slice")).get("status", {}).get("readyWorkerReplicas") == 4
+        ready = (await kube.cluster("slice")).get("status", {}).get("readyWorkerReplicas", 0) == 4
         return ready and len(live) == 4 and len(groups) == 2 and broken not in groups
 
     await kube.wait_for(whole_again)

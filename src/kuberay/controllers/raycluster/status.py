@@ -329,9 +329,26 @@ def _head_info(cluster_name: str, head: Obj | None, services: Sequence[Obj]) -> 
     return info
 
 
+# The int32 counts upstream declares `omitempty`: a zero count is left out of the JSON, not written as 0.
+_OMITTED_WHEN_ZERO = frozenset(
+    {
+        "readyWorkerReplicas",
+        "availableWorkerReplicas",
+        "desiredWorkerReplicas",
+        "minWorkerReplicas",
+        "maxWorkerReplicas",
+        "observedGeneration",
+    }
+)
+
+
 def _drop_empty(status: JSON) -> JSON:
-    """Go's `omitempty`: empty strings and maps are not written."""
-    status = {k: v for k, v in status.items() if v not in ("", None, {})}
+    """Go's `omitempty`: empty strings and maps, and the zero counts, are not written."""
+    status = {
+        k: v
+        for k, v in status.items()
+        if v not in ("", None, {}) and not (k in _OMITTED_WHEN_ZERO and v == 0)
+    }
     if "head" in status:
         status["head"] = {k: v for k, v in status["head"].items() if v != ""}
         if not status["head"]:
