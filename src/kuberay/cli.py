@@ -77,6 +77,14 @@ def local_up(
             "--enable-metrics) and every Ray pod; its URL is printed and in `kuberay local status`."
         ),
     ] = False,
+    operator: Annotated[
+        bool,
+        typer.Option(
+            "--operator/--no-operator",
+            help="--no-operator: localkube alone (with the CRDs), to install the operator into it "
+            "(helm install, kubectl apply -k deploy/).",
+        ),
+    ] = True,
 ) -> None:
     """Start localkube and the operator; print how to use them once both answer; stop both on Ctrl-C.
 
@@ -95,6 +103,7 @@ def local_up(
         schedulers=schedulers,
         log_format=log_format.value,
         monitoring=monitoring,
+        operator=operator,
         operator_args=tuple(context.args),
     )
     raise typer.Exit(launcher.up(options))
