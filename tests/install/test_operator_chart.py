@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from helm import CHARTS, Helm
-from install.rendered import find, kinds, validate_all
+from install.rendered import find, kinds, load_all, validate_all
 from kuberay.api.config import Configuration
 from kuberay.api.features import Feature
 from kuberay.operator import settings
@@ -236,3 +236,15 @@ def test_names_follow_the_release_without_overrides(helm: Helm) -> None:
 )  # fmt: skip
 def test_invalid_values_are_refused(helm: Helm, values: dict[str, Any], message: str) -> None:
     assert message in helm.render_error(CHART, values)
+
+
+def test_packaged_chart_carries_what_its_links_point_to(helm: Helm, tmp_path: Path) -> None:
+    """crds/ and files/ link to deploy/; `helm package` must put their contents in the archive."""
+    helm.run("package", str(CHARTS / CHART), "--destination", str(tmp_path))
+    (archive,) = tmp_path.glob("kuberay-operator-*.tgz")
+    rendered = helm.run(
+        "template", "kuberay-operator", str(archive), "--include-crds", "-n", "ray-system"
+    ).stdout
+    objects = load_all(rendered)
+    assert len([o for o in objects if o["kind"] == "CustomResourceDefinition"]) == 4
+    assert find(objects, "ClusterRole", "kuberay-operator")["rules"] == OWN_RULES
