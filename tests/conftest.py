@@ -9,6 +9,7 @@ look-up's time is printed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,8 @@ def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
 @pytest.fixture(scope="session")
 def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     tool, seconds = Helm.install(tmp_path_factory.mktemp("helm"))
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"helm: {tool.binary} ready in {seconds:.1f} s (built on first use)")
+    # Shown even under output capture: a first build takes minutes, and CI's log should say so.
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(f"\nhelm: {tool.binary} ready in {seconds:.1f} s (built on first use)")
     return tool

@@ -65,6 +65,20 @@ def _cluster_status(local: LocalInstance) -> dict[str, Any]:
     return status
 
 
+def _allowed(local: LocalInstance, verb: str, resource: str, group: str = "") -> bool:
+    """Whether the API server lets the operator's ServiceAccount do this (a SubjectAccessReview)."""
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:{OPERATOR_NS}:kuberay-operator",
+            "resourceAttributes": {"verb": verb, "resource": resource, "group": group, "namespace": RAY_NS},
+        },
+    }
+    answer = json.loads(local.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review)))
+    return bool(answer["status"]["allowed"])
+
+
 def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
     with LocalInstance(tmp_path / "local", "--node-mode", "process", "--port", "0", "--no-operator") as local:
         kubeconfig = local.kubeconfig
@@ -78,6 +92,9 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
         assert container["command"] == ["kuberay-operator"]
         assert "--feature-gates=RayClusterStatusConditions=false" in container["args"]
         assert first["spec"]["serviceAccountName"] == "kuberay-operator"
+        # The API server holds the operator to the chart's RBAC: what the ClusterRole grants, nothing more.
+        assert _allowed(local, "create", "pods") and _allowed(local, "update", "rayclusters/status", "ray.io")
+        assert not _allowed(local, "delete", "namespaces") and not _allowed(local, "delete", "secrets")
 
         local.namespace(RAY_NS)
         local.kubectl("apply", "-n", RAY_NS, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
@@ -109,6 +126,7 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
         assert not local.kubectl("get", "deployments,services,serviceaccounts", "-n", OPERATOR_NS,
                                  "-l", "app.kubernetes.io/instance=kuberay-operator", "-o", "name").strip()  # fmt: skip
         assert local.kubectl("get", "clusterrole", "kuberay-operator", check=False).strip() == ""
+        assert not _allowed(local, "create", "pods")
         # As with upstream's chart, the CRDs (and so the RayCluster) outlive the release.
         assert local.get("raycluster", "minimal", RAY_NS)["metadata"]["name"] == "minimal"
         local.kubectl("delete", "raycluster", "minimal", "-n", RAY_NS, "--wait=false")
