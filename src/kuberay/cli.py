@@ -132,11 +132,16 @@ def local_status(
         typer.echo(state.to_json().decode())
         return
     children = ", ".join(f"{name} (pid {pid})" for name, pid in state.children.items())
+    operator = (
+        f"operator metrics: {state.operator_metrics}; health probe: {state.operator_health_probe}"
+        if state.operator_metrics
+        else "operator: none started here (--no-operator)"
+    )
     typer.echo(
         f"kuberay local: {state.phase} on {state.data_dir} (launcher pid {state.pid}, {state.node_mode} mode)\n"
         f"  processes: {children or 'none yet'}\n"
         f"  API server: {state.api_server or 'not yet'}\n"
-        f"  operator metrics: {state.operator_metrics}; health probe: {state.operator_health_probe}\n"
+        f"  {operator}\n"
         + (f"  Prometheus: {state.prometheus}\n" if state.prometheus else "")
         + f"  kubeconfig: {state.kubeconfig}\n"
         f"  logs: {', '.join(state.logs.values())}"

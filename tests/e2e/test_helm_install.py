@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from helm import CHARTS, Helm
-from local_instance import EXAMPLES, LocalInstance, until
+from local_instance import EXAMPLES, LocalInstance, kuberay, until
 
 pytestmark = [
     pytest.mark.slow,
@@ -82,6 +82,10 @@ def _allowed(local: LocalInstance, verb: str, resource: str, group: str = "") ->
 def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
     with LocalInstance(tmp_path / "local", "--node-mode", "process", "--port", "0", "--no-operator") as local:
         kubeconfig = local.kubeconfig
+        status = local.status()
+        assert status is not None and set(status["children"]) == {"localkube"}
+        text = kuberay("local", "status", "--data-dir", str(local.data_dir)).stdout
+        assert "operator: none started here (--no-operator)" in text
         chart = str(CHARTS / "kuberay-operator")
         helm.run(
             "install", RELEASE, chart, "--namespace", OPERATOR_NS, "--create-namespace",
