@@ -2,7 +2,8 @@
 `kuberay local up --node-mode process --no-operator` the chart's Deployment runs the operator as a pod (its
 console script, in-cluster config from the mounted ServiceAccount token, the chart's RBAC enforced by the API
 server); it brings examples/ray-cluster.minimal.yaml up on real Ray; `helm upgrade` with a feature gate
-replaces the running operator with one that has it; `helm uninstall` removes it.
+replaces the running operator with one that has it; `helm uninstall` removes it. Then `kubectl apply -k
+deploy/` runs the same operator without Helm.
 
 This needs its own localkube (`--no-operator`): the shared `local_process` runs an operator of its own,
 which would reconcile the same RayCluster. It starts real Ray: run it under the shared lock
@@ -20,7 +21,7 @@ import pytest
 import yaml
 
 from helm import CHARTS, Helm
-from local_instance import EXAMPLES, LocalInstance, kuberay, until
+from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
 
 pytestmark = [
     pytest.mark.slow,
@@ -133,4 +134,17 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
         assert not _allowed(local, "create", "pods")
         # As with upstream's chart, the CRDs (and so the RayCluster) outlive the release.
         assert local.get("raycluster", "minimal", RAY_NS)["metadata"]["name"] == "minimal"
+
+        # The same operator without Helm: `kubectl apply -k deploy/` runs it in ray-system, where it takes
+        # the leader Lease through its in-cluster identity and the leader-election Role.
+        local.kubectl("apply", "--server-side", "-k", str(REPO / "deploy"))
+
+        def leader() -> str | None:
+            lease = local.kubectl(
+                "get", "lease", "ray-operator-leader", "-n", "ray-system", "-o", "json", check=False
+            )
+            return (json.loads(lease)["spec"].get("holderIdentity") or None) if lease else None
+
+        holder = until(leader, READY_TIMEOUT, "the deploy/ operator's leader Lease")
+        assert holder.startswith("kuberay-operator-")
         local.kubectl("delete", "raycluster", "minimal", "-n", RAY_NS, "--wait=false")
