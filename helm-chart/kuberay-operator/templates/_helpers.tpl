@@ -124,23 +124,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 The operator's rules, for its ClusterRole or each watched namespace's Role: deploy/rbac/role.yaml's (the
-rules the operator's tests run under, read through files/operator-rules.yaml), plus the batch scheduler's
-PodGroups and, with gate KubernetesWAS, scheduling.k8s.io's.
+rules the operator's tests run under, read through files/operator-rules.yaml). They include every batch
+scheduler's PodGroups whatever batchScheduler says: rules for kinds a cluster lacks are harmless.
 */}}
 {{- define "kuberay-operator.rules" -}}
-{{- $rules := (.Files.Get "files/operator-rules.yaml" | fromYaml).rules -}}
-{{- $scheduler := .Values.batchScheduler | default dict -}}
-{{- if or $scheduler.enabled (eq (toString $scheduler.name) "volcano") -}}
-{{- $rules = append $rules (dict "apiGroups" (list "scheduling.volcano.sh") "resources" (list "podgroups") "verbs" (list "create" "delete" "get" "list" "update" "watch")) -}}
-{{- end -}}
-{{- if or $scheduler.enabled (eq (toString $scheduler.name) "scheduler-plugins") -}}
-{{- $rules = append $rules (dict "apiGroups" (list "scheduling.x-k8s.io") "resources" (list "podgroups") "verbs" (list "create" "get" "list" "watch")) -}}
-{{- end -}}
-{{- range .Values.featureGates -}}
-{{- if and (eq .name "KubernetesWAS") .enabled -}}
-{{- $rules = append $rules (dict "apiGroups" (list "scheduling.k8s.io") "resources" (list "podgroups" "workloads") "verbs" (list "create" "delete" "get" "list" "patch" "update" "watch")) -}}
-{{- end -}}
-{{- end -}}
 rules:
-{{ toYaml $rules }}
+{{ (.Files.Get "files/operator-rules.yaml" | fromYaml).rules | toYaml }}
 {{- end -}}
