@@ -38,7 +38,7 @@ def test_kustomization_renders_valid_objects() -> None:
     deployment = find(objects, "Deployment")
     pod = deployment["spec"]["template"]
     (container,) = pod["spec"]["containers"]
-    assert container["command"][0] in SCRIPTS and container["image"] == "kuberay-operator:latest"
+    assert container["command"][0] in SCRIPTS and container["image"] == "kuberay:latest"
     assert pod["spec"]["serviceAccountName"] == "kuberay-operator"
     service = find(objects, "Service")
     assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()

@@ -7,6 +7,7 @@ from typing import Any
 
 from helm import Helm
 from install.rendered import find, kinds, validate_all
+from kuberay.apiserver import main as apiserver
 
 
 def test_apiserver_defaults(helm: Helm) -> None:
@@ -42,6 +43,8 @@ def test_apiserver_security_proxy_and_scope(helm: Helm) -> None:
     validate_all(objects)
     main, proxy = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert main["args"] == ["--enable-api-server-v2=false", "--cors-allow-origin=*"]
+    parsed = apiserver.parser().parse_args(main["args"])
+    assert (parsed.enable_api_server_v2, parsed.cors_allow_origin) == (False, "*")
     assert proxy["name"] == "security-proxy-container"
     env = {e["name"]: e["value"] for e in proxy["env"]}
     assert env["SECURITY_TOKEN"] == "t0ken" and (env["HTTP_REMOTE_PORT"], env["GRPC_REMOTE_PORT"]) == (
