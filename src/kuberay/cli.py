@@ -77,6 +77,14 @@ def local_up(
             "--enable-metrics) and every Ray pod; its URL is printed and in `kuberay local status`."
         ),
     ] = False,
+    operator: Annotated[
+        bool,
+        typer.Option(
+            "--operator/--no-operator",
+            help="--no-operator: localkube alone (with the CRDs), to install the operator into it "
+            "(helm install, kubectl apply -k deploy/).",
+        ),
+    ] = True,
 ) -> None:
     """Start localkube and the operator; print how to use them once both answer; stop both on Ctrl-C.
 
@@ -95,6 +103,7 @@ def local_up(
         schedulers=schedulers,
         log_format=log_format.value,
         monitoring=monitoring,
+        operator=operator,
         operator_args=tuple(context.args),
     )
     raise typer.Exit(launcher.up(options))
@@ -123,11 +132,16 @@ def local_status(
         typer.echo(state.to_json().decode())
         return
     children = ", ".join(f"{name} (pid {pid})" for name, pid in state.children.items())
+    operator = (
+        f"operator metrics: {state.operator_metrics}; health probe: {state.operator_health_probe}"
+        if state.operator_metrics
+        else "operator: none started here (--no-operator)"
+    )
     typer.echo(
         f"kuberay local: {state.phase} on {state.data_dir} (launcher pid {state.pid}, {state.node_mode} mode)\n"
         f"  processes: {children or 'none yet'}\n"
         f"  API server: {state.api_server or 'not yet'}\n"
-        f"  operator metrics: {state.operator_metrics}; health probe: {state.operator_health_probe}\n"
+        f"  {operator}\n"
         + (f"  Prometheus: {state.prometheus}\n" if state.prometheus else "")
         + f"  kubeconfig: {state.kubeconfig}\n"
         f"  logs: {', '.join(state.logs.values())}"

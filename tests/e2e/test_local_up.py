@@ -130,6 +130,16 @@ def test_a_bad_operator_flag_is_refused_before_anything_starts(tmp_path: Path) -
     assert not (data_dir / "localkube").exists()
 
 
+def test_operator_flags_without_an_operator_are_refused(tmp_path: Path) -> None:
+    data_dir = tmp_path / "no-operator"
+    result = kuberay(
+        "local", "up", "--port", "0", "--data-dir", str(data_dir), "--no-operator", "--", "--enable-metrics"
+    )
+    assert result.returncode == 2
+    assert "--no-operator starts no operator" in result.stdout + result.stderr
+    assert not (data_dir / "localkube").exists()
+
+
 @pytest.mark.parametrize("module", ["kuberay", "kuberay.cli", "kuberay.operator", "kuberay.operator.main",
                                     "localkube", "localkube.cli"])  # fmt: skip
 def test_every_runnable_module_runs(module: str) -> None:

@@ -10,6 +10,8 @@ both: the operator first, then localkube (which first stops its pods' processes)
 after a grace period, SIGKILL. The children also get SIGTERM from the kernel if the launcher itself dies.
 With `monitoring` (`--monitoring`) a Prometheus (`kuberay.local.monitoring`) scrapes the operator, whose
 `--enable-metrics` it turns on, and the Ray pods; it is started once the operator is ready and stopped first.
+With `operator=False` (`--no-operator`) only localkube runs, with the CRDs installed, for an operator
+installed into it (`helm install`, `kubectl apply -k deploy/`); "ready" then means the API server answers.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class LocalOptions:
     log_format: str = "console"
     # A Prometheus scraping the operator and the Ray pods (kuberay.local.monitoring).
     monitoring: bool = False
+    # False: localkube alone (with the CRDs), for an operator installed into it as into any cluster.
+    operator: bool = True
     # Passed to kuberay-operator after the launcher's own flags, so they override them.
     operator_args: tuple[str, ...] = ()
 
@@ -96,6 +100,12 @@ def up(options: LocalOptions) -> int:
     except settings.SettingsError as e:
         log.error("invalid operator flags: %s", e)
         return 2
+    if not options.operator and (options.operator_args or options.feature_gates or options.monitoring):
+        log.error(
+            "--no-operator starts no operator: --feature-gates, --monitoring (which scrapes it) and "
+            "arguments after -- have no use with it"
+        )
+        return 2
     try:
         prometheus = monitoring.prometheus_binary() if options.monitoring else None
     except monitoring.MonitoringError as e:
@@ -111,10 +121,14 @@ def up(options: LocalOptions) -> int:
     children: list[subprocess.Popen[bytes]] = []
     state = InstanceState(
         pid=os.getpid(), phase="starting", node_mode=options.node_mode, data_dir=str(data_dir),
-        kubeconfig=str(kubeconfig), operator_metrics=operator_settings.config.metrics_addr,
-        operator_health_probe=operator_settings.config.probe_addr,
-        logs={"localkube": str(data_dir / "localkube.log"), "operator": str(data_dir / "operator.log")},
+        kubeconfig=str(kubeconfig), logs={"localkube": str(data_dir / "localkube.log")},
     )  # fmt: skip
+    if options.operator:
+        state = replace(
+            state, operator_metrics=operator_settings.config.metrics_addr,
+            operator_health_probe=operator_settings.config.probe_addr,
+            logs={**state.logs, "operator": str(data_dir / "operator.log")},
+        )  # fmt: skip
     try:
         if options.port and not _port_free(options.port):
             raise LocalError(
@@ -131,11 +145,17 @@ def up(options: LocalOptions) -> int:
         state = replace(state, children={"localkube": localkube.pid})
         lock.write(state)
         api_server = asyncio.run(_install_crds_when_ready(localkube, kubeconfig, state, stopping))
-        operator = _spawn([sys.executable, "-m", "kuberay.operator", *flags], Path(state.logs["operator"]))
-        children.append(operator)
-        state = replace(state, api_server=api_server, children={**state.children, "operator": operator.pid})
-        lock.write(state)
-        asyncio.run(_operator_ready(operator, state, stopping))
+        state = replace(state, api_server=api_server)
+        supervised = {"localkube": localkube}
+        if options.operator:
+            operator = _spawn(
+                [sys.executable, "-m", "kuberay.operator", *flags], Path(state.logs["operator"])
+            )
+            children.append(operator)
+            supervised["operator"] = operator
+            state = replace(state, children={**state.children, "operator": operator.pid})
+            lock.write(state)
+            asyncio.run(_operator_ready(operator, state, stopping))
         if prometheus is not None:
             state = _start_prometheus(prometheus, data_dir, kubeconfig, state, children, stopping)
             lock.write(state)
@@ -144,7 +164,7 @@ def up(options: LocalOptions) -> int:
         log.info("%s", _ready_message(state))
         if state.prometheus:
             log.info("Prometheus (scraping the operator and the Ray pods): %s", state.prometheus)
-        return _supervise({"localkube": localkube, "operator": operator}, state, stopping)
+        return _supervise(supervised, state, stopping)
     except LocalError as e:
         log.error("%s", e)
         return 1
@@ -220,13 +240,26 @@ class _StopFlag:
 
 
 def _ready_message(state: InstanceState) -> str:
+    if "operator" in state.logs:
+        what, next_step = (
+            "kuberay is ready on localkube",
+            "kubectl apply -f examples/ray-cluster.minimal.yaml",
+        )
+        endpoints = (
+            f"; operator metrics: {state.operator_metrics}, health probe: {state.operator_health_probe}"
+        )
+    else:
+        what, next_step = (
+            "localkube is ready, without an operator",
+            "helm install kuberay-operator helm-chart/kuberay-operator",
+        )
+        endpoints = ""
     return (
-        f"kuberay is ready on localkube ({state.node_mode} mode)\n"
+        f"{what} ({state.node_mode} mode)\n"
         f"  export KUBECONFIG={state.kubeconfig}\n"
-        f"  kubectl apply -f examples/ray-cluster.minimal.yaml\n"
-        f"  API server: {state.api_server}; operator metrics: {state.operator_metrics}, "
-        f"health probe: {state.operator_health_probe}\n"
-        f"  logs: {state.logs['localkube']}, {state.logs['operator']}\n"
+        f"  {next_step}\n"
+        f"  API server: {state.api_server}{endpoints}\n"
+        f"  logs: {', '.join(state.logs.values())}\n"
         f"Press Ctrl-C (or run `kuberay local down --data-dir {state.data_dir}`) to stop."
     )
 
