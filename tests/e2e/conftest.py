@@ -5,7 +5,10 @@
 real Ray clusters; each test works in its own namespace.
 """
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,13 +17,19 @@ from ray_process import RayHead
 
 
 @pytest.fixture(scope="session")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
-    """One real Ray head for the whole test run (starting one costs ~5-10 s and ~600 MB)."""
-    head = RayHead(tmp_path_factory.mktemp("ray") / "t")
+def ray_head() -> Iterator[RayHead]:
+    """One real Ray head for the whole test run (starting one costs ~5-10 s and ~600 MB).
+
+    Its directory is a short one of its own, not under pytest's base temp: Ray's socket paths inside it must
+    fit AF_UNIX's 107 bytes, which a deeper base (pytest-xdist's per-worker one) overflows. It is removed
+    after a clean stop and kept, with `ray-head.log`, when Ray fails to start."""
+    short = Path(tempfile.mkdtemp(prefix="ray-"))
+    head = RayHead(short / "t")
     head.temp_dir.mkdir()
     head.start()
     yield head
     head.stop()
+    shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

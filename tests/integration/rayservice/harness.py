@@ -19,9 +19,11 @@ import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
+import yaml
 from prometheus_client import CollectorRegistry
 
 from integration.inprocess import running_operator, wait_for
@@ -234,3 +236,11 @@ async def replace_spec(op: Operator, name: str, change: Any) -> None:
     assert obj is not None
     change(obj)
     await op.client.update(RAYSERVICE, obj)
+
+
+GATEWAY_API_CRDS = Path(__file__).with_name("gateway-api-crds.yaml")
+
+
+def install_gateway_api(localkube: Any) -> None:
+    """The Gateway API CRDs an incremental upgrade writes to (a cluster needs them installed, as localkube does)."""
+    localkube.apply(doc for doc in yaml.safe_load_all(GATEWAY_API_CRDS.read_text()) if doc)

@@ -21,6 +21,7 @@ import yaml
 from integration.rayservice.harness import (
     Operator,
     ServeStandIn,
+    install_gateway_api,
     operator,
     pin_head,
     replace_spec,
@@ -38,7 +39,6 @@ SAMPLE = (
     / "upstream-samples"
     / "ray-service.incremental-upgrade.yaml"
 )
-CRDS = Path(__file__).with_name("gateway-api-crds.yaml")
 READY = {"type": "Accepted", "status": "True"}
 
 
@@ -99,7 +99,7 @@ async def weights(op: Operator, name: str) -> dict[str, int]:
 
 
 async def _start(localkube: Any, op: Operator, name: str, interval: int = 1) -> tuple[ServeStandIn, str]:
-    localkube.apply(doc for doc in yaml.safe_load_all(CRDS.read_text()) if doc)
+    install_gateway_api(localkube)
     service = incremental_service(op.namespace, name, interval=interval)
     address = standin_address()
     standin = ServeStandIn(address, pin_head(service["spec"], address))

@@ -14,6 +14,7 @@ import yaml
 from integration.rayservice.harness import (
     Operator,
     ServeStandIn,
+    install_gateway_api,
     operator,
     pin_head,
     replace_spec,
@@ -61,6 +62,11 @@ def owner_of(obj: dict[str, Any]) -> tuple[str, str, bool]:
 
 @pytest.mark.parametrize("sample", sample_files())
 async def test_every_upstream_sample_makes_its_cluster_and_services(localkube, sample):
+    if (
+        the_service(sample)["spec"].get("upgradeStrategy", {}).get("type")
+        == "NewClusterWithIncrementalUpgrade"
+    ):
+        install_gateway_api(localkube)  # not left to whichever test module happened to install them first
     async with operator(localkube) as op:
         for doc in load(sample):
             if doc["kind"] in SUPPORTING:
