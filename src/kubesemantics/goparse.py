@@ -135,6 +135,15 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
+def parse_bool(value: str) -> bool:
+    """A boolean as Go's `strconv.ParseBool` reads it (the spellings Go's flag package accepts)."""
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if value in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise GoParseError(f"strconv.ParseBool: parsing {_quote(value)}: invalid syntax")
+
+
 def atoi(value: str) -> int:
     """The integer of a decimal string as Go's `strconv.Atoi` reads it."""
     if not re.fullmatch(r"[+-]?[0-9]+", value):

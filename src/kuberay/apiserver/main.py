@@ -34,13 +34,11 @@ from kubesemantics import goparse
 log = logging.getLogger("kuberay.apiserver")
 
 
-def _go_bool(raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered in ("1", "t", "true"):
-        return True
-    if lowered in ("0", "f", "false"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean value {raw!r}")
+def _go_bool(value: str) -> bool:
+    try:
+        return goparse.parse_bool(value)
+    except goparse.GoParseError:
+        raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}") from None
 
 
 def _go_duration(raw: str) -> float:

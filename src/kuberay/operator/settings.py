@@ -42,6 +42,7 @@ from kuberay.api.settings import (
     RuntimeSettings,
     WebhookSettings,
 )
+from kubesemantics import goparse
 
 LOG_LEVELS = ("debug", "info", "error")
 
@@ -56,12 +57,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _go_bool(value: str) -> bool:
-    # Go's strconv.ParseBool.
-    if value in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if value in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}")
+    try:
+        return goparse.parse_bool(value)
+    except goparse.GoParseError:
+        raise argparse.ArgumentTypeError(f"invalid boolean value {value!r}") from None
 
 
 def _positive_seconds(value: str) -> float:

@@ -121,3 +121,18 @@ def test_durations_as_timedelta(text: str, expected: timedelta) -> None:
 )
 def test_format_seconds_as_go_prints_a_duration(seconds: int, text: str) -> None:
     assert goparse.format_seconds(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True),
+     ("0", False), ("f", False), ("F", False), ("FALSE", False), ("false", False), ("False", False)],
+)  # fmt: skip
+def test_parse_bool_accepts_gos_spellings(text: str, value: bool) -> None:
+    assert goparse.parse_bool(text) is value
+
+
+@pytest.mark.parametrize("text", ["tRuE", "yes", "", " true"])
+def test_parse_bool_refuses_the_rest_as_go_does(text: str) -> None:
+    with pytest.raises(goparse.GoParseError, match="strconv.ParseBool: parsing .*: invalid syntax"):
+        goparse.parse_bool(text)
