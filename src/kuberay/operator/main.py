@@ -117,15 +117,18 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
         log.error("unable to create batch scheduler manager: %s", e)
         await client.close()
         return 1
+    # Everything but the elector writes through a client fenced on the lease: a replica resumed after a
+    # pause past its lease refuses the writes it had under way rather than race its successor.
+    writer = client if elector is None else client.fenced(elector.holds)
     namespaces = operator_settings.watch_namespaces
     log.info("watching %s", f"namespaces {namespaces}" if namespaces else "all namespaces")
     manager = Manager(
-        client,
+        writer,
         RuntimeMetrics(registry),
         namespaces=namespaces,
         selectors=CACHE_SELECTORS,
         elector=elector,
-        recorder=EventRecorder(client, component="kuberay-operator", instance=identity, clock=clock),
+        recorder=EventRecorder(writer, component="kuberay-operator", instance=identity, clock=clock),
         clock=clock,
     )
     for setup in controllers:

@@ -14,12 +14,16 @@ Invariants:
 - Every failure surfaces as a `kuberay.runtime.errors.KubeError` subclass chained to its cause; nothing
   from httpx2 escapes.
 - Writes carry `fieldManager` (the operator's name) so server-side field ownership is attributed.
+- A client made by `fenced(guard)` sends a write (any verb but GET) only while `guard()` is true, checked
+  just before each attempt (after any wait for a token): a replica that lost its leader lease while it was
+  paused refuses the writes it had under way with `NotLeader` instead of racing the new leader.
 """
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -143,6 +147,13 @@ class Client:
         # Unregistered by default: measured all the same, served by nobody.
         self._metrics = metrics or RestClientMetrics(CollectorRegistry())
         self._host = http.base_url.netloc.decode() or "none"
+        self._guard: Callable[[], bool] | None = None
+
+    def fenced(self, guard: Callable[[], bool]) -> Client:
+        """This client (same connection, rate limit and metrics) refusing writes while `guard()` is false."""
+        fenced = copy.copy(self)
+        fenced._guard = guard
+        return fenced
 
     @classmethod
     def from_config(
@@ -359,6 +370,8 @@ class Client:
         await self._throttle(method)
         retries = 0
         while True:
+            if self._guard is not None and method != "GET" and not self._guard():
+                raise errors.NotLeader(f"{method} {path}: refused, the leader lease is no longer held")
             try:
                 response = await self._http.request(
                     method, path, params=params, content=content, headers=headers

@@ -64,6 +64,10 @@ class Unavailable(KubeError):
     """The server could not be reached (connection refused, reset, timed out)."""
 
 
+class NotLeader(KubeError):
+    """A write refused before it was sent: this replica can no longer be sure it holds the leader lease."""
+
+
 _BY_STATUS: Mapping[int, type[KubeError]] = {
     400: Invalid,
     401: Unauthorized,

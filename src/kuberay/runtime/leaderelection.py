@@ -7,6 +7,9 @@
 - The leader renews every `retry_period`; if it cannot renew for `renew_deadline` it has lost leadership,
   and `hold` raises `LeadershipLost` (the process then exits, as controller-runtime does, rather than risk
   two leaders).
+- `holds()` is true only while the last successful renewal started less than `renew_deadline` ago on the
+  monotonic clock, which runs on while the process is paused: a leader resumed after a SIGSTOP longer than
+  that knows at once, before its renewal loop runs, that a successor may lead (writes are fenced on it).
 - On a graceful stop the leader releases the lease (empty holder, 1 s duration), so a successor need not
   wait out the lease.
 """
@@ -64,7 +67,12 @@ class LeaderElector:
         self._clock = clock
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at = 0.0
+        self._renewed_at = 0.0
         self.leading = False
+
+    def holds(self) -> bool:
+        """Leading, and renewed recently enough that no other candidate can have taken the lease."""
+        return self.leading and self._clock.monotonic() - self._renewed_at < self.config.renew_deadline
 
     async def acquire(self) -> None:
         """Returns once this candidate holds the lease."""
@@ -81,12 +89,9 @@ class LeaderElector:
 
     async def hold(self) -> None:
         """Renews the lease until cancelled; raises `LeadershipLost` when renewal fails for too long."""
-        last_renewal = self._clock.monotonic()
         while True:
             await self._clock.sleep(self.config.retry_period)
-            if await self._try_acquire_or_renew():
-                last_renewal = self._clock.monotonic()
-            elif self._clock.monotonic() - last_renewal >= self.config.renew_deadline:
+            if not await self._try_acquire_or_renew() and not self.holds():
                 self.leading = False
                 raise LeadershipLost(f"failed to renew lease {self.config.namespace}/{self.config.name}")
 
@@ -105,6 +110,13 @@ class LeaderElector:
             log.warning("failed to release lease %s/%s: %s", self.config.namespace, self.config.name, e)
 
     async def _try_acquire_or_renew(self) -> bool:
+        started = self._clock.monotonic()
+        if await self._acquire_or_renew():
+            self._renewed_at = started
+            return True
+        return False
+
+    async def _acquire_or_renew(self) -> bool:
         config = self.config
         now = _micro_time(self._clock.now())
         try:

@@ -5,8 +5,9 @@ and can take over at once); once all are synced the manager is ready; then, if l
 it waits to lead; then the event recorder and the controllers start. Only the leader ever reconciles.
 
 Shutdown (`stop` set): the work queues stop taking keys, reconciles in flight finish (up to
-`graceful_timeout`), the lease is released, informers stop. Losing the lease instead raises
-`LeadershipLost` from `run`, after the same teardown, so the process can exit non-zero.
+`graceful_timeout`), the lease is released, informers stop. Losing the lease instead cancels the reconciles
+in flight at once (as controller-runtime skips its graceful shutdown then: another replica may lead
+already) and raises `LeadershipLost` from `run`, so the process can exit non-zero.
 
 One informer per kind is shared by every controller that watches it; the cache selector for a kind (for
 example, only the pods the operator made) is set with `selectors` before the first use.
@@ -131,8 +132,9 @@ class Manager:
             log.info("starting %d controllers", len(workers))
             watched = [stopping, *leader_tasks, *informers]
             await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-            await self._drain(workers)
-            if self.recorder is not None and recording is not None and not recording.done():
+            lost = self.elector is not None and not self.elector.leading
+            await self._drain(workers, 0 if lost else self.graceful_timeout)
+            if self.recorder is not None and recording is not None and not recording.done() and not lost:
                 # Events of the last reconciles are worth a moment; a dead API server is not worth more.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.recorder.flush(), 5)
@@ -147,11 +149,13 @@ class Manager:
             if self.elector is not None:
                 await self.elector.release()
 
-    async def _drain(self, workers: list[asyncio.Task[None]]) -> None:
+    async def _drain(self, workers: list[asyncio.Task[None]], timeout: float) -> None:
         for controller in self.controllers:
             controller.queue.shutdown()
         if workers:
-            _, pending = await asyncio.wait(workers, timeout=self.graceful_timeout)
+            _, pending = (
+                await asyncio.wait(workers, timeout=timeout) if timeout > 0 else (set(), set(workers))
+            )
             for task in pending:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)

@@ -1,9 +1,12 @@
 import asyncio
 
+import pytest
+
+from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.leaderelection import LeaderElectionConfig, LeaderElector
-from kuberay.runtime.resources import LEASE
+from kuberay.runtime.resources import CONFIG_MAP, LEASE
 
 from .kube import client_for, new_namespace
 
@@ -42,4 +45,21 @@ async def test_a_released_lease_is_taken_at_once(localkube):
     assert not await follower._try_acquire_or_renew()
     await leader.release()
     assert await asyncio.wait_for(follower._try_acquire_or_renew(), 10)
+    await client.close()
+
+
+async def test_writes_are_fenced_once_the_renewal_is_older_than_the_renew_deadline(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    clock = FakeClock()
+    leader = elector(client, namespace, "a", clock)
+    writer = client.fenced(leader.holds)
+    await leader.acquire()
+    await writer.create(CONFIG_MAP, {"metadata": {"name": "before", "namespace": namespace}})
+    clock.advance(10)  # paused (SIGSTOP) past the renew deadline: a successor may lead by now
+    with pytest.raises(errors.NotLeader):
+        await writer.create(CONFIG_MAP, {"metadata": {"name": "after", "namespace": namespace}})
+    assert [c["metadata"]["name"] for c in (await writer.list(CONFIG_MAP, namespace)).items] == ["before"]
+    assert await leader._try_acquire_or_renew()  # nobody took over: renewed, it writes again
+    await writer.create(CONFIG_MAP, {"metadata": {"name": "renewed", "namespace": namespace}})
     await client.close()
