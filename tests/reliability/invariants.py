@@ -65,6 +65,19 @@ def scale(client: httpx.Client, namespace: str, name: str, workers: int, max_wor
     ).raise_for_status()
 
 
+def start_scale_up(client: httpx.Client, namespace: str, name: str, count: int) -> str:
+    """Creates RayCluster `name` without workers, waits until it is ready, asks for `count` workers and
+    returns once a part of them (not nearly all) exist: the moment a drill strikes. Returns the cluster's
+    resourceVersion at creation, older than anything the scale-up writes."""
+    created = client.post(clusters_path(namespace), json=cluster(name, 0, count))
+    created.raise_for_status()
+    settle(client, namespace, {name: 0})
+    scale(client, namespace, name, count, count)
+    wait_for(lambda: 5 < len(workers(client, namespace, name)) < count - 10, 60, f"the scale-up of {name}")
+    version: str = created.json()["metadata"]["resourceVersion"]
+    return version
+
+
 def items(client: httpx.Client, path: str) -> list[dict[str, Any]]:
     response = client.get(path)
     response.raise_for_status()

@@ -33,19 +33,8 @@ def test_localkube_killed_mid_scale_up_the_operator_relists_and_ends_exact(
     try:
         with server.client(timeout=30) as client:
             client.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}}).raise_for_status()
-            created = client.post(
-                invariants.clusters_path(NAMESPACE), json=invariants.cluster("big", 0, WORKERS)
-            )
-            created.raise_for_status()
             # Older than anything the scale-up writes, so older than what the restart keeps.
-            before = created.json()["metadata"]["resourceVersion"]
-            invariants.settle(client, NAMESPACE, {"big": 0})
-            invariants.scale(client, NAMESPACE, "big", WORKERS, WORKERS)
-            invariants.wait_for(
-                lambda: 5 < len(invariants.workers(client, NAMESPACE, "big")) < WORKERS - 10,
-                60,
-                "the scale-up",
-            )
+            before = invariants.start_scale_up(client, NAMESPACE, "big", WORKERS)
         server.kill()
         server.start()
         with server.client(timeout=30) as client:
