@@ -2,8 +2,8 @@
 
 `localkube` is session-scoped: started once, with the project's CRDs (`deploy/crds/*.yaml`, when present)
 installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
-starts a private instance on a fresh data directory (arguments as for `LocalKubeProcess`) and kills it
-at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
+starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
+`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
 look-up's time is printed.
 """
 
@@ -38,8 +38,8 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
 def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., LocalKubeProcess]]:
     started: list[LocalKubeProcess] = []
 
-    def start(**kwargs: Any) -> LocalKubeProcess:
-        server = LocalKubeProcess(tmp_path_factory.mktemp("localkube-private"), **kwargs)
+    def start(data_dir: Path | None = None, **kwargs: Any) -> LocalKubeProcess:
+        server = LocalKubeProcess(data_dir or tmp_path_factory.mktemp("localkube-private"), **kwargs)
         started.append(server)
         return server.start()
 

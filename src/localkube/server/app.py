@@ -51,7 +51,7 @@ from localkube.server.routing import (
 from localkube.server.streams import WebSocket
 from localkube.server.tables import table
 from localkube.server.watch import stream
-from localkube.storage import TooLarge
+from localkube.storage import SpaceExceeded, TooLarge
 
 log = logging.getLogger("localkube.server")
 
@@ -149,6 +149,9 @@ class App:
             reply = _error_reply(error)
         except TooLarge:
             reply = _error_reply(errors.storage_too_large())
+        except SpaceExceeded as full:
+            log.warning("refused %s %s: %s", request.method, request.path, full)
+            reply = _error_reply(errors.storage_full(str(full)))
         except Exception:
             log.exception("internal error serving %s %s", request.method, request.path)
             reply = _error_reply(ApiError(500, "InternalError", "an internal error occurred"))

@@ -110,6 +110,12 @@ def storage_too_large() -> ApiError:
     return ApiError(500, "", "etcdserver: request is too large")
 
 
+def storage_full(message: str) -> ApiError:
+    """A write the store has no disk space for, passed on as kube-apiserver passes etcd's "mvcc: database
+    space exceeded": a 500 without reason whose message says what is wrong and what to do."""
+    return ApiError(500, "", message)
+
+
 def method_not_allowed() -> ApiError:
     return ApiError(
         405, "MethodNotAllowed", "the server does not allow this method on the requested resource"

@@ -37,7 +37,7 @@ from localkube.server.registry import Registry
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.server.subresources import LogText
 from localkube.server.tls import ensure_tls
-from localkube.storage import Store
+from localkube.storage import SpaceExceeded, Store
 
 log = logging.getLogger("localkube")
 
@@ -133,8 +133,12 @@ async def _compact_periodically(store: Store, interval: float, keep: int) -> Non
     # The first compaction runs at start, before any request is served: a restart begins with the history
     # `keep` allows, as kube-apiserver's watch cache begins empty (so clients resuming from before it relist).
     while True:
-        compacted = store.compact(keep)
-        log.debug("compacted the store up to revision %d", compacted)
+        try:
+            compacted = store.compact(keep)
+            log.debug("compacted the store up to revision %d", compacted)
+        except SpaceExceeded as full:
+            # Compaction frees space only once it can write; it tries again at the next interval.
+            log.warning("compaction skipped: %s", full)
         await asyncio.sleep(interval)
 
 

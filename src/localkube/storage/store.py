@@ -18,6 +18,9 @@ Invariants:
 - Objects returned by reads are fresh copies: callers may mutate them.
 - No stored value is larger than `max_value_bytes` (1.5 MiB by default, etcd's `--max-request-bytes`):
   a bigger create or update raises `TooLarge` and writes nothing.
+- A write the disk has no room for raises `SpaceExceeded` and changes nothing, in SQLite or in memory
+  (every write is one autocommitted statement, or a transaction rolled back whole); reads go on, and
+  writes succeed again once space is freed.
 
 Not thread-safe: use a Store from one thread (localkube's event loop). Its methods are synchronous and
 fast except `watch`, which is an async iterator.
@@ -100,6 +103,17 @@ class TooLarge(StoreError):
         self.key = key
         self.size = size
         self.limit = limit
+
+
+class SpaceExceeded(StoreError):
+    """The disk holding the database is full (etcd's "mvcc: database space exceeded", in our case)."""
+
+    def __init__(self, path: Path, cause: sqlite3.Error) -> None:
+        super().__init__(
+            f"database space exceeded: no space left on the device holding {path} ({cause}); "
+            "free space there and retry"
+        )
+        self.path = path
 
 
 class Compacted(StoreError):
@@ -204,6 +218,7 @@ class Store:
         for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
             if existing.exists():
                 existing.chmod(0o600)
+        self._path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -367,11 +382,12 @@ class Store:
     ) -> None:
         # The explicit id keeps the revision written into the object equal to the row id; the
         # autoincrement sequence still advances, so ids are never reused after compaction.
-        self._db.execute(
-            "INSERT INTO kine (id, name, created, deleted, create_revision, prev_revision, value, old_value)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (revision, key, int(created), int(deleted), create_revision, prev, value, old_value),
-        )
+        with self._space():
+            self._db.execute(
+                "INSERT INTO kine (id, name, created, deleted, create_revision, prev_revision, value, old_value)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (revision, key, int(created), int(deleted), create_revision, prev, value, old_value),
+            )
         self._revision = revision
 
     # -- watches ----------------------------------------------------------------------------------------
@@ -437,13 +453,25 @@ class Store:
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        with self._space():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (it does on a full disk); then there is nothing to undo.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def _space(self) -> Iterator[None]:
         try:
             yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
+        except sqlite3.OperationalError as e:
+            if e.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                raise SpaceExceeded(self._path, e) from e
             raise
-        self._db.execute("COMMIT")
 
     def close(self) -> None:
         for watch in list(self._watches):
