@@ -426,6 +426,14 @@ def _running(job: RayJob, facts: Facts, settings: Settings, decision: Decision) 
             decision.requeue_after = REQUEUE_SECONDS
             return True
         status["jobStatusCheckFailureStartTime"] = format_time(facts.now)
+        # The timer alone does not say why the job is stuck: one Warning per run of failures does (upstream
+        # leaves it to the operator's log).
+        failure = str(observation.error) if observation.error is not None else "no job info"
+        decision.events.append(
+            EventNote(
+                "Warning", "JobStatusCheckFailed", f"Failed to get the Ray job's status: {failure}", "Poll"
+            )
+        )
         return False
     _copy_job_info(observation.info, facts, status, with_submitter)
     return False

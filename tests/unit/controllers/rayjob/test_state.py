@@ -400,6 +400,7 @@ CASES: dict[str, Case] = {
         F(observation=Observation(error=DashboardError("refused"), submitted=True)),
         actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
         expect={"jobDeploymentStatus": "Running", "jobStatusCheckFailureStartTime": at(0)},
+        events=["Warning JobStatusCheckFailed Poll Failed to get the Ray job's status: refused"],
     ),
     "Running: HTTPMode resubmission failed again, no write": Case(
         rayjob(running(jobStatusCheckFailureStartTime=at(-10)), submissionMode="HTTPMode"),
@@ -422,6 +423,7 @@ CASES: dict[str, Case] = {
         F(observation=Observation(error=DashboardError("down"))),
         actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
         expect={"jobStatusCheckFailureStartTime": at(0)},
+        events=["Warning JobStatusCheckFailed Poll Failed to get the Ray job's status: down"],
     ),
     "Running: dashboard still unreachable, no write": Case(
         rayjob(running(jobStatusCheckFailureStartTime=at(-10)), submissionMode="HTTPMode"),
