@@ -5,7 +5,9 @@ the ray.io ones, in order; everything else (ConfigMaps, Services, ...) is skippe
 I/O: the caller reads the file.
 
 `check_object(data, gates)` does what a cluster would do with the object, without a cluster:
-0. the API server's requirement of a name or a generateName;
+0. a value nested deeper than the API server decodes (kubesemantics.jsonvalue.MAX_DEPTH), then the API
+   server's requirements of a name: a name or a generateName, a name that is an RFC 1123
+   subdomain;
 1. the CRD schema check at the object's version (`schemacheck`); when it fails, the API server would
    refuse the object, so those errors are the answer;
 2. the object as stored: schema defaults applied, a `generateName` completed with a 5-character suffix
@@ -31,7 +33,8 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
-from kuberay.api.validation import FieldError
+from kuberay.api.validation import FieldError, names
+from kubesemantics import jsonvalue
 
 
 class ManifestError(ValueError):
@@ -66,6 +69,8 @@ def ray_objects(text: str) -> list[dict[str, Any]]:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as error:
         raise ManifestError(f"invalid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:  # PyYAML's parser recurses per level of nesting
+        raise ManifestError(f"invalid YAML: nested deeper than {jsonvalue.MAX_DEPTH} levels") from None
     found: list[dict[str, Any]] = []
     for number, document in enumerate(documents, start=1):
         if document is None:
@@ -111,10 +116,18 @@ def check_object(data: dict[str, Any], gates: FeatureGates) -> list[FieldError]:
         return [FieldError("kind", f'no matches for kind "{kind}" in version "{group_version}"')]
     if version not in known.versions:
         return [FieldError("apiVersion", f'no matches for kind "{kind}" in version "{group_version}"')]
+    if (deep := jsonvalue.too_deep(data)) is not None:
+        # The API server refuses such a body before anything else (see kubesemantics.jsonvalue).
+        return [FieldError(deep, f"nested deeper than {jsonvalue.MAX_DEPTH} levels")]
     meta = data.get("metadata")
     if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
-        # The API server's own ObjectMeta rule, checked before anything else.
+        # The API server's own ObjectMeta rules, checked before anything else.
         return [FieldError("metadata.name", "Required value: name or generateName is required")]
+    name = meta.get("name")
+    if name and not isinstance(name, str):
+        return [FieldError("metadata.name", "Invalid value: must be a string")]
+    if name and (problems := names.dns1123_subdomain(name)):
+        return [FieldError("metadata.name", f'Invalid value: "{name}": {", ".join(problems)}')]
     schema_errors = schemacheck.check(data, kind, version)
     if schema_errors:
         return schema_errors
