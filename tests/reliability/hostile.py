@@ -55,7 +55,8 @@ class Catalogue:
         capture = request.config.pluginmanager.get_plugin("capturemanager")
         outcomes = sorted({o for _, o in self.counts})
         cases = sorted({c for c, _ in self.counts})
-        lines = [f"\n{self.title}: {sum(self.counts.values())} cases", f"  {'case':<18}" + "".join(f"{o:>12}" for o in outcomes)]  # fmt: skip
-        lines += [f"  {c:<18}" + "".join(f"{self.counts[(c, o)]:>12}" for o in outcomes) for c in cases]
+        width = max(len(c) for c in cases) + 2 if cases else 6
+        lines = [f"\n{self.title}: {sum(self.counts.values())} cases", f"  {'case':<{width}}" + "".join(f"{o:>12}" for o in outcomes)]  # fmt: skip
+        lines += [f"  {c:<{width}}" + "".join(f"{self.counts[(c, o)]:>12}" for o in outcomes) for c in cases]
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             print("\n".join(lines))
