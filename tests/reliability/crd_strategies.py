@@ -9,6 +9,7 @@ A case starts from one of our examples (a valid object of its kind) and applies 
 - `missing_required`: a field its parent's schema requires, removed;
 - `unknown_field`: a field no schema declares, added to an object;
 - `hostile_name`: metadata.name (or a group name) made of unicode, upper case, or too long;
+- `hostile_metadata`: labels and annotations with such keys and values (the operator copies them to pods);
 - `deep_nesting`: a value nested hundreds to thousands of levels deep (the serialized body is built by
   hand: json and orjson refuse such depths);
 - `huge_value`: a string of up to 512 KiB in a free-form field (the oversized are test_oversized_objects.py's).
@@ -45,6 +46,7 @@ CASE_KINDS = (
     "missing_required",
     "unknown_field",
     "hostile_name",
+    "hostile_metadata",
     "deep_nesting",
     "huge_value",
 )
@@ -361,6 +363,14 @@ def cases(draw: st.DrawFn, kind: str, case: str, namespace: str) -> Case:
         where += [p for p in spec_paths if p[-1] == "groupName"]
         result.path = draw(st.sampled_from(where))
         put(obj, result.path, draw(_HOSTILE_NAMES))
+    elif case == "hostile_metadata":
+        where_ = draw(st.sampled_from(["labels", "annotations"]))
+        key = draw(
+            st.sampled_from(["app", "example.com/team", "ray.io/overwrite-container-cmd"]) | _HOSTILE_NAMES
+        )
+        value = draw(_HOSTILE_NAMES | st.just("") | st.text("xé", min_size=60, max_size=70))
+        result.path = ("metadata", where_)
+        obj["metadata"][where_] = {key: value}
     elif case == "deep_nesting":
         result.path = draw(st.sampled_from([p for p in spec_paths if isinstance(p[-1], str)]))
         depth = draw(st.sampled_from([64, 500, 2000, 20000]))

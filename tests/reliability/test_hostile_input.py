@@ -30,7 +30,7 @@ from reliability import crd_strategies as cs
 from reliability.hostile import Catalogue, names_the_field
 
 PLURALS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices", "RayCronJob": "raycronjobs"}  # fmt: skip
-EXAMPLES_PER_CASE = 20  # x 8 kinds of case: about 160 objects, 10-20 s of admission
+EXAMPLES_PER_CASE = 20  # x 9 kinds of case: 180 objects, 10-20 s of admission on an idle machine
 KEPT_FOR_THE_OPERATOR = 48  # admitted objects left for the operator; the rest are deleted at once
 _SETTINGS = settings(
     max_examples=EXAMPLES_PER_CASE,

@@ -188,3 +188,17 @@ def test_a_value_nested_past_the_api_servers_bound_is_named() -> None:
     too_deep_for_yaml = json.dumps(cluster).replace('"a": {}', '"a": ' + "[" * 5000 + "]" * 5000)
     code, _, err = run("-f", "-", stdin=too_deep_for_yaml)
     assert (code, err) == (2, "error: -: invalid YAML: nested deeper than 100 levels\n")
+
+
+def test_labels_and_annotations_the_api_server_refuses_are_refused() -> None:
+    # Found by tests/reliability/test_hostile_input.py: a label value of 70 characters passed here.
+    job = yaml.safe_load(BAD_JOB)
+    del job["spec"]["backoffLimit"]
+    job["metadata"] = {"name": "nightly", "labels": {"UPPER": "x" * 70}, "annotations": {"bad key": "v"}}
+    code, out, _ = run("-f", "-", stdin=yaml.safe_dump(job))
+    assert code == 1
+    assert [line.split(": Invalid value: ")[0] for line in out.splitlines()] == [
+        "RayJob/nightly: metadata.labels",
+        "RayJob/nightly: metadata.annotations",
+    ]
+    assert "must be no more than 63 bytes" in out
