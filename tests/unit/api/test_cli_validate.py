@@ -202,3 +202,13 @@ def test_labels_and_annotations_the_api_server_refuses_are_refused() -> None:
         "RayJob/nightly: metadata.annotations",
     ]
     assert "must be no more than 63 bytes" in out
+
+
+def test_names_are_printed_with_control_characters_escaped() -> None:
+    # Found by tests/reliability/test_hostile_input.py: a name with \x1e split the output line in two.
+    cron = yaml.safe_load((Path(__file__).parents[3] / "examples" / "ray-cronjob.yaml").read_text())
+    cron["metadata"]["name"] = "a\x1eb\x1b[31m"
+    code, out, _ = run("-f", "-", stdin=yaml.safe_dump(cron))
+    assert code == 1
+    assert out.startswith("RayCronJob/a\\x1eb\\x1b[31m: metadata.name: Invalid value: ")
+    assert out.count("\n") == 1
