@@ -7,7 +7,7 @@ check passes is admitted); an unknown field is refused by name under `fieldValid
 about by name by default and dropped either way; the operator, watching the namespace, gives every
 admitted object a status or a Warning Event, logs no traceback and stays up. Derandomized with bounded
 example counts, so a run is reproducible and takes about a minute; the catalogue of cases tried is printed.
-HOSTILE_EXAMPLES_PER_CASE=N runs N cases of each kind instead of 20.
+HOSTILE_EXAMPLES_PER_CASE=N runs N cases of each kind instead of 20 (with `--timeout` to match: 120 takes ~5 min).
 """
 
 from __future__ import annotations
