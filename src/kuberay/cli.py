@@ -216,9 +216,15 @@ def validate(
         errors = manifest.check_object(obj, gates)
         invalid = invalid or bool(errors)
         for line in [str(error) for error in errors] or ["ok"]:
-            typer.echo(f"{name}: {line}")
+            typer.echo(_printable(f"{name}: {line}"))
     if invalid:
         raise typer.Exit(1)
+
+
+def _printable(text: str) -> str:
+    """`text` with its non-printable characters escaped (``\\x1b``, ``\\u2028``): a hostile name or value
+    must not forge output lines or terminal escapes."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def _ray_objects(path: Path) -> list[dict[str, object]]:

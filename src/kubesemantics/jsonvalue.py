@@ -2,12 +2,17 @@
 
 Python's own comparison is not JSON's: `True == 1` and `1 == 1.0` hold in Python, while for the API
 server a boolean is never a number. Integers and integral floats are the same JSON number.
+
+`MAX_DEPTH` bounds how deep a value may nest where Python walks it: both localkube and kuberay walk objects
+recursively (copies, schemas, patches, pydantic) and orjson encodes at most 254 levels, so a deeper value
+would fail half-way through; no Kubernetes object comes near it (a real API server decodes up to 10000).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+MAX_DEPTH = 100
 ABSENT: Any = object()
 """A value that is not there: the old value on create, or a field the old object lacked."""
 
@@ -51,3 +56,22 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False
     return bool(a == b)
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The field path (`spec.a[0].b`) at which `value` nests deeper than `limit` levels, or None.
+    Iterative, so that the check itself has no recursion limit."""
+    pending: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while pending:
+        node, path, depth = pending.pop()
+        children = (
+            node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        )
+        for key, child in children:
+            if not isinstance(child, (dict, list)):
+                continue
+            step = f"[{key}]" if isinstance(key, int) else (f".{key}" if path else str(key))
+            if depth + 1 >= limit:
+                return path + step
+            pending.append((child, path + step, depth + 1))
+    return None

@@ -125,3 +125,38 @@ def test_the_data_directory_is_readable_by_its_owner_only(localkube: LocalKubePr
     for name in secrets:
         assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600, name
     assert stat.S_IMODE((data_dir / "pki").stat().st_mode) == 0o700
+
+
+def test_an_impersonated_group_brings_that_groups_rights(localkube: LocalKubeProcess, namespace: str) -> None:
+    """`--as-group` allowed by the impersonate verb: the request has the group's rights, which the user alone
+    lacks; a group the impersonator may not name is refused even with the user allowed."""
+    run_kubectl(localkube, "create", "serviceaccount", "-n", namespace, "deputy")
+    token = run_kubectl(localkube, "create", "token", "-n", namespace, "deputy").stdout.strip()
+    role = f"{namespace}-group-impersonator"
+    rules = [
+        {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["carol"]},
+        {"apiGroups": [""], "resources": ["groups"], "verbs": ["impersonate"], "resourceNames": ["readers"]},
+    ]
+    with localkube.client(timeout=30) as api:
+        api.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json={"metadata": {"name": role}, "rules": rules},
+        ).raise_for_status()
+    run_kubectl(localkube, "create", "clusterrolebinding", role, f"--clusterrole={role}", f"--serviceaccount={namespace}:deputy")  # fmt: skip
+    run_kubectl(
+        localkube, "create", "role", "-n", namespace, "cm-reader", "--verb=list", "--resource=configmaps"
+    )
+    run_kubectl(localkube, "create", "rolebinding", "-n", namespace, "readers-read", "--role=cm-reader", "--group=readers")  # fmt: skip
+
+    def as_deputy(*args: str) -> tuple[int, str]:
+        done = run_kubectl(
+            localkube, "--token", token, *args, "get", "configmaps", "-n", namespace, check=False
+        )
+        return done.returncode, done.stderr
+
+    code, err = as_deputy("--as", "carol")
+    assert code != 0 and 'User "carol" cannot list resource "configmaps"' in err
+    assert as_deputy("--as", "carol", "--as-group", "readers")[0] == 0
+    code, err = as_deputy("--as", "carol", "--as-group", "readers", "--as-group", "writers")
+    assert code != 0 and 'groups "writers" is forbidden' in err
+    run_kubectl(localkube, "delete", "clusterrolebinding,clusterrole", role)

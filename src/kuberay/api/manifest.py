@@ -5,7 +5,9 @@ the ray.io ones, in order; everything else (ConfigMaps, Services, ...) is skippe
 I/O: the caller reads the file.
 
 `check_object(data, gates)` does what a cluster would do with the object, without a cluster:
-0. the API server's requirement of a name or a generateName;
+0. a value nested deeper than the API server decodes (kubesemantics.jsonvalue.MAX_DEPTH), then the API
+   server's ObjectMeta rules: a name or a generateName, a name that is an RFC 1123 subdomain, valid
+   label keys and values and annotation keys, annotations of at most 256 KiB;
 1. the CRD schema check at the object's version (`schemacheck`); when it fails, the API server would
    refuse the object, so those errors are the answer;
 2. the object as stored: schema defaults applied, a `generateName` completed with a 5-character suffix
@@ -31,7 +33,8 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
-from kuberay.api.validation import FieldError
+from kuberay.api.validation import FieldError, names
+from kubesemantics import jsonvalue
 
 
 class ManifestError(ValueError):
@@ -66,6 +69,8 @@ def ray_objects(text: str) -> list[dict[str, Any]]:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as error:
         raise ManifestError(f"invalid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:  # PyYAML's parser recurses per level of nesting
+        raise ManifestError(f"invalid YAML: nested deeper than {jsonvalue.MAX_DEPTH} levels") from None
     found: list[dict[str, Any]] = []
     for number, document in enumerate(documents, start=1):
         if document is None:
@@ -102,6 +107,50 @@ def _model_errors(error: pydantic.ValidationError) -> list[FieldError]:
     return [FieldError(path(problem["loc"]), problem["msg"]) for problem in error.errors()]
 
 
+_MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def _metadata_errors(meta: Any) -> list[FieldError]:
+    """The API server's own ObjectMeta rules, which it checks before anything else: a name (or a
+    generateName) that is an RFC 1123 subdomain, labels and annotation keys that are qualified names,
+    label values, and annotations of at most 256 KiB in all."""
+    if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
+        return [FieldError("metadata.name", "Required value: name or generateName is required")]
+    found: list[FieldError] = []
+    name = meta.get("name")
+    if name and not isinstance(name, str):
+        found.append(FieldError("metadata.name", "Invalid value: must be a string"))
+    elif name and (problems := names.dns1123_subdomain(name)):
+        found.append(FieldError("metadata.name", f'Invalid value: "{name}": {", ".join(problems)}'))
+    for field in ("labels", "annotations"):
+        entries = meta.get(field) or {}
+        if not isinstance(entries, dict):
+            found.append(FieldError(f"metadata.{field}", "Invalid value: must be a map of strings"))
+            continue
+        for key, value in entries.items():
+            found += [
+                FieldError(f"metadata.{field}", f'Invalid value: "{key}": {m}')
+                for m in names.label_key(str(key))
+            ]
+            if not isinstance(value, str):
+                found.append(FieldError(f"metadata.{field}.{key}", "Invalid value: must be a string"))
+            elif field == "labels":
+                found += [
+                    FieldError("metadata.labels", f'Invalid value: "{value}": {m}')
+                    for m in names.label_value(value)
+                ]
+        if (
+            field == "annotations"
+            and sum(len(f"{k}{v}".encode()) for k, v in entries.items()) > _MAX_ANNOTATIONS_BYTES
+        ):
+            found.append(
+                FieldError(
+                    "metadata.annotations", f"Too long: must have at most {_MAX_ANNOTATIONS_BYTES} bytes"
+                )
+            )
+    return found
+
+
 def check_object(data: dict[str, Any], gates: FeatureGates) -> list[FieldError]:
     """Schema check, then our validation, of one ray.io object (see the module docstring)."""
     group_version, kind = str(data.get("apiVersion", "")), str(data.get("kind", ""))
@@ -111,10 +160,12 @@ def check_object(data: dict[str, Any], gates: FeatureGates) -> list[FieldError]:
         return [FieldError("kind", f'no matches for kind "{kind}" in version "{group_version}"')]
     if version not in known.versions:
         return [FieldError("apiVersion", f'no matches for kind "{kind}" in version "{group_version}"')]
-    meta = data.get("metadata")
-    if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
-        # The API server's own ObjectMeta rule, checked before anything else.
-        return [FieldError("metadata.name", "Required value: name or generateName is required")]
+    if (deep := jsonvalue.too_deep(data)) is not None:
+        # The API server refuses such a body before anything else (see kubesemantics.jsonvalue).
+        return [FieldError(deep, f"nested deeper than {jsonvalue.MAX_DEPTH} levels")]
+    meta_errors = _metadata_errors(data.get("metadata"))
+    if meta_errors:
+        return meta_errors
     schema_errors = schemacheck.check(data, kind, version)
     if schema_errors:
         return schema_errors

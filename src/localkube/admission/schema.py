@@ -82,10 +82,15 @@ def _default_errors(node: Any, path: str, *, root: bool = False) -> list[FieldEr
     return found
 
 
-def admit(schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-    """The object pruned, defaulted and validated against `schema`; raises SchemaInvalid with every cause."""
+def admit(
+    schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None, dropped: list[str] | None = None
+) -> dict[str, Any]:
+    """The object pruned, defaulted and validated against `schema`; raises SchemaInvalid with every cause.
+    The paths of the unknown fields pruned are added to `dropped` (for the Warn field validation)."""
     admitted = copy.deepcopy(obj)
-    prune(admitted, schema, root=True)
+    pruned = prune(admitted, schema, root=True)
+    if dropped is not None:
+        dropped += pruned
     apply_defaults(admitted, schema, root=True)
     old_root = ABSENT if old is None else old
     found = validation.validate_root(admitted, old_root, schema)

@@ -84,9 +84,11 @@ class _ListKind:
             identity = {k: item[k] for k in self.keys if k in item} | {
                 k: v for k, v in self.defaults if k not in item
             }
-            return "k:" + json.dumps(dict(sorted(identity.items())), separators=(",", ":"))
+            return "k:" + json.dumps(
+                dict(sorted(identity.items())), separators=(",", ":"), ensure_ascii=False
+            )
         if self.kind == "set":
-            return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True)
+            return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
         return f"i:{index}"
 
 
@@ -190,7 +192,7 @@ def _value_at(value: Any, path: Path) -> Any:
 
 def _matches(item: Any, kind: str, text: str) -> bool:
     if kind == "v":
-        return json.dumps(item, separators=(",", ":"), sort_keys=True) == text
+        return json.dumps(item, separators=(",", ":"), sort_keys=True, ensure_ascii=False) == text
     keys = json.loads(text)
     return isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items())
 

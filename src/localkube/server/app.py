@@ -26,6 +26,7 @@ import orjson
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
 from localkube.server import bodies, errors, impersonation, podstreams, proxy, subresources, webhooks
+from localkube.server import warnings as recorded_warnings
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
@@ -400,10 +401,12 @@ class App:
             if verb == "create" and resource_type.namespaced and namespace is None:
                 raise errors.page_not_found()
             warnings: list[str] = []
-            if self.webhooks.applies_to(resource_type, sub):
-                code, written = await self._admitted_write(request, target, verb, warnings)
-            else:
-                code, written = self._write(request, target, verb, query)
+            with recorded_warnings.recording() as admission_warnings:
+                if self.webhooks.applies_to(resource_type, sub):
+                    code, written = await self._admitted_write(request, target, verb, warnings)
+                else:
+                    code, written = self._write(request, target, verb, query)
+            warnings += admission_warnings
             reply = self._object_reply(request, resource_type, written, code)
             return replace(reply, warnings=tuple(warnings)) if warnings else reply
         if self.webhooks.applies_to(resource_type, None):

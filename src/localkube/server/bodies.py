@@ -1,6 +1,7 @@
 """Request bodies as dicts: JSON (the default), YAML, or the protobuf kubectl's typed commands send.
 
-A body that cannot be decoded, or that is not an object, is refused with 400 BadRequest.
+A body that cannot be decoded, that is not an object, or that nests deeper than `MAX_DEPTH` levels is
+refused with 400 BadRequest (the depth bound is ours: see `kubesemantics.jsonvalue.MAX_DEPTH`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 import orjson
 import yaml
 
+from kubesemantics import jsonvalue
+from kubesemantics.jsonvalue import MAX_DEPTH
 from localkube.server import errors, protobuf
 
 JSON = "application/json"
@@ -27,6 +30,18 @@ def decode(body: bytes, content_type: str) -> dict[str, Any]:
         )
     except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
+    except RecursionError:  # YAML's composer recurses per level of nesting
+        raise errors.bad_request(
+            f"the request body could not be decoded: nested deeper than {MAX_DEPTH} levels"
+        ) from None
     if not isinstance(decoded, dict):
         raise errors.bad_request("the request body must be an object")
+    check_depth(decoded, "the request body could not be decoded")
     return decoded
+
+
+def check_depth(value: Any, refusal: str) -> None:
+    """Refuses (400) a value nested deeper than MAX_DEPTH, naming the field path where it goes too deep."""
+    path = jsonvalue.too_deep(value)
+    if path is not None:
+        raise errors.bad_request(f"{refusal}: {path}: nested deeper than {MAX_DEPTH} levels")

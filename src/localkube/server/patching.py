@@ -23,7 +23,7 @@ from localkube.patch import (
     server_side_apply,
     strategic_merge_patch,
 )
-from localkube.server import errors
+from localkube.server import bodies, errors
 from localkube.server.registry import ResourceType
 
 JSON_PATCH = "application/json-patch+json"
@@ -36,9 +36,11 @@ _CUSTOM_PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY]
 
 def _decode_json(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        decoded = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"error decoding patch: {exc}") from exc
+    bodies.check_depth(decoded, "error decoding patch")
+    return decoded
 
 
 def parse_apply(body: bytes) -> dict[str, Any]:
@@ -52,6 +54,7 @@ def parse_apply(body: bytes) -> dict[str, Any]:
             raise errors.bad_request(f"error decoding YAML: {exc}") from exc
     if not isinstance(applied, dict):
         raise errors.bad_request("error decoding YAML: the apply configuration must be an object")
+    bodies.check_depth(applied, "error decoding YAML")
     return applied
 
 
@@ -67,18 +70,22 @@ def patch(
         if content_type == JSON_PATCH:
             if not isinstance(decoded, list):
                 raise errors.bad_request("error decoding patch: a JSON patch must be a list of operations")
-            return json_patch(document, decoded)
-        if not isinstance(decoded, dict):
+            patched = json_patch(document, decoded)
+        elif not isinstance(decoded, dict):
             raise errors.bad_request("error decoding patch: a merge patch must be an object")
-        if content_type == MERGE_PATCH:
-            return merge_patch(document, decoded)
-        if content_type == STRATEGIC_MERGE_PATCH:
+        elif content_type == MERGE_PATCH:
+            patched = merge_patch(document, decoded)
+        elif content_type == STRATEGIC_MERGE_PATCH:
             if gvk is None:
                 raise errors.unsupported_media_type(_CUSTOM_PATCH_TYPES)
-            return strategic_merge_patch(document, decoded, gvk)
+            patched = strategic_merge_patch(document, decoded, gvk)
+        else:
+            raise errors.unsupported_media_type(list(PATCH_TYPES))
     except PatchError as refused:
         raise errors.from_status(refused.status) from refused
-    raise errors.unsupported_media_type(list(PATCH_TYPES))
+    # A patch may place a deep value deep in the object: the sum is what the server must walk.
+    bodies.check_depth(patched, "the patched object")
+    return patched
 
 
 def apply(

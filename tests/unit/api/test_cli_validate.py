@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ data: {run.py: print(1)}
 BAD_JOB = """
 apiVersion: ray.io/v1
 kind: RayJob
-metadata: {name: Nightly_Job}
+metadata: {name: nightly.job}
 spec:
   entrypoint: python run.py
   backoffLimit: -1
@@ -68,9 +69,9 @@ def test_each_error_names_object_and_field_and_exit_is_1(tmp_path: Path) -> None
     assert code == 1
     assert out.splitlines() == [
         "RayCluster/demo: ok",
-        f"RayJob/Nightly_Job: metadata.name: The RayJob metadata is invalid: RayJob name should be a valid "
+        f"RayJob/nightly.job: metadata.name: The RayJob metadata is invalid: RayJob name should be a valid "
         f"DNS1035 label: [{DNS1035}]",
-        "RayJob/Nightly_Job: spec.backoffLimit: The RayJob spec is invalid: backoffLimit must be a positive integer",
+        "RayJob/nightly.job: spec.backoffLimit: The RayJob spec is invalid: backoffLimit must be a positive integer",
     ]
 
 
@@ -158,3 +159,56 @@ def test_an_object_needs_a_name(tmp_path: Path) -> None:
         1,
         "RayCluster/<no name>: metadata.name: Required value: name or generateName is required\n",
     )
+
+
+def test_a_name_the_api_server_refuses_is_refused_first() -> None:
+    # Found by tests/reliability/test_hostile_input.py: a RayCronJob (whose own validation has no name rule)
+    # named "UPPER" passed here and was refused by the API server.
+    cron = yaml.safe_load((Path(__file__).parents[3] / "examples" / "ray-cronjob.yaml").read_text())
+    cron["metadata"]["name"] = "UPPER"
+    code, out, _ = run("-f", "-", stdin=yaml.safe_dump(cron))
+    assert code == 1
+    assert out.startswith(
+        'RayCronJob/UPPER: metadata.name: Invalid value: "UPPER": a lowercase RFC 1123 subdomain'
+    )
+
+
+def test_a_value_nested_past_the_api_servers_bound_is_named() -> None:
+    cluster = yaml.safe_load(CLUSTER)
+    deep: dict[str, object] = {}
+    cluster["spec"]["headGroupSpec"]["rayStartParams"] = deep
+    for _ in range(150):
+        deep["a"] = deep = {}
+    code, out, _ = run("-f", "-", stdin=json.dumps(cluster))
+    assert code == 1
+    assert (
+        out
+        == f"RayCluster/demo: spec.headGroupSpec.rayStartParams{'.a' * 97}: nested deeper than 100 levels\n"
+    )
+    too_deep_for_yaml = json.dumps(cluster).replace('"a": {}', '"a": ' + "[" * 5000 + "]" * 5000)
+    code, _, err = run("-f", "-", stdin=too_deep_for_yaml)
+    assert (code, err) == (2, "error: -: invalid YAML: nested deeper than 100 levels\n")
+
+
+def test_labels_and_annotations_the_api_server_refuses_are_refused() -> None:
+    # Found by tests/reliability/test_hostile_input.py: a label value of 70 characters passed here.
+    job = yaml.safe_load(BAD_JOB)
+    del job["spec"]["backoffLimit"]
+    job["metadata"] = {"name": "nightly", "labels": {"UPPER": "x" * 70}, "annotations": {"bad key": "v"}}
+    code, out, _ = run("-f", "-", stdin=yaml.safe_dump(job))
+    assert code == 1
+    assert [line.split(": Invalid value: ")[0] for line in out.splitlines()] == [
+        "RayJob/nightly: metadata.labels",
+        "RayJob/nightly: metadata.annotations",
+    ]
+    assert "must be no more than 63 bytes" in out
+
+
+def test_names_are_printed_with_control_characters_escaped() -> None:
+    # Found by tests/reliability/test_hostile_input.py: a name with \x1e split the output line in two.
+    cron = yaml.safe_load((Path(__file__).parents[3] / "examples" / "ray-cronjob.yaml").read_text())
+    cron["metadata"]["name"] = "a\x1eb\x1b[31m"
+    code, out, _ = run("-f", "-", stdin=yaml.safe_dump(cron))
+    assert code == 1
+    assert out.startswith("RayCronJob/a\\x1eb\\x1b[31m: metadata.name: Invalid value: ")
+    assert out.count("\n") == 1

@@ -275,3 +275,12 @@ def test_inputs_are_not_mutated() -> None:
     record_update(created, edited, "two", CONFIGMAP, now=NOW)
     server_side_apply(edited, config_map(), "one", False, CONFIGMAP, now=NOW)
     assert (created, edited) == snapshot
+
+
+def test_list_item_keys_keep_unicode_as_it_is() -> None:
+    # Found by tests/reliability/test_hostile_input.py: an escaped key (\ud83d\ude00, 12 bytes for one
+    # character) made a 512 KiB container name cost 1.5 MiB in managedFields, over the store's limit.
+    name = "web-😀"
+    created = record_update(None, deployment(containers=[name]), "operator", DEPLOYMENT, now=NOW)
+    containers = managers(created)[("operator", "Update")]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert list(containers) == ['k:{"name":"web-😀"}']

@@ -69,10 +69,12 @@ def dns1123_label(value: str) -> list[str]:
     return errors
 
 
-def _dns1123_subdomain_bytes(value: str) -> list[str]:
+def dns1123_subdomain(value: str, unit: str = "characters") -> list[str]:
+    """`IsDNS1123Subdomain`, the API server's rule for most object names; label key prefixes are measured
+    in "bytes" by their package."""
     errors = []
     if len(value.encode()) > 253:
-        errors.append("must be no more than 253 bytes")
+        errors.append(f"must be no more than 253 {unit}")
     if not _matches(_DNS1123_SUBDOMAIN, value):
         errors.append(
             _regex_error(
@@ -107,7 +109,7 @@ def label_key(value: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            errors.extend("prefix part " + message for message in _dns1123_subdomain_bytes(prefix))
+            errors.extend("prefix part " + message for message in dns1123_subdomain(prefix, "bytes"))
     if not name:
         errors.append("name part must be non-empty")
     elif len(name.encode()) > 63:

@@ -6,7 +6,8 @@ operations, applying what a real API server applies on the way; each verb's modu
 `read` (get, list), `create`, `update` (update, patch), `delete` (delete, deletecollection), on `common`
 (the shared base: admission, namespaces, serving forms; and helpers). Everywhere, dryRun=All runs all of
 it and stores nothing, and fieldValidation=Strict refuses unknown fields (400, `strict decoding error:
-unknown field "spec.x"`), which custom resources otherwise lose to pruning.
+unknown field "spec.x"`), which custom resources otherwise lose to pruning; by default (Warn) a custom
+resource's pruned fields are named in the reply's Warning headers.
 
 Every verb is synchronous and runs to completion on the event loop without awaiting, so a read and the
 write that depends on it cannot interleave with another request: patches need no retry loop.

@@ -19,6 +19,7 @@ import orjson
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
 from localkube.admission.schema import admit, prune
 from localkube.server import builtin, crds, errors, events
+from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
@@ -173,10 +174,16 @@ class ResourcesBase:
                     "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
                 )
         if resource_type.custom and resource_type.schema:
+            dropped: list[str] = []
             try:
-                obj = admit(resource_type.schema, obj, old)
+                obj = admit(resource_type.schema, obj, old, dropped)
             except SchemaInvalid as refused:
                 causes += refused.errors
+            # Warn is the default since Kubernetes 1.23; built-in kinds are not searched for unknown fields
+            # unless the request is Strict (that walk would cost every write of a Pod or an Event).
+            if query.get("fieldValidation", "Warn") == "Warn":
+                for path in dropped:
+                    recorded_warnings.add(f'unknown field "{path}"')
         elif resource_type.kind == "CustomResourceDefinition":
             causes += crds.validate(obj)
         else:
