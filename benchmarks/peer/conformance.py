@@ -23,6 +23,7 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,6 @@ from benchmarks.peer.rayjobs import (
 )
 from integration.raycluster.conftest import Kube
 from integration.raycluster.test_samples import (
-    NODE_POOL,
     create_sample,
     expected_pods,
     node_selectors,
@@ -50,6 +50,8 @@ from kuberay.runtime.resources import NODE
 
 # The integration test's sample handling is shared, not copied: benchmarks.peer puts tests/ on sys.path.
 REJECTED = "InvalidRayClusterSpec"
+# Four times the integration test's NODE_POOL: the RayJob samples bring a second 256-chip TPU sample.
+POOL = {"cpu": "16k", "memory": "64Ti"}
 
 
 def every_sample() -> list[str]:
@@ -72,7 +74,7 @@ async def create(client: Client, samples: list[str], standins: list[JobsStandIn]
     """Each sample's namespace (or why it could not be created); node-selecting samples one at a time."""
     created: dict[str, Kube | str] = {}
     (node,) = (await client.list(NODE)).items
-    capacity = {**node["status"]["allocatable"], **NODE_POOL}
+    capacity = {**node["status"]["allocatable"], **POOL}
     await client.patch(
         NODE,
         node["metadata"]["name"],
@@ -134,12 +136,20 @@ async def outcome(kube: Kube, cluster: dict[str, Any]) -> tuple[str, str]:
 Results = dict[str, tuple[str, str, float]]
 
 
+Settled = Callable[[str, Kube], Awaitable[None]]
+
+
 async def settle(
-    client: Client, samples: list[str], timeout: float, standins: list[JobsStandIn]
+    client: Client,
+    samples: list[str],
+    timeout: float,
+    standins: list[JobsStandIn],
+    settled: Settled | None = None,
 ) -> tuple[Results, dict[str, Kube]]:
     """Creates the samples and waits (at most `timeout` s) until each is ready, rejected or ended: each
     sample's (state, detail, seconds since the start), and the namespace of each one created. The Jobs API
-    stand-ins of RayJob samples are added to `standins`, for the caller to stop."""
+    stand-ins of RayJob samples are added to `standins`, for the caller to stop. `settled(sample, kube)`
+    is awaited as each sample settles (or is given up on), before a TTL can delete what it made."""
     started = time.monotonic()
     created = await create(client, samples, standins)
     results: Results = {s: ("NOT CREATED", k, 0.0) for s, k in created.items() if isinstance(k, str)}
@@ -152,12 +162,16 @@ async def settle(
                 state, detail = await rayjob_outcome(kube, sample)
             else:
                 state, detail = await outcome(kube, the_cluster(sample))
-            if state != "pending":
-                results[sample] = (state, detail, time.monotonic() - started)
-                del waiting[sample]
-            elif time.monotonic() > deadline:
-                results[sample] = ("NOT READY", detail, time.monotonic() - started)
-                del waiting[sample]
+            if state == "pending" and time.monotonic() <= deadline:
+                continue
+            results[sample] = (
+                state if state != "pending" else "NOT READY",
+                detail,
+                time.monotonic() - started,
+            )
+            del waiting[sample]
+            if settled is not None:
+                await settled(sample, kube)
         await asyncio.sleep(1.0)
     return results, kubes
 
