@@ -8,7 +8,7 @@ ServiceAccounts, Roles, RoleBindings, Ingresses, Jobs and Secrets of its namespa
 status, and for a RayJob its status and the RayCluster it made (labels, annotations, spec, status).
 Objects are normalised before comparing: the namespace, uids, resourceVersions, timestamps,
 managedFields, generated name suffixes (a RayJob's cluster and job id included), cluster IPs, node
-names, pinned head addresses, pod and Job status (localkube's, not the operator's), a Job's controller-uid
+names, pinned head addresses, uids written in values, pod and Job status (localkube's, not the operator's), a Job's controller-uid
 labels, the spec-hash annotation, version labels and the suffix of a multi-host replica's name. Prints,
 per sample and object, each field whose value differs (`upstream` then `ours`) and each object only one
 operator made. Record what remains, with its reason, in `benchmarks/peer/differences.md`. A harness:
@@ -49,6 +49,9 @@ DROPPED_ANNOTATIONS = re.compile(r"hash|kubectl\.kubernetes\.io/last-applied")
 VERSION_LABELS = re.compile(r"version|controller-uid", re.I)
 POD_SUFFIX = re.compile(r"-[a-z0-9]{5}$")
 PINNED_ADDRESS = re.compile(r"127\.253\.\d+\.\d+")  # benchmarks.peer.rayjobs pins RayJob heads there
+UUID = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+)  # a uid, as a GCS storage namespace
 DROPPED_STATUS = (
     "lastUpdateTime",
     "stateTransitionTimes",
@@ -103,7 +106,7 @@ def _replace(value: Any, names: Names) -> Any:
     if isinstance(value, str):
         for generated, placeholder in names.items():
             value = value.replace(generated, placeholder)
-        return PINNED_ADDRESS.sub("PINNED", value)
+        return UUID.sub("UID", PINNED_ADDRESS.sub("PINNED", value))
     return value
 
 
