@@ -169,8 +169,8 @@ async def measure_limit(cluster: Cluster, pods: int) -> float:
         await asyncio.gather(*(worker() for _ in range(cluster.concurrency)))
         elapsed = time.perf_counter() - started
         await client.request("DELETE", "/api/v1/namespaces/limit")
-        # Deleting thousands of pods keeps localkube busy for many seconds: the operator phase waits for it
-        # rather than share localkube with it.
+        # Deleting thousands of pods keeps localkube busy for many seconds: the operator phase waits until the
+        # namespace is gone rather than share localkube with its deletion.
         while (await client.get("/api/v1/namespaces/limit")).status_code != 404:
             await asyncio.sleep(0.5)
     return pods / elapsed
