@@ -1,15 +1,18 @@
-"""What each operator makes for the same RayCluster samples, normalised and diffed.
+"""What each operator makes for the same RayCluster and RayJob samples, normalised and diffed.
 
-    python -m benchmarks.peer.differential [--timeout 300] [SAMPLE...]   (default: a handful of samples)
+    python -m benchmarks.peer.differential [--timeout 300] [SAMPLE...]   (default: every sample)
 
 Runs the samples under upstream's operator, then under ours, each on a fresh localkube (see
-`benchmarks.peer.conformance`), and once each is ready (or given up on) reads the Pods, Services,
-ServiceAccounts, Roles, RoleBindings and Ingresses of its namespace and the RayCluster's status. Objects
-are normalised before comparing: the namespace, uids, resourceVersions, timestamps, managedFields,
-generated name suffixes, cluster IPs, node names, pod status (localkube's, not the operator's), the
-spec-hash annotation, version labels and the suffix of a multi-host replica's name. Prints, per sample and object, each field whose value differs
-(`upstream` then `ours`) and each object only one operator made. Record what remains, with its reason,
-in `benchmarks/peer/differences.md`. A harness: nothing here is asserted.
+`benchmarks.peer.conformance`), and as each is ready or ended (or given up on) reads the Pods, Services,
+ServiceAccounts, Roles, RoleBindings, Ingresses, Jobs and Secrets of its namespace, the RayCluster's
+status, and for a RayJob its status and the RayCluster it made (labels, annotations, spec, status).
+Objects are normalised before comparing: the namespace, uids, resourceVersions, timestamps,
+managedFields, generated name suffixes (a RayJob's cluster and job id included), cluster IPs, node
+names, pinned head addresses, uids written in values, pod and Job status (localkube's, not the operator's), a Job's controller-uid
+labels, the spec-hash annotation, version labels and the suffix of a multi-host replica's name. Prints,
+per sample and object, each field whose value differs (`upstream` then `ours`) and each object only one
+operator made. Record what remains, with its reason, in `benchmarks/peer/differences.md`. A harness:
+nothing here is asserted.
 """
 
 from __future__ import annotations
@@ -21,31 +24,47 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peer.conformance import settle
+from benchmarks.peer.conformance import every_sample, is_rayjob, settle
 from benchmarks.peer.environment import Environment
+from benchmarks.peer.rayjobs import RAYJOB, JobsStandIn, the_rayjob
 from integration.raycluster.conftest import RAYCLUSTER, Kube
 from integration.raycluster.test_samples import the_cluster
 from integration.runtime.kube import client_for
+from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import INGRESS, POD, ROLE, ROLE_BINDING, SERVICE, SERVICE_ACCOUNT
+from kuberay.runtime.resources import (
+    INGRESS,
+    JOB,
+    POD,
+    ROLE,
+    ROLE_BINDING,
+    SECRET,
+    SERVICE,
+    SERVICE_ACCOUNT,
+)
 
-DEFAULT_SAMPLES = [
-    "ray-cluster.sample.yaml",
-    "ray-cluster.complete.yaml",
-    "ray-cluster.autoscaler.yaml",
-    "ray-cluster.separate-ingress.yaml",
-    "ray-cluster.tpu-v4-multihost.yaml",
-]
-KINDS = (POD, SERVICE, SERVICE_ACCOUNT, ROLE, ROLE_BINDING, INGRESS)
+KINDS = (POD, SERVICE, SERVICE_ACCOUNT, ROLE, ROLE_BINDING, INGRESS, JOB, SECRET)
 DROPPED_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace")
 DROPPED_ANNOTATIONS = re.compile(r"hash|kubectl\.kubernetes\.io/last-applied")
-VERSION_LABELS = re.compile(r"version", re.I)
+VERSION_LABELS = re.compile(r"version|controller-uid", re.I)
 POD_SUFFIX = re.compile(r"-[a-z0-9]{5}$")
+PINNED_ADDRESS = re.compile(r"127\.253\.\d+\.\d+")  # benchmarks.peer.rayjobs pins RayJob heads there
+UUID = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+)  # a uid, as a GCS storage namespace
+DROPPED_STATUS = (
+    "lastUpdateTime",
+    "stateTransitionTimes",
+    "head",
+    "observedGeneration",
+    "startTime",
+    "endTime",
+)
 
 Objects = dict[str, Any]  # "Kind/normalised-name" -> normalised object
 
 
-def _normalise(kind: str, obj: dict[str, Any], namespace: str) -> tuple[str, dict[str, Any]]:
+def _normalise(kind: str, obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     meta = obj["metadata"]
     for key in DROPPED_METADATA:
         meta.pop(key, None)
@@ -69,39 +88,81 @@ def _normalise(kind: str, obj: dict[str, Any], namespace: str) -> tuple[str, dic
         obj["spec"].pop("clusterIP", None)
         obj["spec"].pop("clusterIPs", None)
         obj.pop("status", None)
-    return f"{kind}/{name}", _replace(obj, namespace)
+    if kind == "Job":
+        obj.pop("status", None)
+        obj["spec"].pop("selector", None)  # the Job controller's, by controller-uid
+    return f"{kind}/{name}", obj
 
 
-def _replace(value: Any, namespace: str) -> Any:
-    """The namespace (random per run) written as NS wherever it appears."""
+Names = dict[str, str]  # what varies per run -> what it is written as
+
+
+def _replace(value: Any, names: Names) -> Any:
+    """Each generated name (namespace, a RayJob's cluster and job id) written as its placeholder."""
     if isinstance(value, dict):
-        return {k: _replace(v, namespace) for k, v in value.items()}
+        return {k: _replace(v, names) for k, v in value.items()}
     if isinstance(value, list):
-        return [_replace(v, namespace) for v in value]
+        return [_replace(v, names) for v in value]
     if isinstance(value, str):
-        return value.replace(namespace, "NS")
+        for generated, placeholder in names.items():
+            value = value.replace(generated, placeholder)
+        return UUID.sub("UID", PINNED_ADDRESS.sub("PINNED", value))
     return value
+
+
+def _status(obj: dict[str, Any]) -> dict[str, Any]:
+    status = obj.get("status") or {}
+    for key in DROPPED_STATUS:
+        status.pop(key, None)
+    for condition in status.get("conditions") or ():
+        condition.pop("lastTransitionTime", None)
+    info = status.get("rayJobInfo") or {}
+    for key in ("startTime", "endTime"):
+        info.pop(key, None)
+    if isinstance(status.get("rayClusterStatus"), dict):
+        status["rayClusterStatus"] = _status({"status": status["rayClusterStatus"]})
+    return status
 
 
 async def objects(client: Client, kube: Kube, sample: str) -> Objects:
     found: Objects = {}
+    names = {kube.namespace: "NS"}
+    if is_rayjob(sample):
+        name = the_rayjob(sample)["metadata"]["name"]
+        job = await client.get(RAYJOB, name, kube.namespace)
+        status = job.get("status") or {}
+        if status.get("jobId"):
+            names[status["jobId"]] = f"{name}-JOBID"
+        cluster_name = status.get("rayClusterName")
+        if cluster_name and cluster_name.startswith(f"{name}-"):  # made by the operator, named after the job
+            names[cluster_name] = f"{name}-RAYCLUSTER"
+            try:
+                cluster = await client.get(RAYCLUSTER, cluster_name, kube.namespace)
+            except errors.NotFound:
+                found["RayCluster"] = "deleted"
+            else:
+                _, normalised = _normalise("RayCluster", cluster)
+                normalised["status"] = _status(cluster)
+                found["RayCluster"] = normalised
+        found["RayJob/status"] = _status(job)
+    else:
+        cluster = await client.get(RAYCLUSTER, the_cluster(sample)["metadata"]["name"], kube.namespace)
+        found["RayCluster/status"] = _status(cluster)
     for resource in KINDS:
         # Pods of one group, paired in replica then host order (their names end in a random suffix).
         items = sorted((await client.list(resource, kube.namespace)).items, key=_replica_order)
         for obj in items:
             if resource is SERVICE_ACCOUNT and obj["metadata"]["name"] == "default":
                 continue
-            key, normalised = _normalise(resource.kind, obj, kube.namespace)
+            if resource is SECRET and obj.get("type") == "kubernetes.io/service-account-token":
+                continue
+            key, normalised = _normalise(resource.kind, obj)
             index = sum(k == key or k.startswith(f"{key}#") for k in found)
             found[f"{key}#{index}" if index else key] = normalised
-    cluster = await client.get(RAYCLUSTER, the_cluster(sample)["metadata"]["name"], kube.namespace)
-    status = cluster.get("status") or {}
-    for key in ("lastUpdateTime", "stateTransitionTimes", "head", "observedGeneration"):
-        status.pop(key, None)
-    for condition in status.get("conditions") or ():
-        condition.pop("lastTransitionTime", None)
-    found["RayCluster/status"] = _replace(status, kube.namespace)
-    return found
+    longest_first = dict(
+        sorted(names.items(), key=lambda item: -len(item[0]))
+    )  # a cluster's name has its job's
+    return {_replace(k, longest_first): _replace(v, longest_first) for k, v in found.items()}
 
 
 def _replica_order(obj: dict[str, Any]) -> tuple[int, int]:
@@ -129,13 +190,21 @@ def diff(upstream: Any, ours: Any, path: str = "") -> list[str]:
 
 async def collect(env: Environment, samples: list[str], timeout: float) -> dict[str, Objects]:
     client = client_for(env.localkube)
+    standins: list[JobsStandIn] = []
+    made: dict[str, Objects] = {}
+
+    async def read(sample: str, kube: Kube) -> None:
+        made[sample] = await objects(client, kube, sample)
+
     try:
-        results, kubes = await settle(client, samples, timeout)
+        results, _ = await settle(client, samples, timeout, standins, read)
         for sample, (state, detail, _) in sorted(results.items()):
             print(f"{env.kind}: {sample}: {state} {detail}")
-        return {sample: await objects(client, kube, sample) for sample, kube in kubes.items()}
+        return made
     finally:
         await client.close()
+        for standin in standins:
+            standin.stop()
 
 
 def main() -> None:
@@ -145,7 +214,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("samples", nargs="*")
     args = parser.parse_args()
-    samples = args.samples or DEFAULT_SAMPLES
+    samples = args.samples or every_sample()
     made: dict[str, dict[str, Objects]] = {}
     for kind in ("upstream", "ours"):
         with tempfile.TemporaryDirectory(prefix=f"peer-{kind}-") as tmp, Environment(Path(tmp), kind) as env:

@@ -10,16 +10,13 @@ unknown gate at start-up). The operator's log is `workdir/operator.log`.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import TracebackType
 
-import httpx
-
 from benchmarks.peer import upstream
+from benchmarks.processes import stop_group, wait_ready
 from kuberay.local.launcher import LocalOptions, operator_flags
 from localkube_process import LocalKubeProcess
 
@@ -56,23 +53,10 @@ class Environment:
             self.operator = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
-        self._wait_ready(f"http://{health}/readyz")
+        if not wait_ready(self.operator, f"http://{health}/readyz", timeout=120):
+            self.stop()
+            raise RuntimeError(f"the {self.kind} operator did not become ready; see {self.log}")
         return self
-
-    def _wait_ready(self, url: str, timeout: float = 120.0) -> None:
-        assert self.operator is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url, timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if self.operator.poll() is not None:
-                break
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"the {self.kind} operator did not become ready; see {self.log}")
 
     @property
     def operator_pid(self) -> int:
@@ -80,13 +64,7 @@ class Environment:
         return self.operator.pid
 
     def stop(self) -> None:
-        if self.operator is not None and self.operator.poll() is None:
-            os.killpg(self.operator.pid, signal.SIGTERM)
-            try:
-                self.operator.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.operator.pid, signal.SIGKILL)
-                self.operator.wait()
+        stop_group(self.operator)
         self.localkube.stop()
 
     def __enter__(self) -> Environment:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -330,6 +331,23 @@ def test_a_namespace_terminates_until_its_last_finalized_object_goes(api: httpx.
         f"{_configmaps('terminating')}/held", json={"metadata": {"finalizers": None}}, headers=merge
     ).raise_for_status()
     assert api.get("/api/v1/namespaces/terminating").status_code == 404
+
+
+def test_a_namespace_goes_once_the_kubelet_removes_its_last_pod(api: httpx.Client) -> None:
+    # Found by benchmarks.scale: a pod deleted with a grace period is removed by the (simulated) kubelet,
+    # not by the REST delete, and the namespace stayed Terminating after it.
+    api.post("/api/v1/namespaces", json={"metadata": {"name": "pods-terminating"}}).raise_for_status()
+    pods = "/api/v1/namespaces/pods-terminating/pods"
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    api.post(pods, json=pod).raise_for_status()
+    deadline = time.monotonic() + 30
+    while not api.get(f"{pods}/p").json()["spec"].get("nodeName") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert api.delete("/api/v1/namespaces/pods-terminating").status_code == 202
+    while api.get("/api/v1/namespaces/pods-terminating").status_code != 404 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert api.get(pods).json()["items"] == []
+    assert api.get("/api/v1/namespaces/pods-terminating").status_code == 404
 
 
 def test_secret_string_data_is_folded_into_data(api: httpx.Client, namespace: str) -> None:

@@ -45,6 +45,10 @@ class ControllerApi:
             if err.code != 404:
                 raise
 
+    def finish_terminating_namespace(self, namespace: str) -> None:
+        """Removes the namespace if it is Terminating and its last object is gone."""
+        self._resources.finish_terminating_namespace(namespace)
+
     def update(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
         """Replaces the object (optimistic on its resourceVersion), as a client's PUT does."""
         resource_type, namespace, name = self._locate(key)

@@ -17,6 +17,7 @@ from localkube.controllers.deployment import DeploymentController
 from localkube.controllers.endpoints import EndpointsController
 from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.job import JobController
+from localkube.controllers.namespaces import NamespaceFinalizer
 from localkube.controllers.replicaset import ReplicaSetController
 from localkube.controllers.runner import Controller, Runner
 from localkube.controllers.scheduler import DEFAULT_SCHEDULER, Scheduler
@@ -86,6 +87,7 @@ def cluster_controllers(
             StatefulSetController(store, api),
             DaemonSetController(store, api),
             GarbageCollector(store, api),
+            NamespaceFinalizer(api),
             EndpointsController(store, api),
             ServiceAccountController(store, api),
         ],

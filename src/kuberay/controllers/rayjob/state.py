@@ -263,7 +263,7 @@ def _dispatch(job: RayJob, facts: Facts, settings: Settings, decision: Decision,
     if state == JobDeploymentStatus.SUSPENDED:
         if job.spec.suspend:
             return True  # stays suspended until the flag flips: no requeue
-        decision.status["jobStatus"] = JobStatus.NEW.value
+        decision.status.pop("jobStatus", None)
         decision.status["jobDeploymentStatus"] = JobDeploymentStatus.NEW.value
         return False
     if state in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED):
@@ -290,7 +290,8 @@ def _new(job: RayJob, facts: Facts, decision: Decision, rng: random.Random) -> N
     if not status.get("rayClusterName"):
         selected = (job.spec.cluster_selector or {}).get(constants.RAY_JOB_CLUSTER_SELECTOR_KEY)
         status["rayClusterName"] = selected or f"{job.name}-{random_suffix(rng)}"
-    status["jobStatus"] = status.get("jobStatus") or JobStatus.NEW.value
+    if not status.get("jobStatus"):  # upstream's jobStatus is omitempty: no status yet, no field
+        status.pop("jobStatus", None)
     status["jobDeploymentStatus"] = JobDeploymentStatus.INITIALIZING.value
     status["startTime"] = format_time(facts.now)
 
@@ -492,7 +493,7 @@ def _releasing(job: RayJob, facts: Facts, settings: Settings, decision: Decision
         status.pop(key, None)
     status["rayClusterStatus"] = {}
     status["rayJobInfo"] = {}
-    status["jobStatus"] = JobStatus.NEW.value
+    status.pop("jobStatus", None)
     suspending = status.get("jobDeploymentStatus") == JobDeploymentStatus.SUSPENDING
     status["jobDeploymentStatus"] = (
         JobDeploymentStatus.SUSPENDED.value if suspending else JobDeploymentStatus.NEW.value

@@ -100,7 +100,7 @@ class Deletes(Creates):
                 resource_type.plural, resource_type.group, name, errors.STALE_OBJECT
             ) from None
         if namespace is not None:
-            self._finish_terminating_namespace(namespace)
+            self.finish_terminating_namespace(namespace)
         if resource_type.kind == "CustomResourceDefinition" and resource_type.group == "apiextensions.k8s.io":
             spec = removed.get("spec", {})
             prefix = f"/registry/{spec.get('group')}/{spec.get('names', {}).get('plural')}/"
@@ -114,7 +114,7 @@ class Deletes(Creates):
             self.store.count(t.prefix(namespace)) for t in self.registry if t.namespaced and not t.virtual
         )
 
-    def _finish_terminating_namespace(self, namespace: str) -> None:
+    def finish_terminating_namespace(self, namespace: str) -> None:
         """Removes a Terminating namespace once its last object is gone (the namespace controller's job)."""
         key = self._core("namespaces").key(None, namespace)
         namespace_obj = self.store.get(key)
