@@ -52,6 +52,8 @@ class ServeOptions:
     # "simulate": the in-process controllers and a simulated node; "process": pods run as local
     # processes; "none": the API server alone.
     node_mode: str = "simulate"
+    # False: the controllers run but no node of localkube's own; `localkube agent` attaches one over HTTP.
+    own_node: bool = True
     # The schedulers whose pods localkube's scheduler binds (`--schedulers`); others' pods stay Pending.
     schedulers: tuple[str, ...] = ("default-scheduler",)
     # For tests only: the share of resource requests refused with an injected fault (see faults.py).
@@ -203,7 +205,7 @@ def serve(options: ServeOptions) -> None:
         if options.node_mode != "none":
             controllers = cluster_controllers(
                 app.resources,
-                NodeOptions(),
+                NodeOptions() if options.own_node else None,
                 node_mode="process" if options.node_mode == "process" else "simulate",
                 data_dir=data_dir,
                 schedulers=options.schedulers,
