@@ -23,7 +23,7 @@ from localkube.controllers.cluster import cluster_controllers
 from localkube.node import logs
 from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions
-from localkube.node.network import bridge_gateways
+from localkube.node.network import BRIDGES, bridge_gateways, bridge_network
 from localkube.node.volumes import IssueToken, Token
 from localkube.server import apiservice, errors
 from localkube.server.app import App
@@ -214,6 +214,10 @@ def serve(options: ServeOptions) -> None:
                 ),
             )
             await controllers.start()
+            if not options.own_node and app.pod_proxy is not None:
+                # The node attached with `localkube agent` on this machine takes one of these bridges.
+                for index in range(BRIDGES):
+                    app.pod_proxy.allow(str(bridge_network(index)))
             if controllers.kubelet is not None:
                 app.pod_streams.node = ProcessNode(controllers.kubelet.container_process, attach_output)
                 if app.pod_proxy is not None:
