@@ -89,16 +89,21 @@ async def run(options: AgentOptions, stopping: asyncio.Event) -> None:
     else:
         kubelet = SimulatedKubelet(remote, node)
     heartbeat = Heartbeat(client, kubelet.node_options, options.lease_seconds)
-    await heartbeat.register()
+    registered = await heartbeat.register()
     await remote.start()
     runner = Runner(remote, [kubelet])
     await runner.start()
-    beating = asyncio.create_task(heartbeat.run())
+    beating = asyncio.create_task(heartbeat.run(registered))
     log.info(
         "node %s (%s) is running against %s", options.node_name, options.node_mode, config.cluster.server
     )
     try:
-        await stopping.wait()
+        # A heartbeat that fails for good (failed renewals are retried, not this) ends the agent loudly.
+        stop = asyncio.create_task(stopping.wait())
+        await asyncio.wait((stop, beating), return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if beating.done():
+            beating.result()
     finally:
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):

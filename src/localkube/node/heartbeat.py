@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40  # the kubelet's default nodeLeaseDurationSeconds
+REGISTER_ATTEMPTS = 5
 STATUS_SECONDS = 60.0
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 
@@ -90,18 +91,28 @@ class Heartbeat:
         self._path = f"/api/v1/nodes/{options.name}"
 
     async def register(self) -> dict[str, Any]:
-        """Creates the Node unless it exists and writes its status; returns the Node."""
-        desired = node_object(self._options, self._clock())
+        """Creates the Node unless it exists and writes its status; returns the Node. The node-lifecycle
+        controller writes a new Node too (taints, annotations): a conflict reads it again and retries."""
+        for _ in range(REGISTER_ATTEMPTS - 1):
+            try:
+                return await self._write_status(await self._get_or_create())
+            except ApiError as err:
+                if err.status != 409:
+                    raise
+        return await self._write_status(await self._get_or_create())
+
+    async def _get_or_create(self) -> dict[str, Any]:
         try:
-            node = await self._client.request("GET", self._path)
+            return await self._client.request("GET", self._path)
         except ApiError as err:
             if err.status != 404:
                 raise
-            node = await self._client.request("POST", "/api/v1/nodes", body=desired)
-        return await self._write_status(node)
+        return await self._client.request(
+            "POST", "/api/v1/nodes", body=node_object(self._options, self._clock())
+        )
 
-    async def run(self) -> None:
-        node = await self.register()
+    async def run(self, node: dict[str, Any]) -> None:
+        """Keeps the registered `node` alive until cancelled."""
         next_status = asyncio.get_running_loop().time() + STATUS_SECONDS
         while True:
             try:
