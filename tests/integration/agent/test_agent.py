@@ -1,12 +1,14 @@
-"""`localkube agent` in simulate mode attached over HTTP to a localkube that runs no node of its own
-(`localkube serve --no-node`), as a user attaches it to any API server: the Node registers Ready with its
-Lease renewed, pods run and their deletion completes, a RayCluster made by the real operator becomes
-ready, and an agent killed and started again picks up what changed while it was away."""
+"""`localkube agent` in simulate mode attached over HTTP to an API server, as a user attaches it: a localkube
+that runs no node of its own (`localkube serve --no-node`), and the real control plane (`realkube`, where the
+agent has the node's own credentials, judged by the Node authorizer and NodeRestriction). The Node registers
+Ready with its Lease renewed, pods run and their deletion completes, a RayCluster made by the real operator
+becomes ready, and an agent killed and started again picks up what changed while it was away."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +21,46 @@ from kuberay.runtime.client import Client
 from kuberay.runtime.resources import LEASE, NODE, POD, Resource
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
+from realkube_process import NODE_NAME as REALKUBE_NODE
 
 from ..runtime.kube import client_for, new_namespace
 
 REPO = Path(__file__).resolve().parents[3]
 RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
-NODE_NAME = "agent-node"
 LEASE_SECONDS = 4  # renewed every second, so the test sees a renewal soon
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubeProcess]:
+@dataclass(frozen=True)
+class Attached:
+    server: LocalKubeProcess
+    node_name: str
+
+
+@pytest.fixture(scope="module", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
+def attached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Attached]:
     data = tmp_path_factory.mktemp("agent")
-    server = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
+    private: LocalKubeProcess | None = None
+    if request.param == "realkube":
+        server: LocalKubeProcess = request.getfixturevalue("realkube")
+        kubeconfig, node_name = server.node_kubeconfig, REALKUBE_NODE
+    else:
+        server = private = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
+        server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
+        kubeconfig, node_name = server.kubeconfig, "agent-node"
     agent = AgentProcess(
-        server.kubeconfig,
-        data / "agent.log",
-        f"--node-lease-duration-seconds={LEASE_SECONDS}",
-        node_name=NODE_NAME,
+        kubeconfig, data / "agent.log", f"--node-lease-duration-seconds={LEASE_SECONDS}", node_name=node_name
     ).start()
     try:
-        server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
-        yield server
+        yield Attached(server, node_name)
     finally:
         agent.stop()
-        server.stop()
+        if private is not None:
+            private.stop()
 
 
 @pytest.fixture
-async def kube(server: LocalKubeProcess) -> AsyncIterator[tuple[Client, str]]:
-    client = client_for(server)
+async def kube(attached: Attached) -> AsyncIterator[tuple[Client, str]]:
+    client = client_for(attached.server)
     try:
         yield client, await new_namespace(client)
     finally:
@@ -76,29 +88,42 @@ def pod(name: str) -> dict[str, Any]:
     }
 
 
-async def test_the_node_registers_ready_and_renews_its_lease(kube: tuple[Client, str]) -> None:
+async def test_the_node_registers_ready_and_renews_its_lease(
+    attached: Attached, kube: tuple[Client, str]
+) -> None:
     client, _ = kube
+    node_name = attached.node_name
 
     async def node_ready() -> bool:
         with_node = await client.list(NODE)
         return any(
-            n["metadata"]["name"] == NODE_NAME and condition(n, "Ready") == "True" for n in with_node.items
+            n["metadata"]["name"] == node_name and condition(n, "Ready") == "True" for n in with_node.items
         )
 
     await until(node_ready)
-    node = await client.get(NODE, NODE_NAME)
+    node = await client.get(NODE, node_name)
     assert node["status"]["capacity"]["cpu"] and node["status"]["allocatable"]["pods"]
-    first = (await client.get(LEASE, NODE_NAME, "kube-node-lease"))["spec"]
-    assert first["holderIdentity"] == NODE_NAME and first["leaseDurationSeconds"] == LEASE_SECONDS
+    leases: list[dict[str, Any]] = []
+
+    async def leased() -> bool:
+        found = await client.list(LEASE, "kube-node-lease")
+        leases[:] = [lease["spec"] for lease in found.items if lease["metadata"]["name"] == node_name]
+        return bool(leases)
+
+    await until(leased)
+    first = leases[0]
+    assert first["holderIdentity"] == node_name and first["leaseDurationSeconds"] == LEASE_SECONDS
 
     async def renewed() -> bool:
-        lease = await client.get(LEASE, NODE_NAME, "kube-node-lease")
+        lease = await client.get(LEASE, node_name, "kube-node-lease")
         return bool(lease["spec"]["renewTime"] > first["renewTime"])
 
     await until(renewed, timeout=30)
 
 
-async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(kube: tuple[Client, str]) -> None:
+async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(
+    attached: Attached, kube: tuple[Client, str]
+) -> None:
     client, namespace = kube
     await client.create(POD, pod("sleeper"), namespace)
 
@@ -108,7 +133,7 @@ async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(kube: tuple[Cl
 
     await until(running)
     found = await client.get(POD, "sleeper", namespace)
-    assert found["spec"]["nodeName"] == NODE_NAME
+    assert found["spec"]["nodeName"] == attached.node_name
     assert found["status"]["podIP"] and condition(found, "PodScheduled") == "True"
     await client.delete(POD, "sleeper", namespace)  # graceful: the agent finishes it
 
@@ -123,10 +148,12 @@ async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(kube: tuple[Cl
 
 
 async def test_a_raycluster_becomes_ready_on_the_agent(
-    server: LocalKubeProcess, kube: tuple[Client, str], tmp_path: Path
+    attached: Attached, kube: tuple[Client, str], tmp_path: Path
 ) -> None:
     client, namespace = kube
-    operator = OperatorProcess(server.kubeconfig, tmp_path / "operator.log", f"--watch-namespace={namespace}")
+    operator = OperatorProcess(
+        attached.server.kubeconfig, tmp_path / "operator.log", f"--watch-namespace={namespace}"
+    )
     operator.start()
     try:
         manifest = yaml.safe_load((REPO / "examples" / "ray-cluster.minimal.yaml").read_text())
@@ -139,17 +166,21 @@ async def test_a_raycluster_becomes_ready_on_the_agent(
 
         await until(ready, timeout=120)
         pods = (await client.list(POD, namespace)).items
-        assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {NODE_NAME}
+        assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {attached.node_name}
         await client.delete(RAYCLUSTER, "minimal", namespace)
     finally:
         operator.stop()
 
 
 async def test_a_restarted_agent_runs_what_was_created_while_it_was_away(
-    server: LocalKubeProcess, kube: tuple[Client, str], tmp_path: Path
+    attached: Attached, kube: tuple[Client, str], tmp_path: Path
 ) -> None:
     client, namespace = kube
-    second = AgentProcess(server.kubeconfig, tmp_path / "agent.log", node_name="agent-restarted").start()
+    # A second node, as the admin (the node's own credentials name only the first); removed at the end so
+    # that no later test's pod lands on it.
+    second = AgentProcess(
+        attached.server.kubeconfig, tmp_path / "agent.log", node_name="agent-restarted"
+    ).start()
 
     async def registered() -> bool:
         try:
@@ -172,3 +203,4 @@ async def test_a_restarted_agent_runs_what_was_created_while_it_was_away(
         await until(running)
     finally:
         second.stop()
+        await client.delete(NODE, "agent-restarted")
