@@ -50,6 +50,7 @@ class NodeOptions:
     capacity: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_CAPACITY))
     labels: Mapping[str, str] = field(default_factory=dict)
     timing: Timing = field(default_factory=Timing)
+    runtime: str = "localkube://simulated"  # the Node's containerRuntimeVersion
 
 
 def _now() -> datetime.datetime:
@@ -99,7 +100,7 @@ def node_object(options: NodeOptions, now: datetime.datetime) -> dict[str, Any]:
                 "architecture": "amd64",
                 "operatingSystem": "linux",
                 "kubeletVersion": "v1.32.0-localkube",
-                "containerRuntimeVersion": "localkube://simulated",
+                "containerRuntimeVersion": options.runtime,
             },
         },
     }

@@ -161,7 +161,9 @@ class ProcessKubelet:
             network if network is not None else pod_network(process_options.data_dir / "kubelet" / "network")
         )
         # The node's address as its pods reach it: the bridge's, when pods have network namespaces.
-        self._options = replace(options, host_ip=self._network.host_address or options.host_ip)
+        self._options = replace(
+            options, host_ip=self._network.host_address or options.host_ip, runtime="localkube://process"
+        )
         self._process_options = process_options
         kill_leftovers(process_options.data_dir / "kubelet" / "pods")
         unmount_leftovers(process_options.data_dir / "kubelet" / "pods")
