@@ -5,11 +5,18 @@ installed. Tests that share it must use their own namespaces or names. `localkub
 starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
 `LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
 look-up's time is printed.
+
+`realkube` is the real control plane (tests/realkube_process.py), session-scoped like `localkube` and with the
+same CRDs; `--backend localkube|realkube|both` chooses which backends run (default: both where Go can build
+the binaries, else localkube). Tests that need the real one are marked `realkube` (`-m realkube` selects
+them); without it in `--backend` they are skipped. The first run builds the binaries into the shared cache
+(minutes, printed); later runs reuse them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +25,39 @@ import pytest
 
 from helm import Helm
 from localkube_process import LocalKubeProcess
+from realkube_process import RealKubeProcess, build
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
+BACKENDS = ("localkube", "realkube")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    go = shutil.which("go") or Path("/usr/local/go/bin/go").exists()
+    parser.addoption(
+        "--backend",
+        choices=("localkube", "realkube", "both"),
+        default="both" if go else "localkube",
+        help="control plane(s) the backend-aware tests run on (default: both when Go can build realkube)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "realkube: needs the real control plane (see --backend)")
+
+
+def backends(config: pytest.Config) -> tuple[str, ...]:
+    chosen = config.getoption("--backend")
+    return BACKENDS if chosen == "both" else (chosen,)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "realkube" in backends(config):
+        return
+    skip = pytest.mark.skip(reason="the real control plane is not selected (--backend)")
+    for item in items:
+        if item.get_closest_marker("realkube"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +69,30 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def realkube(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealKubeProcess]:
+    bin_dir, build_seconds = build()
+    server = RealKubeProcess(tmp_path_factory.mktemp("realkube"), bin_dir)
+    server.start()
+    try:
+        server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
+        with _uncaptured(request):
+            print(
+                f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane up in {server.startup_seconds:.1f} s"
+            )
+        yield server
+    finally:
+        server.stop()
+
+
+def _uncaptured(request: pytest.FixtureRequest) -> contextlib.AbstractContextManager[object]:
+    # Shown even under output capture: a first build takes minutes, and CI's log should say so.
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    return capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
 
 
 @pytest.fixture
@@ -51,8 +112,6 @@ def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
 @pytest.fixture(scope="session")
 def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Helm:
     tool, seconds = Helm.install(tmp_path_factory.mktemp("helm"))
-    # Shown even under output capture: a first build takes minutes, and CI's log should say so.
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+    with _uncaptured(request):
         print(f"\nhelm: {tool.binary} ready in {seconds:.1f} s (built on first use)")
     return tool

@@ -1,0 +1,274 @@
+"""The real Kubernetes control plane as a subprocess group for tests (issue 20): etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler on loopback, built by `scripts/realkube build`.
+
+`RealKubeProcess(data_dir)` lays its data directory out as localkube does (`kubeconfig`, `admin-token`,
+`pki/ca.crt`), so the access half of `LocalKubeProcess` (`client()`, `apply_files()`,
+`service_account_kubeconfig()`) serves both; only the lifecycle differs. What it makes there:
+- `pki/`: a CA and a serving certificate for localhost, 127.0.0.1 and the `kubernetes` Service's names
+  (localkube's `issue`), and the service-account signing key (EC P-256).
+- `tokens.csv`: static bearer tokens (kube-apiserver's `--token-auth-file`) for the admin (group
+  system:masters), the controller-manager, the scheduler and one node, `system:node:<NODE_NAME>` (group
+  system:nodes, so the Node authorizer and NodeRestriction judge it as they judge a kubelet). Tokens rather
+  than client certificates: one credential kind for every component, and the same `Authorization` header
+  the tests already send to localkube.
+- a kubeconfig per identity (`kubeconfig` is the admin's, `node.kubeconfig` the node's).
+The API server runs with `--authorization-mode=Node,RBAC` and its default admission plugins plus
+NodeRestriction; the controller-manager with `--use-service-account-credentials` (each controller its own
+ServiceAccount, as on a kubeadm cluster) and its default controllers (service-account tokens, garbage
+collector, namespace, Job, ...). `start()` returns when /readyz answers and the controller-manager has made
+the `default` ServiceAccount. Each process logs to `data_dir/<name>.log`.
+
+    python tests/realkube_process.py --bin DIR [--dir DATA]   # what `scripts/realkube up` runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import secrets
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from localkube.server.tls import issue
+from localkube_process import LocalKubeProcess
+from ports import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+BUILDER = REPO / "scripts" / "realkube"
+# Compiling three Kubernetes binaries and etcd: tens of minutes on 2 loaded cores, once. A bound.
+BUILD_TIMEOUT = 3600.0
+NODE_NAME = "localkube-node"
+SERVICE_CIDR = "10.96.0.0/12"
+_SERVING_NAMES = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                  "kubernetes.default.svc.cluster.local"]  # fmt: skip
+_SERVING_ADDRESSES = ["127.0.0.1", "10.96.0.1"]
+# identity -> (user name, groups)
+_IDENTITIES = {
+    "admin": ("kubernetes-admin", "system:masters"),
+    "controller-manager": ("system:kube-controller-manager", ""),
+    "scheduler": ("system:kube-scheduler", ""),
+    "node": (f"system:node:{NODE_NAME}", "system:nodes"),
+}
+
+
+def build(timeout: float = BUILD_TIMEOUT) -> tuple[Path, float]:
+    """The binaries' directory, building them when missing; and the seconds that took."""
+    started = time.monotonic()
+    found = subprocess.run(["bash", str(BUILDER), "build"], capture_output=True, text=True, timeout=timeout)
+    if found.returncode != 0:
+        raise RuntimeError(f"scripts/realkube build failed:\n{found.stderr[-4000:]}")
+    return Path(found.stdout.strip()), time.monotonic() - started
+
+
+class RealKubeProcess(LocalKubeProcess):
+    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler, with localkube's access methods."""
+
+    def __init__(self, data_dir: Path, bin_dir: Path) -> None:
+        super().__init__(data_dir)
+        self.bin_dir = bin_dir
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.startup_seconds = 0.0
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 120.0) -> RealKubeProcess:
+        """Starts the four processes; returns once the API server is ready and the controllers run."""
+        assert not self.processes, "already running"
+        started = time.monotonic()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._write_credentials()
+        etcd_port, peer_port = free_port(), free_port()
+        self.port = free_port()
+        self._url = f"https://127.0.0.1:{self.port}"
+        for identity in _IDENTITIES:
+            self._write_kubeconfig(identity)
+        etcd = f"http://127.0.0.1:{etcd_port}"
+        peer = f"http://127.0.0.1:{peer_port}"
+        self._spawn("etcd", [
+            "--name=realkube", f"--data-dir={self.data_dir / 'etcd'}",
+            f"--listen-client-urls={etcd}", f"--advertise-client-urls={etcd}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=realkube={peer}",
+            # A test store: losing the last writes on a power cut does not matter, fsync latency does.
+            "--unsafe-no-fsync",
+        ])  # fmt: skip
+        pki = self.data_dir / "pki"
+        self._spawn("kube-apiserver", [
+            f"--etcd-servers={etcd}", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={self.port}", f"--cert-dir={pki}",
+            f"--tls-cert-file={pki / 'server.crt'}", f"--tls-private-key-file={pki / 'server.key'}",
+            f"--client-ca-file={self.ca_cert}", f"--token-auth-file={self.data_dir / 'tokens.csv'}",
+            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}", "--allow-privileged=true", "--profiling=false",
+            # The endpoint reconciler refuses a loopback address for the `kubernetes` Service's endpoints.
+            "--endpoint-reconciler-type=none",
+        ])  # fmt: skip
+        deadline = started + timeout
+        self._wait_ready(deadline)
+        for name, identity in (
+            ("kube-controller-manager", "controller-manager"),
+            ("kube-scheduler", "scheduler"),
+        ):
+            kubeconfig = self.data_dir / f"{identity}.kubeconfig"
+            extra = [
+                "--use-service-account-credentials=true", f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={self.ca_cert}", f"--service-cluster-ip-range={SERVICE_CIDR}",
+            ] if identity == "controller-manager" else []  # fmt: skip
+            self._spawn(name, [
+                f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false",
+                "--bind-address=127.0.0.1", f"--secure-port={free_port()}", f"--cert-dir={pki / name}", *extra,
+            ])  # fmt: skip
+        self._wait_for_default_service_account(deadline)
+        self.startup_seconds = time.monotonic() - started
+        return self
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        with (self.data_dir / f"{name}.log").open("ab") as log:
+            self.processes[name] = subprocess.Popen(
+                [str(self.bin_dir / name), *args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def _check_alive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                raise RuntimeError(f"{name} exited with {process.returncode}; see {self.data_dir / name}.log")
+
+    def _wait_ready(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                with self.client(timeout=2) as client:
+                    if client.get("/readyz").status_code == 200:
+                        return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"kube-apiserver did not become ready; see {self.data_dir}/kube-apiserver.log")
+
+    def _wait_for_default_service_account(self, deadline: float) -> None:
+        # Pods are refused until their namespace's `default` ServiceAccount exists: the controllers' first sign.
+        with self.client(timeout=5) as client:
+            while time.monotonic() < deadline:
+                self._check_alive()
+                if client.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200:
+                    return
+                time.sleep(0.2)
+        raise TimeoutError(f"kube-controller-manager made no ServiceAccount; see {self.data_dir}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM to each, in reverse start order (etcd last); SIGKILL for one that lingers."""
+        for name in reversed(list(self.processes)):
+            process = self.processes.pop(name)
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+    def kill(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+
+    # -- credentials ----------------------------------------------------------------------------------
+
+    def _write_credentials(self) -> None:
+        pki = self.data_dir / "pki"
+        pki.mkdir(mode=0o700, exist_ok=True)
+        if not (pki / "sa.key").exists():
+            names = [x509.DNSName(name) for name in _SERVING_NAMES]
+            names += [x509.IPAddress(ipaddress.ip_address(address)) for address in _SERVING_ADDRESSES]
+            ca_pem, cert_pem, key_pem = issue("realkube-ca", "kube-apiserver", names)
+            (pki / "ca.crt").write_bytes(ca_pem)
+            (pki / "server.crt").write_bytes(cert_pem)
+            (pki / "server.key").write_bytes(key_pem)
+            signing = ec.generate_private_key(ec.SECP256R1())
+            (pki / "sa.pub").write_bytes(
+                signing.public_key().public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                )
+            )
+            (pki / "sa.key").write_bytes(
+                signing.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
+        tokens = self.data_dir / "tokens.csv"
+        if not tokens.exists():
+            rows = []
+            for identity, (user, groups) in _IDENTITIES.items():
+                token = secrets.token_urlsafe(32)
+                (self.data_dir / f"{identity}-token").write_text(token + "\n")
+                rows.append(f'{token},{user},{user},"{groups}"' if groups else f"{token},{user},{user}")
+            tokens.write_text("\n".join(rows) + "\n")
+
+    def _write_kubeconfig(self, identity: str) -> None:
+        token = (self.data_dir / f"{identity}-token").read_text().strip()
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "realkube",
+                    "cluster": {"server": self.url, "certificate-authority": str(self.ca_cert)},
+                }
+            ],
+            "users": [{"name": identity, "user": {"token": token}}],
+            "contexts": [{"name": "realkube", "context": {"cluster": "realkube", "user": identity}}],
+            "current-context": "realkube",
+        }
+        name = "kubeconfig" if identity == "admin" else f"{identity}.kubeconfig"
+        (self.data_dir / name).write_text(yaml.safe_dump(config))
+
+    @property
+    def node_kubeconfig(self) -> Path:
+        """The kubeconfig of the node `NODE_NAME` (for `localkube agent`)."""
+        return self.data_dir / "node.kubeconfig"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Runs the real control plane on loopback until Ctrl-C.")
+    parser.add_argument(
+        "--bin", type=Path, required=True, help="directory of the binaries (scripts/realkube build)"
+    )
+    parser.add_argument("--dir", type=Path, help="data directory (default: a new temporary one)")
+    args = parser.parse_args()
+    data_dir = args.dir or Path(tempfile.mkdtemp(prefix="realkube-"))
+    server = RealKubeProcess(data_dir, args.bin)
+    try:
+        server.start()
+        print(f"realkube ready in {server.startup_seconds:.1f} s at {server.url}", flush=True)
+        print(f"export KUBECONFIG={server.kubeconfig}", flush=True)
+        for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a background job starts with it ignored
+            signal.signal(signum, signal.default_int_handler)
+        while True:
+            signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
