@@ -1,4 +1,5 @@
-"""The `localkube` command line: `python -m localkube serve --data-dir DIR [--host H] [--port P]`.
+"""The `localkube` command line: `python -m localkube serve --data-dir DIR [--host H] [--port P]`, and
+`localkube agent --kubeconfig FILE --node-mode simulate|process` (localkube's node against any API server).
 
 argparse rather than a richer CLI library keeps start-up fast: tests start localkube many times.
 """
@@ -10,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from localkube.node import agent
 from localkube.server.runner import ServeOptions, serve
 
 
@@ -34,6 +36,11 @@ def _parser() -> argparse.ArgumentParser:
         "none: the API server alone",
     )
     serve_command.add_argument(
+        "--no-node",
+        action="store_true",
+        help="run the controllers but no node: pods wait for one attached with `localkube agent`",
+    )
+    serve_command.add_argument(
         "--schedulers",
         default="default-scheduler",
         help="comma-separated schedulerNames whose pods localkube schedules (default: default-scheduler); "
@@ -51,6 +58,23 @@ def _parser() -> argparse.ArgumentParser:
         help="for tests only: refuse this share (0-1) of resource requests with 429, 500 or 409, "
         "before executing them (default 0: off)",
     )  # fmt: skip
+    agent_command = commands.add_parser(
+        "agent", help="run localkube's node against a Kubernetes API server (as KWOK does for simulate)"
+    )
+    agent_command.add_argument("--kubeconfig", required=True, help="the API server to register with")
+    agent_command.add_argument(
+        "--node-mode", default="simulate", choices=["simulate", "process"],
+        help="simulate: pods move through a simulated lifecycle (default); process: pods run as local processes",
+    )  # fmt: skip
+    agent_command.add_argument("--node-name", default="localkube-agent", help="the Node's name")
+    agent_command.add_argument(
+        "--data-dir", type=Path, help="process mode: container logs and the pods' directories"
+    )
+    agent_command.add_argument(
+        "--node-lease-duration-seconds", type=int, default=40,
+        help="the Lease's duration; it is renewed every quarter of it (default 40, as the kubelet's)",
+    )  # fmt: skip
+    agent_command.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
 
@@ -60,7 +84,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=arguments.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     # The node agent's probes and the proxy use httpx, which logs every request at info level.
-    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
+    if arguments.command == "agent":
+        if arguments.node_mode == "process" and arguments.data_dir is None:
+            raise SystemExit("localkube agent: --node-mode process needs --data-dir")
+        agent.main(
+            agent.AgentOptions(
+                kubeconfig=arguments.kubeconfig,
+                node_mode=arguments.node_mode,
+                node_name=arguments.node_name,
+                data_dir=arguments.data_dir,
+                lease_seconds=arguments.node_lease_duration_seconds,
+            )
+        )
+        return
     serve(
         ServeOptions(
             data_dir=arguments.data_dir,
@@ -69,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             compact_interval_seconds=arguments.compact_interval,
             compact_keep=arguments.compact_keep,
             node_mode=arguments.node_mode,
+            own_node=not arguments.no_node,
             schedulers=tuple(n.strip() for n in arguments.schedulers.split(",") if n.strip()),
             inject_faults=arguments.inject_faults,
         )

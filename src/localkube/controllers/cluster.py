@@ -1,7 +1,8 @@
 """The set of controllers that makes localkube a cluster rather than an API server alone.
 
 The node agent is chosen by `node_mode`: `simulate` (the default; pods move through a simulated lifecycle)
-or `process` (containers run as local processes, logs under `<data_dir>/pods`). The returned runner's
+or `process` (containers run as local processes, logs under `<data_dir>/pods`); with no node of its own
+(`node` None) the pods wait for a node attached over HTTP (`localkube agent`). The returned runner's
 `stop()` also shuts the node agent down, so in process mode no process or network namespace outlives it.
 """
 
@@ -49,7 +50,7 @@ class ClusterRunner(Runner):
 
 def cluster_controllers(
     resources: Resources,
-    node: NodeOptions,
+    node: NodeOptions | None,
     *,
     node_mode: NodeMode = "simulate",
     data_dir: Path | None = None,
@@ -63,8 +64,10 @@ def cluster_controllers(
     `spec.schedulerName`s localkube's scheduler stands in for."""
     store = resources.store
     api = ControllerApi(resources)
-    kubelet: SimulatedKubelet | ProcessKubelet
-    if node_mode == "process":
+    kubelet: SimulatedKubelet | ProcessKubelet | None
+    if node is None:
+        kubelet = None
+    elif node_mode == "process":
         if data_dir is None:
             raise ValueError("node_mode 'process' needs a data directory for container logs")
         kubelet = ProcessKubelet(store, node, ProcessOptions(data_dir=data_dir, api=api_access))
@@ -74,12 +77,13 @@ def cluster_controllers(
         raise ValueError(
             f"node_mode: unsupported value {node_mode!r}: expected one of {', '.join(NODE_MODES)}"
         )
-    kubelet.register(lambda node_object: api.create("", "nodes", None, node_object))
+    if kubelet is not None:
+        kubelet.register(lambda node_object: api.create("", "nodes", None, node_object))
     return ClusterRunner(
         store,
         [
             Scheduler(store, schedulers),
-            kubelet,
+            *([kubelet] if kubelet is not None else []),
             JobController(store, api),
             DeploymentController(store, api),
             ReplicaSetController(store, api),

@@ -19,7 +19,8 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol
 
-from localkube.storage import Event, Store, WatchOverflow
+from localkube.storage import Event, WatchOverflow
+from localkube.storage.view import StoreView
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class Controller(Protocol):
 class Runner:
     """Drives a set of controllers until `stop()`."""
 
-    def __init__(self, store: Store, controllers: Iterable[Controller]) -> None:
+    def __init__(self, store: StoreView, controllers: Iterable[Controller]) -> None:
         self._store = store
         self._controllers = list(controllers)
         self._tasks: list[asyncio.Task[None]] = []

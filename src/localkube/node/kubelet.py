@@ -20,7 +20,8 @@ from typing import Any
 
 from localkube.node.network import LOOPBACK_PODS, AddressPool
 from localkube.node.simulate import Placement, SimulationError, Timing, pod_status
-from localkube.storage import Event, Store
+from localkube.storage import Event
+from localkube.storage.view import StoreView
 
 PODS_PREFIX = "/registry/core/pods/"
 NODES_PREFIX = "/registry/core/nodes/"
@@ -105,7 +106,7 @@ def node_object(options: NodeOptions, now: datetime.datetime) -> dict[str, Any]:
 
 
 def register_node(
-    store: Store, options: NodeOptions, create: Callable[[dict[str, Any]], object], now: datetime.datetime
+    store: StoreView, options: NodeOptions, create: Callable[[dict[str, Any]], object], now: datetime.datetime
 ) -> None:
     """Creates the node's Node object through the API's create path unless it exists, then writes its status
     (capacity, allocatable, addresses, conditions) as a kubelet does: a create through the API drops status."""
@@ -118,7 +119,7 @@ def register_node(
         store.update(key, {**node, "status": status}, int(node["metadata"]["resourceVersion"]))
 
 
-def finish_deletion(store: Store, key: str, pod: dict[str, Any]) -> None:
+def finish_deletion(store: StoreView, key: str, pod: dict[str, Any]) -> None:
     """Removes a terminating pod whose processes are gone, unless finalizers still hold it (a later change
     of the pod brings it back here)."""
     metadata = pod["metadata"]
@@ -139,13 +140,17 @@ class SimulatedKubelet:
     prefixes = (PODS_PREFIX,)
 
     def __init__(
-        self, store: Store, options: NodeOptions, clock: Callable[[], datetime.datetime] = _now
+        self, store: StoreView, options: NodeOptions, clock: Callable[[], datetime.datetime] = _now
     ) -> None:
         self._store = store
         self._options = options
         self._clock = clock
         self._admitted: dict[str, datetime.datetime] = {}
         self._addresses = AddressPool(POD_NETWORK)
+
+    @property
+    def node_options(self) -> NodeOptions:
+        return self._options
 
     def register(self, create: Callable[[dict[str, Any]], object]) -> None:
         """Creates this kubelet's Node through the API's create path unless it exists."""

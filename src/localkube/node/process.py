@@ -82,7 +82,8 @@ from localkube.node.supervision import (
     record_process,
 )
 from localkube.node.volumes import Sources, VolumeError, automounts_token
-from localkube.storage import Event, Store
+from localkube.storage import Event
+from localkube.storage.view import StoreView
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class ProcessKubelet:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreView,
         options: NodeOptions,
         process_options: ProcessOptions,
         network: PodNetwork | None = None,
@@ -173,6 +174,11 @@ class ProcessKubelet:
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
+
+    @property
+    def node_options(self) -> NodeOptions:
+        """The node as this kubelet registers it (its address is the bridge's when pods have one)."""
+        return self._options
 
     @property
     def network(self) -> PodNetwork:

@@ -23,7 +23,7 @@ from localkube.controllers.cluster import cluster_controllers
 from localkube.node import logs
 from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions
-from localkube.node.network import bridge_gateways
+from localkube.node.network import BRIDGES, bridge_gateways, bridge_network
 from localkube.node.volumes import IssueToken, Token
 from localkube.server import apiservice, errors
 from localkube.server.app import App
@@ -52,6 +52,8 @@ class ServeOptions:
     # "simulate": the in-process controllers and a simulated node; "process": pods run as local
     # processes; "none": the API server alone.
     node_mode: str = "simulate"
+    # False: the controllers run but no node of localkube's own; `localkube agent` attaches one over HTTP.
+    own_node: bool = True
     # The schedulers whose pods localkube's scheduler binds (`--schedulers`); others' pods stay Pending.
     schedulers: tuple[str, ...] = ("default-scheduler",)
     # For tests only: the share of resource requests refused with an injected fault (see faults.py).
@@ -203,7 +205,7 @@ def serve(options: ServeOptions) -> None:
         if options.node_mode != "none":
             controllers = cluster_controllers(
                 app.resources,
-                NodeOptions(),
+                NodeOptions() if options.own_node else None,
                 node_mode="process" if options.node_mode == "process" else "simulate",
                 data_dir=data_dir,
                 schedulers=options.schedulers,
@@ -212,6 +214,10 @@ def serve(options: ServeOptions) -> None:
                 ),
             )
             await controllers.start()
+            if not options.own_node and app.pod_proxy is not None:
+                # The node attached with `localkube agent` on this machine takes one of these bridges.
+                for index in range(BRIDGES):
+                    app.pod_proxy.allow(str(bridge_network(index)))
             if controllers.kubelet is not None:
                 app.pod_streams.node = ProcessNode(controllers.kubelet.container_process, attach_output)
                 if app.pod_proxy is not None:

@@ -32,7 +32,7 @@ import contextlib
 import os
 import sqlite3
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -141,8 +141,10 @@ class _Live:
 class Watch:
     """An async iterator over the events under one prefix; `close()` ends it."""
 
-    def __init__(self, store: Store, prefix: str, backlog: list[Event], max_pending: int) -> None:
-        self._store = store
+    def __init__(
+        self, unsubscribe: Callable[[Watch], None], prefix: str, backlog: list[Event], max_pending: int
+    ) -> None:
+        self._unsubscribe = unsubscribe
         self.prefix = prefix
         self._pending: deque[Event] = deque(backlog)
         self._wakeup = asyncio.Event()
@@ -152,13 +154,13 @@ class Watch:
         if backlog:
             self._wakeup.set()
 
-    def _deliver(self, event: Event) -> None:
+    def deliver(self, event: Event) -> None:
         if self._closed:
             return
         if len(self._pending) >= self._max_pending:
             self._overflowed = True
             self._closed = True
-            self._store._unsubscribe(self)
+            self._unsubscribe(self)
         else:
             self._pending.append(event)
         self._wakeup.set()
@@ -166,7 +168,7 @@ class Watch:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._store._unsubscribe(self)
+            self._unsubscribe(self)
             self._wakeup.set()
 
     def __aiter__(self) -> AsyncIterator[Event]:
@@ -380,7 +382,7 @@ class Store:
         """Events under `prefix` with revision > `from_rv`: the history first, then live ones."""
         if from_rv < self._compact_revision:
             raise Compacted(from_rv, self._compact_revision)
-        watch = Watch(self, prefix, self._history(prefix, from_rv), self._max_pending)
+        watch = Watch(self._unsubscribe, prefix, self._history(prefix, from_rv), self._max_pending)
         self._watches.add(watch)
         return watch
 
@@ -403,7 +405,7 @@ class Store:
         self._window.append(event)
         for watch in list(self._watches):
             if event.key.startswith(watch.prefix):
-                watch._deliver(event)
+                watch.deliver(event)
 
     def _unsubscribe(self, watch: Watch) -> None:
         self._watches.discard(watch)

@@ -1,0 +1,119 @@
+"""`localkube agent --node-mode process` attached over HTTP to a localkube without a node of its own
+(`localkube serve --no-node`): its pods are local processes with the in-pod API access they have on
+localkube (the `KUBERNETES_SERVICE_*` variables, a token from the TokenRequest API, the CA), and the minimal
+RayCluster, made by the real operator, is a real Ray cluster."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent_process import AgentProcess
+from kuberay.runtime.client import Client
+from kuberay.runtime.resources import POD, Resource
+from localkube_process import LocalKubeProcess
+from operator_process import OperatorProcess
+
+from ..integration.runtime.kube import client_for, new_namespace
+from .test_examples_run import _nodes_in, _ray_status
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
+READY_TIMEOUT = 300.0  # Ray on a loaded two-core machine: a bound, not a measurement
+# Reads the API server as the pod's ServiceAccount, trusting the mounted CA; prints the HTTP status.
+API_CALL = """
+import os, ssl, urllib.request, urllib.error
+base = "/var/run/secrets/kubernetes.io/serviceaccount/"
+url = f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}/api"
+request = urllib.request.Request(url, headers={"Authorization": "Bearer " + open(base + "token").read()})
+try:
+    print("status", urllib.request.urlopen(request, context=ssl.create_default_context(cafile=base + "ca.crt")).status)
+except urllib.error.HTTPError as err:
+    print("status", err.code)
+"""
+
+
+@pytest.fixture(scope="module")
+def attached(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKubeProcess, Path]]:
+    """The server and the agent's data directory (its pods' logs)."""
+    data = tmp_path_factory.mktemp("agent-process")
+    server = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
+    agent = AgentProcess(
+        server.kubeconfig,
+        data / "agent.log",
+        "--data-dir",
+        str(data / "node"),
+        node_name="process-node",
+        mode="process",
+    ).start()
+    operator = OperatorProcess(server.kubeconfig, data / "operator.log", "--use-kubernetes-proxy=true")
+    try:
+        server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
+        operator.start()
+        yield server, data / "node"
+    finally:
+        operator.stop()
+        agent.stop()
+        server.stop()
+
+
+@pytest.fixture
+async def kube(attached: tuple[LocalKubeProcess, Path]) -> AsyncIterator[tuple[Client, str]]:
+    client = client_for(attached[0])
+    try:
+        yield client, await new_namespace(client)
+    finally:
+        await client.close()
+
+
+async def until(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{check.__name__} not reached within {timeout}s")
+        await asyncio.sleep(0.5)
+
+
+async def test_a_pod_reaches_the_api_server_as_its_service_account(
+    attached: tuple[LocalKubeProcess, Path], kube: tuple[Client, str]
+) -> None:
+    client, namespace = kube
+    spec = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "python", "command": ["python", "-c", API_CALL]}],
+    }
+    await client.create(POD, {"metadata": {"name": "caller"}, "spec": spec}, namespace)
+
+    async def finished() -> bool:
+        found = await client.get(POD, "caller", namespace)
+        return (found.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+    await until(finished, 120)
+    logs = [p.read_text() for p in (attached[1] / "pods").glob(f"{namespace}_caller_*/main/*.log")]
+    assert any("status 200" in text for text in logs), logs
+
+
+async def test_the_minimal_raycluster_is_a_real_ray_cluster(kube: tuple[Client, str]) -> None:
+    client, namespace = kube
+    manifest: dict[str, Any] = yaml.safe_load((REPO / "examples" / "ray-cluster.minimal.yaml").read_text())
+    manifest["metadata"]["namespace"] = namespace
+    await client.create(RAYCLUSTER, manifest, namespace)
+
+    async def ready() -> bool:
+        cluster = await client.get(RAYCLUSTER, "minimal", namespace)
+        return (cluster.get("status") or {}).get("state") == "ready"
+
+    try:
+        await until(ready, READY_TIMEOUT)
+        head_ip = (await client.get(RAYCLUSTER, "minimal", namespace))["status"]["head"]["podIP"]
+        text = await _ray_status(f"{head_ip}:6379")
+        assert _nodes_in(text) == 2, text
+    finally:
+        await client.delete(RAYCLUSTER, "minimal", namespace)

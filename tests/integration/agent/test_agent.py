@@ -1,0 +1,174 @@
+"""`localkube agent` in simulate mode attached over HTTP to a localkube that runs no node of its own
+(`localkube serve --no-node`), as a user attaches it to any API server: the Node registers Ready with its
+Lease renewed, pods run and their deletion completes, a RayCluster made by the real operator becomes
+ready, and an agent killed and started again picks up what changed while it was away."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agent_process import AgentProcess
+from kuberay.runtime import errors
+from kuberay.runtime.client import Client
+from kuberay.runtime.resources import LEASE, NODE, POD, Resource
+from localkube_process import LocalKubeProcess
+from operator_process import OperatorProcess
+
+from ..runtime.kube import client_for, new_namespace
+
+REPO = Path(__file__).resolve().parents[3]
+RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
+NODE_NAME = "agent-node"
+LEASE_SECONDS = 4  # renewed every second, so the test sees a renewal soon
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubeProcess]:
+    data = tmp_path_factory.mktemp("agent")
+    server = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
+    agent = AgentProcess(
+        server.kubeconfig,
+        data / "agent.log",
+        f"--node-lease-duration-seconds={LEASE_SECONDS}",
+        node_name=NODE_NAME,
+    ).start()
+    try:
+        server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
+        yield server
+    finally:
+        agent.stop()
+        server.stop()
+
+
+@pytest.fixture
+async def kube(server: LocalKubeProcess) -> AsyncIterator[tuple[Client, str]]:
+    client = client_for(server)
+    try:
+        yield client, await new_namespace(client)
+    finally:
+        await client.close()
+
+
+async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
+    """Waits until `await check()` holds; fails after `timeout` seconds (a bound, not a measurement)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{check.__name__} not reached within {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+def condition(obj: dict[str, Any], kind: str) -> str | None:
+    found = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind]
+    return found[0]["status"] if found else None
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]},
+    }
+
+
+async def test_the_node_registers_ready_and_renews_its_lease(kube: tuple[Client, str]) -> None:
+    client, _ = kube
+
+    async def node_ready() -> bool:
+        with_node = await client.list(NODE)
+        return any(
+            n["metadata"]["name"] == NODE_NAME and condition(n, "Ready") == "True" for n in with_node.items
+        )
+
+    await until(node_ready)
+    node = await client.get(NODE, NODE_NAME)
+    assert node["status"]["capacity"]["cpu"] and node["status"]["allocatable"]["pods"]
+    first = (await client.get(LEASE, NODE_NAME, "kube-node-lease"))["spec"]
+    assert first["holderIdentity"] == NODE_NAME and first["leaseDurationSeconds"] == LEASE_SECONDS
+
+    async def renewed() -> bool:
+        lease = await client.get(LEASE, NODE_NAME, "kube-node-lease")
+        return bool(lease["spec"]["renewTime"] > first["renewTime"])
+
+    await until(renewed, timeout=30)
+
+
+async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(kube: tuple[Client, str]) -> None:
+    client, namespace = kube
+    await client.create(POD, pod("sleeper"), namespace)
+
+    async def running() -> bool:
+        found = await client.get(POD, "sleeper", namespace)
+        return found["status"].get("phase") == "Running" and condition(found, "Ready") == "True"
+
+    await until(running)
+    found = await client.get(POD, "sleeper", namespace)
+    assert found["spec"]["nodeName"] == NODE_NAME
+    assert found["status"]["podIP"] and condition(found, "PodScheduled") == "True"
+    await client.delete(POD, "sleeper", namespace)  # graceful: the agent finishes it
+
+    async def gone() -> bool:
+        try:
+            await client.get(POD, "sleeper", namespace)
+        except errors.NotFound:
+            return True
+        return False
+
+    await until(gone)
+
+
+async def test_a_raycluster_becomes_ready_on_the_agent(
+    server: LocalKubeProcess, kube: tuple[Client, str], tmp_path: Path
+) -> None:
+    client, namespace = kube
+    operator = OperatorProcess(server.kubeconfig, tmp_path / "operator.log", f"--watch-namespace={namespace}")
+    operator.start()
+    try:
+        manifest = yaml.safe_load((REPO / "examples" / "ray-cluster.minimal.yaml").read_text())
+        manifest["metadata"]["namespace"] = namespace
+        await client.create(RAYCLUSTER, manifest, namespace)
+
+        async def ready() -> bool:
+            cluster = await client.get(RAYCLUSTER, "minimal", namespace)
+            return (cluster.get("status") or {}).get("state") == "ready"
+
+        await until(ready, timeout=120)
+        pods = (await client.list(POD, namespace)).items
+        assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {NODE_NAME}
+        await client.delete(RAYCLUSTER, "minimal", namespace)
+    finally:
+        operator.stop()
+
+
+async def test_a_restarted_agent_runs_what_was_created_while_it_was_away(
+    server: LocalKubeProcess, kube: tuple[Client, str], tmp_path: Path
+) -> None:
+    client, namespace = kube
+    second = AgentProcess(server.kubeconfig, tmp_path / "agent.log", node_name="agent-restarted").start()
+
+    async def registered() -> bool:
+        try:
+            return condition(await client.get(NODE, "agent-restarted"), "Ready") == "True"
+        except errors.NotFound:
+            return False
+
+    await until(registered)
+    second.kill()
+    away = pod("while-away")
+    away["spec"]["nodeName"] = "agent-restarted"  # bound to the stopped node: nothing runs it yet
+    await client.create(POD, away, namespace)
+    second.start()
+    try:
+
+        async def running() -> bool:
+            found = await client.get(POD, "while-away", namespace)
+            return (found.get("status") or {}).get("phase") == "Running"
+
+        await until(running)
+    finally:
+        second.stop()
