@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
+from agent_process import AgentProcess
 from helm import Helm
 from localkube_process import LocalKubeProcess
-from realkube_process import RealKubeProcess, build
+from realkube_process import NODE_NAME, RealKubeProcess, build
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
@@ -78,14 +79,18 @@ def realkube(
     bin_dir, build_seconds = build()
     server = RealKubeProcess(tmp_path_factory.mktemp("realkube"), bin_dir)
     server.start()
+    # localkube's node, attached as a kubelet would be: its own credentials, judged by the Node authorizer.
+    node = AgentProcess(server.node_kubeconfig, server.data_dir / "agent.log", node_name=NODE_NAME)
     try:
+        node.start()
         server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
+        server.wait_node_ready(NODE_NAME)
         with _uncaptured(request):
-            print(
-                f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane up in {server.startup_seconds:.1f} s"
-            )
+            print(f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane and node up in "
+                  f"{server.startup_seconds:.1f} s")  # fmt: skip
         yield server
     finally:
+        node.stop()
         server.stop()
 
 
