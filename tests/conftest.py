@@ -53,12 +53,21 @@ def backends(config: pytest.Config) -> tuple[str, ...]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "realkube" in backends(config):
-        return
-    skip = pytest.mark.skip(reason="the real control plane is not selected (--backend)")
+    chosen = backends(config)
+    skip = pytest.mark.skip(reason="backend not selected (--backend)")
     for item in items:
-        if item.get_closest_marker("realkube"):
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("kube_backend") if callspec else None
+        if (backend or "realkube") not in chosen and (backend or item.get_closest_marker("realkube")):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
+def kube_backend(request: pytest.FixtureRequest) -> LocalKubeProcess:
+    """The control plane of a backend-aware test, which runs once per backend --backend selects: the session's
+    `localkube` or `realkube` (both with the project's CRDs; realkube with localkube's node attached)."""
+    server: LocalKubeProcess = request.getfixturevalue(request.param)
+    return server
 
 
 @pytest.fixture(scope="session")
