@@ -1,6 +1,6 @@
 """The RayJob controller on each backend (`kube_backend`: localkube, or realkube with localkube's node) in
-simulate mode (no Ray): clusters, submitters, suspension,
-deadlines, the bounded Initializing, retries, deletion policies and rules, finalizer, managedBy, metrics."""
+simulate mode (no Ray): clusters, submitters, suspension, deadlines, the bounded Initializing, retries, deletion
+policies and rules, finalizer, managedBy, metrics."""
 
 from __future__ import annotations
 
