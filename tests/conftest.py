@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
+from agent_process import AgentProcess
 from helm import Helm
 from localkube_process import LocalKubeProcess
-from realkube_process import RealKubeProcess, build
+from realkube_process import NODE_NAME, RealKubeProcess, build
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
@@ -52,12 +53,21 @@ def backends(config: pytest.Config) -> tuple[str, ...]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "realkube" in backends(config):
-        return
-    skip = pytest.mark.skip(reason="the real control plane is not selected (--backend)")
+    chosen = backends(config)
+    skip = pytest.mark.skip(reason="backend not selected (--backend)")
     for item in items:
-        if item.get_closest_marker("realkube"):
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("kube_backend") if callspec else None
+        if (backend or "realkube") not in chosen and (backend or item.get_closest_marker("realkube")):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
+def kube_backend(request: pytest.FixtureRequest) -> LocalKubeProcess:
+    """The control plane of a backend-aware test, which runs once per backend --backend selects: the session's
+    `localkube` or `realkube` (both with the project's CRDs; realkube with localkube's node attached)."""
+    server: LocalKubeProcess = request.getfixturevalue(request.param)
+    return server
 
 
 @pytest.fixture(scope="session")
@@ -78,14 +88,18 @@ def realkube(
     bin_dir, build_seconds = build()
     server = RealKubeProcess(tmp_path_factory.mktemp("realkube"), bin_dir)
     server.start()
+    # localkube's node, attached as a kubelet would be: its own credentials, judged by the Node authorizer.
+    node = AgentProcess(server.node_kubeconfig, server.data_dir / "agent.log", node_name=NODE_NAME)
     try:
+        node.start()
         server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
+        server.wait_node_ready(NODE_NAME)
         with _uncaptured(request):
-            print(
-                f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane up in {server.startup_seconds:.1f} s"
-            )
+            print(f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane and node up in "
+                  f"{server.startup_seconds:.1f} s")  # fmt: skip
         yield server
     finally:
+        node.stop()
         server.stop()
 
 

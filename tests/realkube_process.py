@@ -170,6 +170,22 @@ class RealKubeProcess(LocalKubeProcess):
                 time.sleep(0.2)
         raise TimeoutError(f"kube-controller-manager made no ServiceAccount; see {self.data_dir}")
 
+    def wait_node_ready(self, name: str, timeout: float = 60.0) -> None:
+        """Returns once the Node `name` reports Ready (its agent registered it); adds the wait to startup_seconds."""
+        started = time.monotonic()
+        with self.client(timeout=5) as client:
+            while time.monotonic() < started + timeout:
+                self._check_alive()
+                node = client.get(f"/api/v1/nodes/{name}")
+                conditions = (
+                    node.json().get("status", {}).get("conditions", []) if node.status_code == 200 else []
+                )
+                if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+                    self.startup_seconds += time.monotonic() - started
+                    return
+                time.sleep(0.2)
+        raise TimeoutError(f"the node {name} did not become Ready on the real control plane")
+
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM to each, in reverse start order (etcd last); SIGKILL for one that lingers."""
         for name in reversed(list(self.processes)):

@@ -215,13 +215,17 @@ def test_unknown_fields_are_pruned_or_refused_with_strict_validation(
     cluster["spec"]["bogus"] = 1  # type: ignore[index]
     strict = api.post(_rayclusters(namespace), params={"fieldValidation": "Strict"}, json=cluster)
     assert strict.status_code == 400
-    assert strict.json()["message"] == 'strict decoding error: unknown field "spec.bogus"'
+    assert strict.json()["message"] == (
+        'RayCluster in version "v1" cannot be handled as a RayCluster: strict decoding error: unknown field "spec.bogus"'
+    )
     pruned = api.post(_rayclusters(namespace), json=cluster).json()
     assert "bogus" not in pruned["spec"]
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "imagee": "typo"}]}}
     refused = api.post(f"/api/v1/namespaces/{namespace}/pods", params={"fieldValidation": "Strict"}, json=pod)
     assert refused.status_code == 400
-    assert refused.json()["message"] == 'strict decoding error: unknown field "spec.containers[0].imagee"'
+    assert refused.json()["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.containers[0].imagee"'
+    )
 
 
 def test_selector_watch_follows_objects_into_and_out_of_the_selection(

@@ -32,7 +32,7 @@ from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants
 from localkube.server.errors import ApiError
 from localkube.server.faults import Faults
 from localkube.server.openapi import OpenApi
-from localkube.server.patching import PATCH_TYPES
+from localkube.server.patching import APPLY, PATCH_TYPES
 from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
@@ -376,9 +376,31 @@ class App:
         )
         resources = self.resources
         query = request.query
-        if "fieldManager" not in query and request.method in ("POST", "PUT", "PATCH"):
-            # The real server names an unnamed writer by its user agent's program name.
+        applying = request.headers.get("content-type", "").split(";")[0].strip() == APPLY
+        if "fieldManager" not in query and request.method in ("POST", "PUT", "PATCH") and not applying:
+            # The real server names an unnamed writer by its user agent's program name; an applier must name
+            # itself (refused in patch).
             query["fieldManager"] = request.headers.get("user-agent", "unknown").split("/")[0][:128]
+        options = {
+            "POST": "CreateOptions",
+            "PUT": "UpdateOptions",
+            "PATCH": "PatchOptions",
+            "DELETE": "DeleteOptions",
+        }
+        if query.get("fieldValidation", "") not in ("", "Ignore", "Strict", "Warn") and request.method in (
+            "POST",
+            "PUT",
+            "PATCH",
+        ):
+            raise errors.invalid_option(
+                options[request.method], "fieldValidation", "FieldValueNotSupported",
+                f'Unsupported value: "{query["fieldValidation"]}": supported values: "", "Ignore", "Strict", "Warn"',
+            )  # fmt: skip
+        if query.get("dryRun", "All") != "All" and request.method in options:
+            raise errors.invalid_option(
+                options[request.method], "dryRun", "FieldValueNotSupported",
+                f'Unsupported value: ["{query["dryRun"]}"]: supported values: "All"',
+            )  # fmt: skip
         handler = subresources.HANDLERS.get(sub or "")
         if handler is not None:
             call = subresources.Call(

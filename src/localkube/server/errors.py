@@ -82,6 +82,21 @@ def from_status(status: dict[str, Any]) -> ApiError:
     return ApiError(int(status["code"]), str(status["reason"]), str(status["message"]), status.get("details"))
 
 
+def invalid_option(options: str, field: str, reason: str, message: str) -> ApiError:
+    """A refused request option (`fieldManager`, `dryRun`, ...), worded as the real server's validation of its
+    `CreateOptions`/`PatchOptions`/... object: 422 Invalid, kind and group meta.k8s.io, one cause."""
+    return ApiError(
+        422,
+        "Invalid",
+        f'{options}.meta.k8s.io "" is invalid: {field}: {message}',
+        {
+            "causes": [{"reason": reason, "message": message, "field": field}],
+            "group": "meta.k8s.io",
+            "kind": options,
+        },
+    )
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 

@@ -1,5 +1,6 @@
 """One kuberay-operator process (the real `kuberay-operator` command, every alpha gate a sample needs on)
-against the session's localkube, shared by the module's tests; each test works in its own namespace.
+on each selected backend (`kube_backend`: localkube, realkube), shared by the module's tests; each test works in its own
+namespace.
 
 `Kube` wraps the runtime client with the few reads the tests repeat (a RayCluster, its pods, its
 services, the Events about it) and `eventually` waits for a condition with a bound, never a sleep as an
@@ -32,7 +33,7 @@ SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samp
 RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac"
 
 
-def service_account_kubeconfig(localkube: Any, namespace: str, target: Path) -> Path:
+def service_account_kubeconfig(kube_backend: Any, namespace: str, target: Path) -> Path:
     """Installs deploy/rbac (its ServiceAccount in `namespace`, its ClusterRole and binding named after the
     namespace) and writes a kubeconfig at `target` that authenticates as that ServiceAccount."""
     account, role, binding = (
@@ -43,19 +44,19 @@ def service_account_kubeconfig(localkube: Any, namespace: str, target: Path) -> 
     role["metadata"]["name"] = binding["metadata"]["name"] = binding["roleRef"]["name"] = (
         f"kuberay-{namespace}"
     )
-    localkube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
-    localkube.apply([account, role, binding])
-    return localkube.service_account_kubeconfig(namespace, account["metadata"]["name"], target)
+    kube_backend.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
+    kube_backend.apply([account, role, binding])
+    return kube_backend.service_account_kubeconfig(namespace, account["metadata"]["name"], target)
 
 
 @pytest.fixture(scope="module")
-def operator(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
-    """The operator as deploy/rbac's ServiceAccount with localkube's RBAC enforced: every test of the module
+def operator(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """The operator as deploy/rbac's ServiceAccount with the backend's RBAC enforced: every test of the module
     shows the ClusterRole grants what it needs, and the log must hold no refusal."""
     # RAYCLUSTER_TEST_LOG_DIR keeps the operator's log for a look after the run.
     log_dir = os.environ.get("RAYCLUSTER_TEST_LOG_DIR")
     directory = Path(log_dir) if log_dir else tmp_path_factory.mktemp("operator")
-    kubeconfig = service_account_kubeconfig(localkube, "kuberay-system", directory / "kubeconfig")
+    kubeconfig = service_account_kubeconfig(kube_backend, "kuberay-system", directory / "kubeconfig")
     process = OperatorProcess(kubeconfig, directory / "operator.log").start()
     try:
         yield process
@@ -114,8 +115,8 @@ class Kube:
 
 
 @pytest.fixture
-async def kube(localkube: Any, operator: OperatorProcess) -> AsyncIterator[Kube]:
-    client = client_for(localkube)
+async def kube(kube_backend: Any, operator: OperatorProcess) -> AsyncIterator[Kube]:
+    client = client_for(kube_backend)
     kube = Kube(client, await new_namespace(client))
     try:
         yield kube

@@ -17,9 +17,9 @@ from .test_lifecycle import names, wait_ready_with
 
 
 @pytest.fixture(scope="module")
-def operator(localkube: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+def operator(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     directory = tmp_path_factory.mktemp("operator-random-delete")
-    kubeconfig = service_account_kubeconfig(localkube, "kuberay-system", directory / "kubeconfig")
+    kubeconfig = service_account_kubeconfig(kube_backend, "kuberay-system", directory / "kubeconfig")
     env = {"ENABLE_RANDOM_POD_DELETE": "true"}
     process = OperatorProcess(kubeconfig, directory / "operator.log", env=env).start()
     try:

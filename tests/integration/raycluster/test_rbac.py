@@ -20,8 +20,8 @@ from .test_lifecycle import WORKER, small_cluster, wait_ready_with
 
 
 @pytest.fixture
-async def namespace(localkube: Any) -> str:
-    client = client_for(localkube)
+async def namespace(kube_backend: Any) -> str:
+    client = client_for(kube_backend)
     try:
         return await new_namespace(client)
     finally:
@@ -29,12 +29,12 @@ async def namespace(localkube: Any) -> str:
 
 
 @pytest.fixture
-def service_account_kubeconfig(localkube: Any, namespace: str, tmp_path: Path) -> Path:
-    return conftest_service_account_kubeconfig(localkube, namespace, tmp_path / "kubeconfig")
+def service_account_kubeconfig(kube_backend: Any, namespace: str, tmp_path: Path) -> Path:
+    return conftest_service_account_kubeconfig(kube_backend, namespace, tmp_path / "kubeconfig")
 
 
 async def test_operator_as_its_service_account_is_never_forbidden(
-    localkube: Any, namespace: str, service_account_kubeconfig: Path, tmp_path: Path
+    kube_backend: Any, namespace: str, service_account_kubeconfig: Path, tmp_path: Path
 ) -> None:
     log = tmp_path / "operator-sa.log"
     flags = (
@@ -43,7 +43,7 @@ async def test_operator_as_its_service_account_is_never_forbidden(
         f"--watch-namespace={namespace}",
     )
     operator = OperatorProcess(service_account_kubeconfig, log, *flags).start()
-    client = client_for(localkube)
+    client = client_for(kube_backend)
     try:
         kube = Kube(client, namespace)
         # Autoscaler RBAC, token auth Secret, serve Service, Ingress, NetworkPolicies, GCS FT finalizer:

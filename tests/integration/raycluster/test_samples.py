@@ -23,11 +23,15 @@ from typing import Any
 import pytest
 
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import NODE, Resource
+from kuberay.runtime.resources import NODE, SERVICE_ACCOUNT, Resource
 
 from ..runtime.kube import client_for, new_namespace
 from .conftest import SAMPLES, Kube, load_sample
 
+# realkube runs no volume provisioner: a claim stays Pending, and kube-scheduler leaves the head unscheduled
+# ("pod has unbound immediate PersistentVolumeClaims"); localkube's node binds claims itself.
+NEEDS_VOLUMES = {"ray-cluster.embedded-gcs-ft.yaml", "ray-cluster.persistent-redis-sidecar.yaml"}
+NEEDS_VOLUMES_REASON = "no PersistentVolume provisioner on realkube: the head's claim stays Pending"
 SUPPORTING_KINDS = {
     "ConfigMap": Resource("v1", "ConfigMap", "configmaps"),
     "Secret": Resource("v1", "Secret", "secrets"),
@@ -89,13 +93,28 @@ def node_selectors(cluster: dict[str, Any]) -> dict[str, str]:
 
 async def create_sample(client: Client, sample: str) -> Kube:
     kube = Kube(client, await new_namespace(client))
-    for doc in load_sample(sample):
+    docs = load_sample(sample)
+    for doc in docs:
         resource = SUPPORTING_KINDS.get(doc["kind"])
         if resource is not None:
             doc["metadata"]["namespace"] = kube.namespace
             await client.create(resource, doc)
-    await kube.create_cluster(the_cluster(sample))
+    cluster = the_cluster(sample)
+    # A sample may name a ServiceAccount it expects the user to have made (ray-cluster.gke-bucket.yaml's
+    # Workload Identity account): a real API server refuses its pods until it exists (ServiceAccount admission).
+    for account in service_accounts(cluster) - {
+        d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"
+    }:
+        await client.create(SERVICE_ACCOUNT, {"metadata": {"name": account, "namespace": kube.namespace}})
+    await kube.create_cluster(cluster)
     return kube
+
+
+def service_accounts(cluster: dict[str, Any]) -> set[str]:
+    spec = cluster["spec"]
+    groups = [spec["headGroupSpec"], *spec.get("workerGroupSpecs", [])]
+    names = {group["template"].get("spec", {}).get("serviceAccountName") for group in groups}
+    return {name for name in names if name and name != "default"}
 
 
 async def pods_bound(kube: Kube, cluster: dict[str, Any]) -> None:
@@ -113,8 +132,8 @@ async def pods_bound(kube: Kube, cluster: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-async def created(localkube: Any, operator: Any) -> AsyncIterator[dict[str, Kube]]:
-    client = client_for(localkube)
+async def created(kube_backend: Any, operator: Any) -> AsyncIterator[dict[str, Kube]]:
+    client = client_for(kube_backend)
     kubes: dict[str, Kube] = {}
     try:
         kubes = await create_all(client)
@@ -154,7 +173,11 @@ def test_every_raycluster_sample_is_covered() -> None:
     "sample",
     sample_files(),
 )
-async def test_sample_reaches_ready(created: dict[str, Kube], sample: str) -> None:
+async def test_sample_reaches_ready(
+    created: dict[str, Kube], sample: str, request: pytest.FixtureRequest
+) -> None:
+    if sample in NEEDS_VOLUMES and request.node.callspec.params["kube_backend"] == "realkube":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NEEDS_VOLUMES_REASON))
     kube, cluster = created[sample], the_cluster(sample)
     name = cluster["metadata"]["name"]
     if sample in NEEDS_CERT_MANAGER:

@@ -1,5 +1,6 @@
-"""The RayJob controller against localkube in simulate mode (no Ray): clusters, submitters, suspension,
-deadlines, the bounded Initializing, retries, deletion policies and rules, finalizer, managedBy, metrics."""
+"""The RayJob controller on each backend (`kube_backend`: localkube, or realkube with localkube's node) in
+simulate mode (no Ray): clusters, submitters, suspension, deadlines, the bounded Initializing, retries, deletion
+policies and rules, finalizer, managedBy, metrics."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from kuberay.runtime.resources import JOB, SERVICE
 NEVER_READY = {"localkube.io/simulate": "NeverReady"}
 
 
-async def test_a_rayjob_makes_its_cluster_submitter_job_and_head_service(localkube):
-    async with operator(localkube) as op:
+async def test_a_rayjob_makes_its_cluster_submitter_job_and_head_service(kube_backend):
+    async with operator(kube_backend) as op:
         await op.create(rayjob(op.namespace))
         job = await op.wait_status(jobDeploymentStatus="Running")
         status, ns = job["status"], op.namespace
@@ -46,8 +47,8 @@ async def test_a_rayjob_makes_its_cluster_submitter_job_and_head_service(localku
         }
 
 
-async def test_suspend_creates_nothing_until_resumed_and_suspending_releases_the_cluster(localkube):
-    async with operator(localkube) as op:
+async def test_suspend_creates_nothing_until_resumed_and_suspending_releases_the_cluster(kube_backend):
+    async with operator(kube_backend) as op:
         await op.create(
             rayjob(op.namespace, submissionMode="HTTPMode", suspend=True, shutdownAfterJobFinishes=True)
         )
@@ -64,8 +65,8 @@ async def test_suspend_creates_nothing_until_resumed_and_suspending_releases_the
         assert await op.events("DeletedRayCluster")
 
 
-async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_after_the_ttl(localkube):
-    async with operator(localkube) as op:
+async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_after_the_ttl(kube_backend):
+    async with operator(kube_backend) as op:
         spec = cluster_spec(head_annotations=NEVER_READY)
         await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=2, backoffLimit=2,
                                shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=1))  # fmt: skip
@@ -88,9 +89,11 @@ async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_af
 
 
 @pytest.mark.parametrize(("fault", "attempts"), [("ImagePullBackOff", 2), ("CrashLoopBackOff", 1)])
-async def test_a_head_that_cannot_start_fails_the_attempt_after_the_start_timeout(localkube, fault, attempts):
+async def test_a_head_that_cannot_start_fails_the_attempt_after_the_start_timeout(
+    kube_backend, fault, attempts
+):
     # Past localkube's 2 s of ErrImagePull, so that the head shows the fault's own reason when time is up.
-    async with operator(localkube, environ={"RAYJOB_CLUSTER_START_TIMEOUT_SECONDS": "4"}) as op:
+    async with operator(kube_backend, environ={"RAYJOB_CLUSTER_START_TIMEOUT_SECONDS": "4"}) as op:
         spec = cluster_spec(head_annotations={"localkube.io/simulate": fault})
         await op.create(
             rayjob(op.namespace, cluster=spec, backoffLimit=attempts - 1, submissionMode="HTTPMode")
@@ -103,7 +106,7 @@ async def test_a_head_that_cannot_start_fails_the_attempt_after_the_start_timeou
         assert len(created) == attempts  # every attempt gets its own cluster
 
 
-async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_rayjob(localkube):
+async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_rayjob(kube_backend):
     # Once a later rule is due, the earlier ones are skipped: the gaps leave the suspension seconds to be seen
     # even on a loaded machine.
     rules = [
@@ -111,7 +114,7 @@ async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_r
         {"policy": "DeleteCluster", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 8}},
         {"policy": "DeleteSelf", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 12}},
     ]
-    async with operator(localkube) as op:
+    async with operator(kube_backend) as op:
         spec = cluster_spec(head_annotations=NEVER_READY, workers=0)
         await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=1,
                                deletionStrategy={"deletionRules": rules}))  # fmt: skip
@@ -129,8 +132,8 @@ async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_r
         assert await op.events("UpdatedRayCluster")
 
 
-async def test_cluster_selector_uses_an_existing_cluster_and_never_deletes_it(localkube):
-    async with operator(localkube) as op:
+async def test_cluster_selector_uses_an_existing_cluster_and_never_deletes_it(kube_backend):
+    async with operator(kube_backend) as op:
         missing = rayjob(
             op.namespace, "lost", clusterSelector={"ray.io/cluster": "nope"}, submissionMode="HTTPMode"
         )
@@ -150,8 +153,8 @@ async def test_cluster_selector_uses_an_existing_cluster_and_never_deletes_it(lo
         ]
 
 
-async def test_deleting_a_rayjob_releases_its_finalizer_and_managed_by_kueue_is_left_alone(localkube):
-    async with operator(localkube) as op:
+async def test_deleting_a_rayjob_releases_its_finalizer_and_managed_by_kueue_is_left_alone(kube_backend):
+    async with operator(kube_backend) as op:
         await op.create(rayjob(op.namespace, "kueued", managedBy="kueue.x-k8s.io/multikueue"))
         await op.create(rayjob(op.namespace, submissionMode="HTTPMode"))
         await op.wait_status(jobDeploymentStatus="Running")

@@ -7,8 +7,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
-from kuberay.runtime.resources import NAMESPACE
+from kuberay.runtime.resources import NAMESPACE, SERVICE_ACCOUNT
 
 
 def client_for(localkube: Any, **kwargs: Any) -> Client:
@@ -16,9 +17,19 @@ def client_for(localkube: Any, **kwargs: Any) -> Client:
 
 
 async def new_namespace(client: Client) -> str:
+    """A fresh namespace, returned once its `default` ServiceAccount exists: a real control plane refuses pods
+    (403, "error looking up service account") until its controller-manager has made it."""
     name = f"t-{uuid.uuid4().hex[:8]}"
     await client.create(NAMESPACE, {"metadata": {"name": name}})
-    return name
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        try:
+            await client.get(SERVICE_ACCOUNT, "default", name)
+            return name
+        except errors.NotFound:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
 
 
 async def eventually(

@@ -170,8 +170,10 @@ class ResourcesBase:
                 gvk = (resource_type.group, resource_type.version, resource_type.kind)
                 unknown = unknown_builtin_fields(gvk, obj)
             if unknown:
+                kind, version = resource_type.kind, resource_type.version
                 raise errors.bad_request(
-                    "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
+                    f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+                    + ", ".join(f'unknown field "{path}"' for path in unknown)
                 )
         if resource_type.custom and resource_type.schema:
             dropped: list[str] = []

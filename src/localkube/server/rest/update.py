@@ -183,7 +183,12 @@ class Updates(Deletes):
             check_identity(resource_type, applied)
             manager = query.get("fieldManager", "")
             if not manager:
-                raise errors.bad_request("PATCH with apply-patch requires a fieldManager")
+                raise errors.invalid_option(
+                    "PatchOptions",
+                    "fieldManager",
+                    "FieldValueRequired",
+                    "Required value: is required for apply patch",
+                )
             if old is None:
                 if subresource:
                     raise errors.not_found(resource_type.plural, resource_type.group, name)

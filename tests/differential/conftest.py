@@ -1,0 +1,55 @@
+"""Fixtures of the differential tier: one Runner per backend (the session's localkube and realkube, the Widget
+CRD installed on both), and the tally the terminal summary prints: pairs compared, differences known and
+differences left."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from differential.harness import TALLY, Runner
+from localkube_process import LocalKubeProcess
+from realkube_process import RealKubeProcess
+
+TESTDATA = Path(__file__).parent / "testdata"
+
+if shutil.which("kubectl") is None:
+    pytest.skip("kubectl is not on the PATH", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def runners(
+    localkube: LocalKubeProcess, realkube: RealKubeProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Runner, Runner]]:
+    pair = []
+    for server in (localkube, realkube):
+        server.apply_files([TESTDATA / "widgets-crd.yaml"])
+        pair.append(Runner(server, tmp_path_factory.mktemp("differential")))
+    _wait_established(pair)
+    yield pair[0], pair[1]
+    for runner in pair:
+        runner.close()
+
+
+def _wait_established(pair: list[Runner]) -> None:
+    for runner in pair:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if runner.client.get("/apis/diff.kuberay.io/v1/widgets").status_code == 200:
+                break
+            time.sleep(0.2)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not TALLY.pairs:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("differential: localkube against kube-apiserver")
+    write(f"{TALLY.pairs} request/response pairs compared; {len(TALLY.known)} known differences; "
+          f"{len(TALLY.left)} differences left")  # fmt: skip
+    for line in TALLY.left:
+        write(f"  left: {line}")
