@@ -38,6 +38,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from localkube.node.network import bridge_gateways
 from localkube.server.tls import issue
 from localkube_process import LocalKubeProcess
 from ports import free_port
@@ -212,7 +213,9 @@ class RealKubeProcess(LocalKubeProcess):
         pki.mkdir(mode=0o700, exist_ok=True)
         if not (pki / "sa.key").exists():
             names = [x509.DNSName(name) for name in _SERVING_NAMES]
-            names += [x509.IPAddress(ipaddress.ip_address(address)) for address in _SERVING_ADDRESSES]
+            # Process-mode pods dial the API server on their bridge's gateway, as they do on localkube.
+            addresses = [*_SERVING_ADDRESSES, *bridge_gateways()]
+            names += [x509.IPAddress(ipaddress.ip_address(address)) for address in addresses]
             ca_pem, cert_pem, key_pem = issue("realkube-ca", "kube-apiserver", names)
             (pki / "ca.crt").write_bytes(ca_pem)
             (pki / "server.crt").write_bytes(cert_pem)
