@@ -5,6 +5,10 @@ installed. Tests that share it must use their own namespaces or names. `localkub
 starts a private instance on a fresh data directory (arguments as for `LocalKubeProcess`) and kills it
 at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
 look-up's time is printed.
+
+Collection puts the files holding a `slow` test first, longest bound first (otherwise in pytest's order): pytest-xdist, as
+scripts/test runs it (`--dist loadfile --no-loadscope-reorder`), hands files to workers in that order, so
+no minutes-long file starts last and keeps one worker busy after the others are done.
 """
 
 from __future__ import annotations
@@ -17,10 +21,30 @@ from typing import Any
 import pytest
 
 from helm import Helm
+from local_instance import take_down_shared
 from localkube_process import LocalKubeProcess
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Among the slow files, those whose tests are allowed longest (pytest-timeout's bound) go first.
+    default = float(config.getini("timeout") or 0)
+    bound: dict[Path, float] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            marker = item.get_closest_marker("timeout")
+            allowed = float(marker.args[0]) if marker and marker.args else default
+            bound[item.path] = max(bound.get(item.path, 0.0), allowed)
+    items.sort(key=lambda item: (item.path not in bound, -bound.get(item.path, 0.0)))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # pytest-xdist's controller, after every worker has ended: the instances the workers shared (its base
+    # directory is theirs' parent).
+    if session.config.pluginmanager.has_plugin("dsession"):
+        take_down_shared(session.config._tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")
