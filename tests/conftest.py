@@ -11,6 +11,10 @@ same CRDs; `--backend localkube|realkube|both` chooses which backends run (defau
 the binaries, else localkube). Tests that need the real one are marked `realkube` (`-m realkube` selects
 them); without it in `--backend` they are skipped. The first run builds the binaries into the shared cache
 (minutes, printed); later runs reuse them.
+
+Collection puts the files holding a `slow` test first, longest bound first (otherwise in pytest's order): pytest-xdist, as
+scripts/test runs it (`--dist loadfile --no-loadscope-reorder`), hands files to workers in that order, so
+no minutes-long file starts last and keeps one worker busy after the others are done.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import pytest
 
 from agent_process import AgentProcess
 from helm import Helm
+from local_instance import take_down_shared
 from localkube_process import LocalKubeProcess
 from realkube_process import NODE_NAME, RealKubeProcess, build
 
@@ -52,6 +57,14 @@ def backends(config: pytest.Config) -> tuple[str, ...]:
     return BACKENDS if chosen == "both" else (chosen,)
 
 
+@pytest.fixture(scope="session", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
+def kube_backend(request: pytest.FixtureRequest) -> LocalKubeProcess:
+    """The control plane of a backend-aware test, which runs once per backend --backend selects: the session's
+    `localkube` or `realkube` (both with the project's CRDs; realkube with localkube's node attached)."""
+    server: LocalKubeProcess = request.getfixturevalue(request.param)
+    return server
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     chosen = backends(config)
     skip = pytest.mark.skip(reason="backend not selected (--backend)")
@@ -60,14 +73,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         backend = callspec.params.get("kube_backend") if callspec else None
         if (backend or "realkube") not in chosen and (backend or item.get_closest_marker("realkube")):
             item.add_marker(skip)
+    # Among the slow files, those whose tests are allowed longest (pytest-timeout's bound) go first.
+    default = float(config.getini("timeout") or 0)
+    bound: dict[Path, float] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            marker = item.get_closest_marker("timeout")
+            allowed = float(marker.args[0]) if marker and marker.args else default
+            bound[item.path] = max(bound.get(item.path, 0.0), allowed)
+    items.sort(key=lambda item: (item.path not in bound, -bound.get(item.path, 0.0)))
 
 
-@pytest.fixture(scope="session", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
-def kube_backend(request: pytest.FixtureRequest) -> LocalKubeProcess:
-    """The control plane of a backend-aware test, which runs once per backend --backend selects: the session's
-    `localkube` or `realkube` (both with the project's CRDs; realkube with localkube's node attached)."""
-    server: LocalKubeProcess = request.getfixturevalue(request.param)
-    return server
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # pytest-xdist's controller, after every worker has ended: the instances the workers shared (its base
+    # directory is theirs' parent).
+    if session.config.pluginmanager.has_plugin("dsession"):
+        take_down_shared(session.config._tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

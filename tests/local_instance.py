@@ -6,10 +6,15 @@ with the printed kubeconfig, `kuberay local down` to stop (`with LocalInstance(.
 operator); `command` replaces `kuberay local up` (e.g. `bash scripts/up`); `env` is exported before it, as a
 user sets the operator's environment variables (e.g. RAYSERVICE_UPGRADE_TIMEOUT_SECONDS). The launcher's
 output goes to `data_dir/../<name>.out`, kept for a look after a failure.
+
+`shared_instance(root, name, *args)`: one instance for every pytest-xdist worker of a run, under the run's
+directory `root`: the first worker to ask starts it, the others find it ready; `take_down_shared(root)`
+(the controller, once every worker is done) takes each one down.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -132,3 +137,30 @@ class LocalInstance:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+SHARED_DIR = "shared-instances"
+# The instances this worker started, kept for the worker's life: their launchers outlive the fixtures that
+# asked for them (the controller takes them down), and dropping the handle early would be a ResourceWarning.
+_started: list[LocalInstance] = []
+
+
+def shared_instance(root: Path, name: str, *args: str) -> LocalInstance:
+    """The run's instance `name` (`kuberay local up ARGS`), started by the first caller of any worker."""
+    directory = root / SHARED_DIR
+    directory.mkdir(exist_ok=True)
+    local = LocalInstance(directory / name, *args)
+    # Held while starting: a second worker waits for the first one's instance instead of starting its own.
+    with (directory / f"{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if local.status() is None:
+            _started.append(local.start())
+    return local
+
+
+def take_down_shared(root: Path) -> None:
+    """`kuberay local down` for each instance `shared_instance` started under `root`."""
+    directory = root / SHARED_DIR
+    for data_dir in sorted(directory.iterdir()) if directory.is_dir() else ():
+        if data_dir.is_dir():
+            LocalInstance(data_dir).down(timeout=180)

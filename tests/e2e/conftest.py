@@ -2,9 +2,12 @@
 
 `ray_head`: one real Ray head (for the dashboard client). `local_process`: one `kuberay local up
 --node-mode process --port 0`, started as the README tells a user, for every test that runs examples on
-real Ray clusters; each test works in its own namespace.
+real Ray clusters; each test works in its own namespace. Under pytest-xdist the workers share that one
+instance (started by the first worker that needs it, taken down by the controller at the end, see
+tests/conftest.py): one Ray-mode localkube and operator per run, not one per worker.
 """
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from local_instance import LocalInstance
+from local_instance import LocalInstance, shared_instance
 from ray_process import RayHead
 
 
@@ -34,7 +37,9 @@ def ray_head() -> Iterator[RayHead]:
 
 @pytest.fixture(scope="session")
 def local_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInstance]:
-    with LocalInstance(
-        tmp_path_factory.mktemp("local") / "process", "--node-mode", "process", "--port", "0"
-    ) as local:
-        yield local
+    args = ("--node-mode", "process", "--port", "0")
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # no pytest-xdist workers: this process owns the instance
+        with LocalInstance(tmp_path_factory.mktemp("local") / "process", *args) as local:
+            yield local
+    else:  # the directory of the run, of which each worker's base directory is one entry
+        yield shared_instance(tmp_path_factory.getbasetemp().parent, "process", *args)

@@ -25,6 +25,8 @@ from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
 
 pytestmark = [
     pytest.mark.slow,
+    # Above the test's own bounds (an instance's start, helm's waits): the suite's 300 s fired first under load.
+    pytest.mark.timeout(900),
     pytest.mark.skipif(
         os.geteuid() != 0, reason="the operator pod and the Ray pods each need a network namespace"
     ),

@@ -23,6 +23,7 @@ from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT, POD, SERVICE, Resource
 from operator_process import OperatorProcess
+from shared import yaml_documents
 
 from ..runtime.kube import client_for, new_namespace
 
@@ -126,5 +127,4 @@ async def kube(kube_backend: Any, operator: OperatorProcess) -> AsyncIterator[Ku
 
 
 def load_sample(name: str) -> list[dict[str, Any]]:
-    with (SAMPLES / name).open() as f:
-        return [doc for doc in yaml.safe_load_all(f) if doc]
+    return [doc for doc in yaml_documents(SAMPLES / name) if doc]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import errno
 import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -36,12 +37,8 @@ from kuberay.runtime.events import EVENTS_V1, EventRecorder
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import Resource
 
-_next_address = iter(range(1, 250))
-
-
-def standin_address() -> str:
-    """A loopback address no other test uses (simulated pods get 127.244.0.0/16)."""
-    return f"127.251.{next(_next_address)}.1"
+# Loopback addresses for stand-ins (simulated pods get 127.244.0.0/16); each is taken at most once here.
+_addresses = (f"127.251.{a}.{b}" for a in range(1, 255) for b in range(1, 255))
 
 
 @dataclass
@@ -100,12 +97,18 @@ class ServeStandIn:
         await send({"type": "http.response.body", "body": answer})
 
     async def start(self) -> None:
-        sockets = []
-        for port in self.ports:
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.address, port))
-            sockets.append(sock)
+        sockets: list[socket.socket] = []
+        try:
+            for port in self.ports:
+                sockets.append(sock := socket.socket())
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self.address, port))
+                # Listening now: with SO_REUSEADDR two unlistening binds of one port both succeed.
+                sock.listen()
+        except OSError:
+            for sock in sockets:
+                sock.close()
+            raise
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", interface="asgi3")
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=sockets))
@@ -116,6 +119,22 @@ class ServeStandIn:
         if self._server is not None and self._task is not None:
             self._server.should_exit = True
             await asyncio.wait_for(self._task, 10)
+
+
+async def start_standin(spec: dict[str, Any], failing: dict[str, str] | None = None) -> ServeStandIn:
+    """A started stand-in for the head of a RayService's cluster `spec`, which is pinned to its address: the
+    first one in 127.251.0.0/16 whose ports are free (other pytest-xdist workers, and other test runs on
+    the machine, take addresses from the same range)."""
+    for address in _addresses:
+        standin = ServeStandIn(address, pin_head(spec, address), failing=failing or {})
+        try:
+            await standin.start()
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+        else:
+            return standin
+    raise RuntimeError("every stand-in address of 127.251.0.0/16 is taken")
 
 
 def pin_head(spec: dict[str, Any], address: str) -> tuple[int, ...]:

@@ -23,10 +23,9 @@ from integration.rayservice.harness import (
     ServeStandIn,
     install_gateway_api,
     operator,
-    pin_head,
     replace_spec,
     set_env,
-    standin_address,
+    start_standin,
 )
 from kuberay.controllers.rayservice.reconciler import GATEWAY, HTTP_ROUTE, RAYSERVICE
 from kuberay.runtime import errors
@@ -101,9 +100,7 @@ async def weights(op: Operator, name: str) -> dict[str, int]:
 async def _start(localkube: Any, op: Operator, name: str, interval: int = 1) -> tuple[ServeStandIn, str]:
     install_gateway_api(localkube)
     service = incremental_service(op.namespace, name, interval=interval)
-    address = standin_address()
-    standin = ServeStandIn(address, pin_head(service["spec"], address))
-    await standin.start()
+    standin = await start_standin(service["spec"])
     await op.client.create(RAYSERVICE, service)
     ready = await op.wait_condition(name, "Ready", "True", timeout=120)
     await op.wait(lambda: _active(op, name), 30, "an active cluster")

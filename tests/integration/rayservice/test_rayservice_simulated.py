@@ -16,10 +16,9 @@ from integration.rayservice.harness import (
     ServeStandIn,
     install_gateway_api,
     operator,
-    pin_head,
     replace_spec,
     set_env,
-    standin_address,
+    start_standin,
 )
 from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime.resources import POD, SERVICE, Resource
@@ -49,10 +48,7 @@ def the_service(name: str) -> dict[str, Any]:
 
 
 async def standin_for(service: dict[str, Any], failing: dict[str, str] | None = None) -> ServeStandIn:
-    address = standin_address()
-    standin = ServeStandIn(address, pin_head(service["spec"], address), failing=failing or {})
-    await standin.start()
-    return standin
+    return await start_standin(service["spec"], failing)
 
 
 def owner_of(obj: dict[str, Any]) -> tuple[str, str, bool]:

@@ -4,14 +4,13 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
 from kuberay.api.meta import KubeObject
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
-from shared import UPSTREAM_SAMPLES
+from shared import UPSTREAM_SAMPLES, yaml_documents
 
 SAMPLES = UPSTREAM_SAMPLES
 MODELS: dict[str, type[KubeObject]] = {
@@ -22,7 +21,7 @@ MODELS: dict[str, type[KubeObject]] = {
 def _ray_objects() -> list[Any]:
     params = []
     for path in sorted(SAMPLES.rglob("*.yaml")):
-        for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
+        for index, doc in enumerate(yaml_documents(path)):
             if isinstance(doc, dict) and str(doc.get("apiVersion", "")).startswith("ray.io/"):
                 params.append(pytest.param(doc, id=f"{path.relative_to(SAMPLES)}#{index}"))
     return params

@@ -6,13 +6,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 import k8s_schemas
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import gcsft, pod, rediscleanup
-from shared import UPSTREAM_SAMPLES
+from shared import UPSTREAM_SAMPLES, yaml_documents
 
 SAMPLES = UPSTREAM_SAMPLES
 CREATORS = {"RayCluster": None, "RayJob": "RayJob", "RayService": "RayService"}
@@ -24,7 +23,7 @@ OPTIONS = pod.PodOptions(
 
 def clusters() -> Iterator[Any]:
     for path in sorted(SAMPLES.rglob("*.yaml")):
-        for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
+        for index, doc in enumerate(yaml_documents(path)):
             if not isinstance(doc, dict) or doc.get("kind") not in CREATORS:
                 continue
             name = doc["metadata"].get("name") or doc["metadata"]["generateName"] + "x7k2p"

@@ -8,7 +8,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 import k8s_schemas
 from kuberay.api.features import Feature, FeatureGates
@@ -16,7 +15,7 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.builders import ingress, networkpolicy, pvc, rbac, secret, service, submitter
-from shared import UPSTREAM_SAMPLES
+from shared import UPSTREAM_SAMPLES, yaml_documents
 
 KINDS = ("RayCluster", "RayJob", "RayService")
 GATE_SETS = (FeatureGates(), FeatureGates({Feature.SIDECAR_SUBMITTER_RESTART: True}))
@@ -25,7 +24,7 @@ UID = "2c1b7d0e-0000-4000-8000-000000000000"
 
 def samples() -> Iterator[Any]:
     for path in sorted(UPSTREAM_SAMPLES.rglob("*.yaml")):
-        for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
+        for index, doc in enumerate(yaml_documents(path)):
             if isinstance(doc, dict) and doc.get("kind") in KINDS and doc.get("apiVersion") == "ray.io/v1":
                 yield pytest.param(doc, id=f"{path.relative_to(UPSTREAM_SAMPLES)}#{index}")
 
