@@ -200,10 +200,11 @@ async def user_service(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[
 @pytest.fixture
 def bounded_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInstance]:
     """A second `kuberay local up --node-mode process --port 0`, with RAYSERVICE_UPGRADE_TIMEOUT_SECONDS
-    exported before it, as a user sets the operator's environment."""
+    exported before it, as a user sets the operator's environment. The bound leaves the new cluster time to
+    start Ray and report its import error first, even with the suite's workers loading the machine."""
     with LocalInstance(
         tmp_path_factory.mktemp("local") / "bounded", "--node-mode", "process", "--port", "0",
-        env={"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": "90"},
+        env={"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": "150"},
     ) as local:  # fmt: skip
         yield local
 
