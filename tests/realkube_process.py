@@ -48,6 +48,8 @@ BUILDER = REPO / "scripts" / "realkube"
 # Compiling three Kubernetes binaries and etcd: tens of minutes on 2 loaded cores, once. A bound.
 BUILD_TIMEOUT = 3600.0
 NODE_NAME = "localkube-node"
+# A second node's identity, for a test that attaches an agent of its own beside the session's node.
+SPARE_NODE_NAME = "agent-node"
 SERVICE_CIDR = "10.96.0.0/12"
 _SERVING_NAMES = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                   "kubernetes.default.svc.cluster.local"]  # fmt: skip
@@ -58,6 +60,7 @@ _IDENTITIES = {
     "controller-manager": ("system:kube-controller-manager", ""),
     "scheduler": ("system:kube-scheduler", ""),
     "node": (f"system:node:{NODE_NAME}", "system:nodes"),
+    "spare-node": (f"system:node:{SPARE_NODE_NAME}", "system:nodes"),
 }
 
 
@@ -264,6 +267,11 @@ class RealKubeProcess(LocalKubeProcess):
     def node_kubeconfig(self) -> Path:
         """The kubeconfig of the node `NODE_NAME` (for `localkube agent`)."""
         return self.data_dir / "node.kubeconfig"
+
+    @property
+    def spare_node_kubeconfig(self) -> Path:
+        """The kubeconfig of the node `SPARE_NODE_NAME`."""
+        return self.data_dir / "spare-node.kubeconfig"
 
 
 def main() -> None:

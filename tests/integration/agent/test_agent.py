@@ -21,7 +21,8 @@ from kuberay.runtime.client import Client
 from kuberay.runtime.resources import LEASE, NODE, POD, Resource
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
-from realkube_process import NODE_NAME as REALKUBE_NODE
+from realkube_process import NODE_NAME as SESSION_NODE_NAME
+from realkube_process import SPARE_NODE_NAME
 
 from ..runtime.kube import client_for, new_namespace
 
@@ -42,7 +43,10 @@ def attached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     private: LocalKubeProcess | None = None
     if request.param == "realkube":
         server: LocalKubeProcess = request.getfixturevalue("realkube")
-        kubeconfig, node_name = server.node_kubeconfig, REALKUBE_NODE
+        # The session's own node runs already: this agent is a second node, with that node's credentials, and
+        # the session's node is cordoned meanwhile so that the scheduler places this module's pods here.
+        kubeconfig, node_name = server.spare_node_kubeconfig, SPARE_NODE_NAME
+        cordon(server, SESSION_NODE_NAME, True)
     else:
         server = private = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
         server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
@@ -56,6 +60,19 @@ def attached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         agent.stop()
         if private is not None:
             private.stop()
+        else:  # the shared control plane must not place later pods on a node nobody runs
+            with server.client() as admin:
+                admin.delete(f"/api/v1/nodes/{node_name}").raise_for_status()
+            cordon(server, SESSION_NODE_NAME, False)
+
+
+def cordon(server: LocalKubeProcess, node: str, unschedulable: bool) -> None:
+    with server.client() as admin:
+        admin.patch(
+            f"/api/v1/nodes/{node}",
+            json={"spec": {"unschedulable": unschedulable}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
 
 
 @pytest.fixture
