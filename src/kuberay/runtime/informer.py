@@ -108,18 +108,23 @@ class Informer:
                 tasks.create_task(self._resync_loop(self._resync_period))
 
     async def _run_scope(self, namespace: str | None) -> None:
-        resource_version: str | None = None
+        # Where the next watch resumes: the version of the last event applied, kept even when a watch
+        # breaks, so a reconnect neither replays (and briefly rolls the cache back to) older versions
+        # nor asks for history the server may no longer have.
+        position = _Position()
         failures = 0
         while True:
             try:
-                if resource_version is None:
-                    resource_version = await self._relist(namespace)
+                if position.resource_version is None:
+                    position.resource_version = await self._relist(namespace)
                     self._scope_synced(namespace)
-                resource_version = await self._watch(namespace, resource_version)
+                await self._watch(namespace, position.resource_version, position)
                 failures = 0
             except errors.Gone:
-                log.info("%s: resourceVersion %s is gone; relisting", self.resource, resource_version)
-                resource_version = None
+                log.info(
+                    "%s: resourceVersion %s is gone; relisting", self.resource, position.resource_version
+                )
+                position.resource_version = None
                 self.relists += 1
             except errors.KubeError as e:
                 failures += 1
@@ -158,14 +163,14 @@ class Informer:
                     self._deliver(Event(EventType.DELETED, gone, gone))
         return listed.resource_version
 
-    async def _watch(self, namespace: str | None, resource_version: str) -> str:
-        """Applies watch events until the stream ends; returns the last resourceVersion seen."""
+    async def _watch(self, namespace: str | None, start: str, position: _Position) -> None:
+        """Applies watch events after `start` until the stream ends, advancing `position` with each."""
         # Spread reconnects, as client-go does, so many informers do not all rewatch at once.
         timeout = int(self._watch_timeout * random.uniform(1.0, 2.0))
         events = self.client.watch(
             self.resource,
             namespace,
-            resource_version=resource_version,
+            resource_version=start,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             timeout_seconds=timeout,
@@ -173,8 +178,9 @@ class Informer:
         async for event in events:
             kind = event.get("type")
             raw = event.get("object") or {}
-            resource_version = (raw.get("metadata") or {}).get("resourceVersion") or resource_version
+            version = (raw.get("metadata") or {}).get("resourceVersion")
             if kind == "BOOKMARK":
+                position.resource_version = version or position.resource_version
                 continue
             obj = prepare(raw)
             key = ObjectKey.of(obj)
@@ -184,7 +190,7 @@ class Informer:
             elif kind in ("ADDED", "MODIFIED"):
                 old = self.store.upsert(obj)
                 self._deliver(Event(EventType.ADDED if old is None else EventType.MODIFIED, obj, old))
-        return resource_version
+            position.resource_version = version or position.resource_version
 
     async def _resync_loop(self, period: float) -> None:
         await self._synced.wait()
@@ -208,6 +214,13 @@ class Informer:
                 log.exception(
                     "%s: event handler failed on %s %s", self.resource, event.type, ObjectKey.of(event.obj)
                 )
+
+
+@dataclass
+class _Position:
+    """The resourceVersion a scope's next watch starts from; None: list first."""
+
+    resource_version: str | None = None
 
 
 def _version(obj: CachedObject) -> str:

@@ -130,10 +130,12 @@ def _attach_output(data_dir: Path, store: Store) -> Output:
 
 
 async def _compact_periodically(store: Store, interval: float, keep: int) -> None:
+    # The first compaction runs at start, before any request is served: a restart begins with the history
+    # `keep` allows, as kube-apiserver's watch cache begins empty (so clients resuming from before it relist).
     while True:
-        await asyncio.sleep(interval)
         compacted = store.compact(keep)
         log.debug("compacted the store up to revision %d", compacted)
+        await asyncio.sleep(interval)
 
 
 class _Server(uvicorn.Server):
