@@ -6,13 +6,14 @@
   the lost pod, and cleans up by the job's policy (here `shutdownAfterJobFinishes` with no TTL).
 - kuberay#4760 / #4199: a head whose dashboard starts serving late. With Ray 2.53 and later the head's
   readiness probe asks only the dashboard agent (port 52365), so the cluster is ready while port 8265 still
-  refuses. The delay is Ray's own: the head's dashboard process sleeps before it starts (a `sitecustomize`
-  from a ConfigMap on the head's PYTHONPATH), and `RAY_DASHBOARD_STARTUP_TIMEOUT_S=1` lets `ray start` go on
-  without it, as it does when a dashboard is slow. In every submitting mode nothing is burnt against the
-  silent dashboard: the K8sJobMode submitter Job has no failed pod, the SidecarMode submitter container no
-  restart or failure, HTTPMode no failed POST, and each job SUCCEEDED on its first attempt. Each test first
-  shows the dashboard really was late for that mode (the submitters' "Waiting for Ray Dashboard" lines, the
-  HTTPMode RayJob's failing status checks).
+  refuses. Here Ray's dashboard listens on 8266 and the head's port 8265 (the one its Service, the
+  submitters and the operator use) starts serving it LATE_SECONDS after the container starts: a small TCP
+  relay from a ConfigMap, started late by the head's own command. (Delaying Ray's dashboard process itself
+  made `ray start` time out waiting for its raylet on this loaded machine.) In every submitting mode nothing
+  is burnt against the silent dashboard: the K8sJobMode submitter Job has no failed pod, the SidecarMode
+  submitter container no restart or failure, HTTPMode no failed POST, and each job SUCCEEDED on its first
+  attempt. The test first shows the dashboard really was late for each mode (the submitters' "Waiting for
+  Ray Dashboard" lines, the HTTPMode RayJob's failing status checks).
 """
 
 from __future__ import annotations
@@ -35,11 +36,31 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # Ray on a loaded two-core machine: bounds, not measurements.
 TIMEOUT = 420.0
-LATE_SECONDS = 45  # how long the head's dashboard sleeps before it starts
-SITECUSTOMIZE = """\
-import os, sys, time
-if sys.argv[:1] and sys.argv[0].endswith(os.path.join("dashboard", "dashboard.py")):
-    time.sleep(float(os.environ["LATE_DASHBOARD_SECONDS"]))
+LATE_SECONDS = 45  # how long after the head container starts its port 8265 serves the dashboard
+RELAY = """\
+import asyncio, sys
+
+
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    finally:
+        writer.close()
+
+
+async def serve(client_reader, client_writer):
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(sys.argv[2]))
+    await asyncio.gather(pipe(client_reader, writer), pipe(reader, client_writer), return_exceptions=True)
+
+
+async def main():
+    server = await asyncio.start_server(serve, "0.0.0.0", int(sys.argv[1]))
+    await server.serve_forever()
+
+
+asyncio.run(main())
 """
 WAITING_LINE = "Waiting for Ray Dashboard GCS to become healthy"
 
@@ -106,21 +127,20 @@ def test_a_head_pod_deleted_mid_job_fails_the_rayjob_naming_it_and_cleans_up(
 
 def _late_dashboard(job: dict[str, Any]) -> dict[str, Any]:
     """The RayJob with this Ray's version (whose head readiness does not wait for the dashboard) and a head
-    whose dashboard starts LATE_SECONDS after the rest of Ray; the cluster is kept for the checks."""
+    whose dashboard port serves LATE_SECONDS after the container starts; the cluster is kept for the checks."""
     job = copy.deepcopy(job)
     job["spec"]["shutdownAfterJobFinishes"] = False
     job["spec"].pop("ttlSecondsAfterFinished", None)
     cluster = job["spec"]["rayClusterSpec"]
     cluster["rayVersion"] = ray.__version__
-    pod = cluster["headGroupSpec"]["template"]["spec"]
+    head_group = cluster["headGroupSpec"]
+    head_group["rayStartParams"]["dashboard-port"] = "8266"
+    pod = head_group["template"]["spec"]
     pod["volumes"] = [{"name": "late-dashboard", "configMap": {"name": "late-dashboard"}}]
     head = pod["containers"][0]
     head["volumeMounts"] = [{"name": "late-dashboard", "mountPath": "/late-dashboard"}]
-    head["env"] = [
-        {"name": "PYTHONPATH", "value": "/late-dashboard"},
-        {"name": "LATE_DASHBOARD_SECONDS", "value": str(LATE_SECONDS)},
-        {"name": "RAY_DASHBOARD_STARTUP_TIMEOUT_S", "value": "1"},
-    ]
+    # Runs before the operator's `ray start` (it is joined to it with `&&`).
+    head["args"] = [f"(sleep {LATE_SECONDS}; exec python /late-dashboard/relay.py 8265 8266) & true"]
     return job
 
 
@@ -146,7 +166,7 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(
 ) -> None:
     namespace = local_process.namespace("late-dashboard")
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late-dashboard"},
-                  "data": {"sitecustomize.py": SITECUSTOMIZE}}  # fmt: skip
+                  "data": {"relay.py": RELAY}}  # fmt: skip
     local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(config_map))
     jobs = {mode: _late_dashboard(_example(f"ray-job.{name}.yaml")) for mode, name in
             {"K8sJobMode": "k8s-job-mode", "HTTPMode": "http-mode", "SidecarMode": "sidecar-mode"}.items()}  # fmt: skip

@@ -12,8 +12,10 @@ What must hold, shown by counts and order rather than by speed:
   the Warning Events on it count the failures, and healthy reconciles run between its tries;
 - the failing key never holds more than one worker, and the workers did run CONCURRENCY at a time.
 
-HEALTHY is 500 as the issue asks; on this two-core machine the lot becomes ready in well under the suite's
-90 s budget for it (simulate mode, one pod per cluster).
+HEALTHY is 200, not the issue's 500: with 500 the test passed but took 141 s on this shared two-core machine
+(2026-12-01, load average ~9), over its 90 s share of the suite's budget. Nothing it shows depends on the
+number beyond there being many more healthy clusters than workers (CONCURRENCY), which 200 keeps; set it to
+500 to run the issue's case.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from kuberay.runtime.resources import EVENT, POD, ObjectKey, Resource
 
 RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ray-cluster.minimal.yaml"
-HEALTHY = 500
+HEALTHY = 200
 CONCURRENCY = 4
 FAILING = "refused-head"
 
@@ -77,7 +79,7 @@ def _cluster(name: str) -> dict[str, Any]:
     return cluster
 
 
-async def test_a_cluster_failing_every_reconcile_starves_none_of_500_others(localkube) -> None:
+async def test_a_cluster_failing_every_reconcile_starves_none_of_the_others(localkube) -> None:
     async with running_operator(localkube, lambda manager, settings: None,
                                 reconcile_concurrency=CONCURRENCY, qps=1000, burst=2000) as op:  # fmt: skip
         (controller,) = [c for c in op.manager.controllers if c.name == "raycluster"]
