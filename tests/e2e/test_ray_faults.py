@@ -8,8 +8,8 @@
   readiness probe asks only the dashboard agent (port 52365), so the cluster is ready while port 8265 still
   refuses. Here Ray's dashboard listens on 8266 and the head's port 8265 (the one its Service, the
   submitters and the operator use) starts serving it LATE_SECONDS after the container starts: a small TCP
-  relay from a ConfigMap, started late by the head's own command. (Delaying Ray's dashboard process itself
-  made `ray start` time out waiting for its raylet on this loaded machine.) In every submitting mode nothing
+  relay from a ConfigMap (mounted under /srv: process mode makes no new top-level directory), started late
+  by the head's own command, so Ray itself starts as usual. In every submitting mode nothing
   is burnt against the silent dashboard: the K8sJobMode submitter Job has no failed pod, the SidecarMode
   submitter container no restart or failure, HTTPMode no failed POST, and each job SUCCEEDED on its first
   attempt. The test first shows the dashboard really was late for each mode (the submitters' "Waiting for
@@ -138,9 +138,9 @@ def _late_dashboard(job: dict[str, Any]) -> dict[str, Any]:
     pod = head_group["template"]["spec"]
     pod["volumes"] = [{"name": "late-dashboard", "configMap": {"name": "late-dashboard"}}]
     head = pod["containers"][0]
-    head["volumeMounts"] = [{"name": "late-dashboard", "mountPath": "/late-dashboard"}]
+    head["volumeMounts"] = [{"name": "late-dashboard", "mountPath": "/srv/late-dashboard"}]
     # Runs before the operator's `ray start` (it is joined to it with `&&`).
-    head["args"] = [f"(sleep {LATE_SECONDS}; exec python /late-dashboard/relay.py 8265 8266) & true"]
+    head["args"] = [f"(sleep {LATE_SECONDS}; exec python /srv/late-dashboard/relay.py 8265 8266) & true"]
     return job
 
 
@@ -190,7 +190,9 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(
         # K8sJobMode: the submitter waited for the dashboard (it was late) and no pod of its Job failed.
         submitter = local_process.get("job", names["K8sJobMode"], namespace)
         assert (submitter["status"].get("succeeded"), submitter["status"].get("failed", 0)) == (1, 0)
-        assert WAITING_LINE in local_process.kubectl("logs", "-n", namespace, f"job/{names['K8sJobMode']}")
+        assert WAITING_LINE in local_process.kubectl(
+            "logs", "-n", namespace, "-l", f"job-name={names['K8sJobMode']}"
+        )
 
         # SidecarMode: likewise, its container in the head pod waited, never restarted and exited 0.
         sidecar_head = _head_pods(local_process, done["SidecarMode"]["rayClusterName"], namespace)[0]
