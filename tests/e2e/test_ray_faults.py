@@ -191,7 +191,7 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(
         submitter = local_process.get("job", names["K8sJobMode"], namespace)
         assert (submitter["status"].get("succeeded"), submitter["status"].get("failed", 0)) == (1, 0)
         assert WAITING_LINE in local_process.kubectl(
-            "logs", "-n", namespace, "-l", f"job-name={names['K8sJobMode']}"
+            "logs", "-n", namespace, "--tail=-1", "-l", f"job-name={names['K8sJobMode']}"
         )
 
         # SidecarMode: likewise, its container in the head pod waited, never restarted and exited 0.
