@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -144,26 +143,7 @@ def _late_dashboard(job: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-def _watch(local: LocalInstance, namespace: str, name: str, out: Path) -> subprocess.Popen[bytes]:
-    """`kubectl get rayjob -w -o json` into a file: every version of the RayJob the test may miss polling."""
-    with out.open("wb") as sink:
-        return subprocess.Popen(
-            ["kubectl", "--kubeconfig", local.kubeconfig, "get", "rayjob", name, "-n", namespace, "-w",
-             "-o", "json"], stdout=sink, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-
-
-def _versions(text: str) -> list[dict[str, Any]]:
-    decoder, found, at = json.JSONDecoder(), [], 0
-    while (at := text.find("{", at)) != -1:
-        obj, at = decoder.raw_decode(text, at)
-        found.append(obj)
-    return found
-
-
-def test_a_late_dashboard_burns_no_submission_in_any_mode(
-    local_process: LocalInstance, tmp_path: Path
-) -> None:
+def test_a_late_dashboard_burns_no_submission_in_any_mode(local_process: LocalInstance) -> None:
     namespace = local_process.namespace("late-dashboard")
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late-dashboard"},
                   "data": {"relay.py": RELAY}}  # fmt: skip
@@ -171,14 +151,14 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(
     jobs = {mode: _late_dashboard(_example(f"ray-job.{name}.yaml")) for mode, name in
             {"K8sJobMode": "k8s-job-mode", "HTTPMode": "http-mode", "SidecarMode": "sidecar-mode"}.items()}  # fmt: skip
     names = {mode: job["metadata"]["name"] for mode, job in jobs.items()}
-    watch = _watch(local_process, namespace, names["HTTPMode"], tmp_path / "http-mode.json")
-    try:
-        for job in jobs.values():
-            local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
-        done = {mode: _finished(local_process, name, namespace) for mode, name in names.items()}
-    finally:
-        watch.terminate()
-        watch.wait(30)
+    for job in jobs.values():
+        local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
+    # Every status of the HTTPMode job seen until it finished: a failing status check stays recorded in
+    # `jobStatusCheckFailureStartTime` for as long as the dashboard is silent, so polling sees it.
+    seen: list[dict[str, Any]] = []
+    until(lambda: seen.append(_status(local_process, names["HTTPMode"], namespace))
+          or seen[-1].get("jobDeploymentStatus") in ("Complete", "Failed"), TIMEOUT, "the HTTPMode RayJob finished")  # fmt: skip
+    done = {mode: _finished(local_process, name, namespace) for mode, name in names.items()}
     try:
         for mode, status in done.items():
             assert (status["jobDeploymentStatus"], status["jobStatus"], status.get("succeeded"),
@@ -206,8 +186,7 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(
 
         # HTTPMode: the operator's status checks failed while the dashboard was silent (so it was late),
         # then it submitted once, and no POST failed.
-        versions = _versions((tmp_path / "http-mode.json").read_text())
-        assert any((v.get("status") or {}).get("jobStatusCheckFailureStartTime") for v in versions), versions
+        assert any(status.get("jobStatusCheckFailureStartTime") for status in seen), seen
         job_id = done["HTTPMode"]["jobId"]
         operator_log = Path(str((local_process.status() or {})["logs"]["operator"])).read_text()
         submissions = re.findall(rf"(submitted|submitting) Ray job {re.escape(job_id)} ", operator_log)
