@@ -202,6 +202,13 @@ class _Pass:
             dashboard_address=address,
             workers_suspended=rayjob_cluster.workers_suspended(cluster),
             problem=startup_problem(pods),
+            live_heads=frozenset(
+                pod["metadata"]["name"]
+                for pod in pods
+                if (pod["metadata"].get("labels") or {}).get(constants.RAY_NODE_TYPE_LABEL)
+                == constants.HEAD_NODE
+                and not pod["metadata"].get("deletionTimestamp")
+            ),
         )
 
     def _submitter_facts(self) -> SubmitterFacts:

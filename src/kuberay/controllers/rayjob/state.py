@@ -22,6 +22,13 @@ Differences from upstream, all deliberate:
 - A SidecarMode job whose submitter finished before the head pod was ever Ready (a short job: the
   terminated sidecar keeps the pod unready, so the cluster never becomes ready) moves on to Running and
   reads the job's outcome, instead of staying Initializing forever.
+- A Running attempt whose head pod is lost (deleted, or replaced by the RayCluster controller) fails with
+  reason `HeadPodLost` and the lost pod's name (kuberay#3903: upstream waits on a job the new head never
+  heard of). The entrypoint's driver runs on the head, so the job died with it whatever the mode or GCS fault
+  tolerance; a retry under `backoffLimit` starts it again on a new cluster, and cleanup follows the policy
+  of a failed job. The head the attempt runs on is `rayClusterStatus.head.podName`, refreshed when the
+  attempt enters Running. (SidecarMode's head is never recreated, and upstream's "Ray head pod not found."
+  row keeps deciding when there is no head at all.)
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
 REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration
 SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30  # upstream DefaultSubmitterFinishedTimeout
 CLUSTER_START_FAILED = "ClusterStartFailed"  # our reason for a cluster that cannot start
+HEAD_POD_LOST = "HeadPodLost"  # our reason for an attempt whose head pod went away under it
 
 Status = dict[str, Any]
 
@@ -108,6 +116,8 @@ class ClusterFacts:
     dashboard_address: str | None = None
     workers_suspended: bool = False
     problem: StartupProblem | None = None
+    # The names of the cluster's head pods that exist and are not being deleted.
+    live_heads: frozenset[str] = frozenset()
 
     @property
     def ready(self) -> bool:
@@ -324,6 +334,8 @@ def _initializing(job: RayJob, facts: Facts, settings: Settings, decision: Decis
             )
             return True
         status["dashboardURL"] = cluster.dashboard_address
+    # The head this attempt runs on, for the lost-head check of Running.
+    status["rayClusterStatus"] = copy.deepcopy(cluster.status)
     mode = job.spec.submission_mode
     if mode == JobSubmissionMode.INTERACTIVE_MODE:
         status["jobDeploymentStatus"] = JobDeploymentStatus.WAITING.value
@@ -371,6 +383,8 @@ def _running(job: RayJob, facts: Facts, settings: Settings, decision: Decision) 
         return False
     if not facts.cluster.exists:
         return _missing_cluster(job, decision)
+    if _head_pod_lost(job, facts, status):
+        return False
     if not job.spec.cluster_selector:
         decision.actions.append(Action.RECONCILE_HEAD_SERVICE)
     mode = job.spec.submission_mode
@@ -542,6 +556,25 @@ def _missing_cluster(job: RayJob, decision: Decision) -> bool:
         return True
     decision.actions.append(Action.CREATE_CLUSTER)
     return False
+
+
+def _head_pod_lost(job: RayJob, facts: Facts, status: Status) -> bool:
+    """Fails the attempt when the head pod it runs on is gone or going (see the module docstring)."""
+    head = ((status.get("rayClusterStatus") or {}).get("head") or {}).get("podName") or ""
+    if not head or head in facts.cluster.live_heads:
+        return False
+    if job.spec.submission_mode == JobSubmissionMode.SIDECAR_MODE and not facts.cluster.live_heads:
+        return False  # upstream's own row: "Ray head pod not found."
+    replaced = (
+        f", replaced by {', '.join(sorted(facts.cluster.live_heads))}" if facts.cluster.live_heads else ""
+    )
+    _fail(
+        status,
+        HEAD_POD_LOST,
+        f"The Ray head pod {job.namespace}/{head} of RayCluster {job.namespace}/{status.get('rayClusterName')} "
+        f"was lost while the job was running{replaced}; the job's driver ran there",
+    )
+    return True
 
 
 def _suspend_requested(job: RayJob, status: Status) -> bool:

@@ -230,6 +230,19 @@ CASES: dict[str, Case] = {
         actions=[A.CREATE_SUBMITTER],
         expect={"jobDeploymentStatus": "Running", "dashboardURL": ADDRESS},
     ),
+    "Initializing: ready, the head it will run on recorded": Case(
+        rayjob({**INITIALIZING, "rayClusterStatus": {"state": ""}}),
+        F(
+            ClusterFacts(
+                exists=True, status={"state": "ready", "head": {"podName": "h"}}, dashboard_address=ADDRESS
+            )
+        ),
+        actions=[A.CREATE_SUBMITTER],
+        expect={
+            "jobDeploymentStatus": "Running",
+            "rayClusterStatus": {"state": "ready", "head": {"podName": "h"}},
+        },
+    ),
     "Initializing: ready, an existing submitter Job is reused": Case(
         rayjob(INITIALIZING), F(submitter=K8S_RUNNING), expect={"jobDeploymentStatus": "Running"}
     ),
@@ -364,6 +377,40 @@ CASES: dict[str, Case] = {
     ),
     "Running: SidecarMode without a head pod": Case(
         rayjob(running(), submissionMode="SidecarMode"),
+        F(submitter=SubmitterFacts(head_pod_missing=True)),
+        actions=[A.RECONCILE_HEAD_SERVICE],
+        expect={"jobDeploymentStatus": "Failed", "reason": "AppFailed", "message": "Ray head pod not found."},
+    ),
+    "Running: its head pod replaced under it: HeadPodLost, naming both": Case(
+        rayjob(running(rayClusterStatus={"state": "ready", "head": {"podName": "job-abcde-head-x"}})),
+        F(ClusterFacts(exists=True, status={"state": "ready"}, live_heads=frozenset({"job-abcde-head-y"}))),
+        expect={
+            "jobDeploymentStatus": "Failed",
+            "reason": "HeadPodLost",
+            "message": "The Ray head pod ns/job-abcde-head-x of RayCluster ns/job-abcde was lost while the job "
+            "was running, replaced by job-abcde-head-y; the job's driver ran there",
+            "failed": 1,
+            "endTime": at(0),
+        },
+    ),
+    "Running: its head pod gone, retries left: Retrying": Case(
+        rayjob(running(rayClusterStatus={"head": {"podName": "job-abcde-head-x"}}), backoffLimit=1),
+        F(submitter=K8S_RUNNING),
+        expect={"jobDeploymentStatus": "Retrying", "reason": "HeadPodLost", "failed": 1},
+    ),
+    "Running: its head pod still there: keep polling": Case(
+        rayjob(running(rayClusterStatus={"state": "ready", "head": {"podName": "job-abcde-head-x"}})),
+        F(
+            ClusterFacts(exists=True, status={"state": "ready"}, live_heads=frozenset({"job-abcde-head-x"})),
+            submitter=K8S_RUNNING,
+        ),
+        actions=[A.RECONCILE_HEAD_SERVICE, A.POLL],
+        write=False,
+    ),
+    "Running: SidecarMode head gone for good: upstream's message": Case(
+        rayjob(
+            running(rayClusterStatus={"head": {"podName": "job-abcde-head-x"}}), submissionMode="SidecarMode"
+        ),
         F(submitter=SubmitterFacts(head_pod_missing=True)),
         actions=[A.RECONCILE_HEAD_SERVICE],
         expect={"jobDeploymentStatus": "Failed", "reason": "AppFailed", "message": "Ray head pod not found."},
