@@ -132,6 +132,29 @@ def test_get_watch_streams_changes(localkube: LocalKubeProcess, kubectl: Kubectl
             watcher.kill()
 
 
+def test_a_job_selects_only_its_own_pods(kubectl: Kubectl, api: httpx.Client, namespace: str) -> None:
+    # kubectl resolves `logs job/NAME` and `describe job` through the Job's selector: without one it took
+    # any pod of the namespace.
+    kubectl("run", "-n", namespace, "bystander", "--image=busybox", "--restart=Never", "--", "true")
+    kubectl("create", "-n", namespace, "job", "once", "--image=busybox", "--", "true")
+    job = api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/once").json()
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == labels["job-name"] == "once"
+    selector = ",".join(f"{k}={v}" for k, v in job["spec"]["selector"]["matchLabels"].items())
+
+    def selected() -> list[str]:
+        found = kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "name").stdout.split()
+        return sorted(found)
+
+    deadline = time.monotonic() + 30
+    while not selected() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pods = selected()
+    assert len(pods) == 1 and pods[0].startswith("pod/once-"), pods
+
+
 def test_patch_of_every_type(kubectl: Kubectl, namespace: str, api: httpx.Client) -> None:
     kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(_raycluster("patched")))
     kubectl(

@@ -75,7 +75,26 @@ def default_on_create(kind: str, obj: dict[str, Any], services: Callable[[], Ser
         spec.setdefault("backoffLimit", 6)
         spec.setdefault("completionMode", "NonIndexed")
         spec.setdefault("suspend", False)
+        if not spec.get("manualSelector"):
+            _generate_job_selector(obj["metadata"], spec)
         _default_pod_spec((spec.get("template") or {}).get("spec") or {})
+
+
+def _generate_job_selector(metadata: dict[str, Any], spec: dict[str, Any]) -> None:
+    # As the real server does on create: the Job selects its pods by its own uid, and its template carries
+    # those labels, so that clients resolving the Job to its pods (`kubectl logs job/NAME`) find only them.
+    uid, name = metadata["uid"], metadata.get("name", "")
+    template = spec.setdefault("template", {})
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels.update(
+        {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+    )
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
 
 
 def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
