@@ -223,9 +223,10 @@ print(json.dumps(result), flush=True)
 
 
 def test_a_pod_with_in_cluster_config_gets_what_its_rbac_allows_and_403_for_the_rest(
-    server: LocalKubeProcess,
+    server: LocalKubeProcess, request: pytest.FixtureRequest
 ) -> None:
     client = _official_client(server)
+    request.addfinalizer(client.close)  # its pooled TLS sockets, else closed by the collector in a later test
     core, rbac = kubernetes.client.CoreV1Api(client), kubernetes.client.RbacAuthorizationV1Api(client)
     core.create_namespaced_service_account("default", {"metadata": {"name": "reader"}})
     core.create_namespaced_config_map("default", _config_map("visible", key="value"))

@@ -21,7 +21,7 @@ from operator_process import OperatorProcess
 from realkube_process import NODE_NAME as REALKUBE_NODE
 
 from ..integration.runtime.kube import client_for, new_namespace
-from .test_examples_run import _nodes_in, _ray_status
+from .test_examples_run import _nodes_in, _ray_status_with
 
 pytestmark = pytest.mark.slow
 
@@ -126,7 +126,7 @@ async def test_the_minimal_raycluster_is_a_real_ray_cluster(kube: tuple[Client, 
     try:
         await until(ready, READY_TIMEOUT)
         head_ip = (await client.get(RAYCLUSTER, "minimal", namespace))["status"]["head"]["podIP"]
-        text = await _ray_status(f"{head_ip}:6379")
+        text = await _ray_status_with(f"{head_ip}:6379", 2)
         assert _nodes_in(text) == 2, text
     finally:
         await client.delete(RAYCLUSTER, "minimal", namespace)

@@ -65,6 +65,17 @@ async def _ray_status(address: str) -> str:
     return output.decode()
 
 
+async def _ray_status_with(address: str, nodes: int, timeout: float = 90) -> str:
+    """`ray status` once it lists `nodes` nodes, or its last text: the head reports its nodes to the
+    autoscaler state a few seconds after the RayCluster becomes ready."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    text = await _ray_status(address)
+    while _nodes_in(text) != nodes and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(2)
+        text = await _ray_status(address)
+    return text
+
+
 def _example(name: str) -> dict[str, Any]:
     (obj,) = [doc for doc in yaml.safe_load_all((EXAMPLES / name).read_text()) if doc]
     return obj
@@ -98,7 +109,7 @@ async def test_the_minimal_raycluster_is_a_real_ray_cluster(minimal_clusters: li
     head_ips = [cluster["status"]["head"]["podIP"] for cluster in minimal_clusters]
     assert len(set(head_ips)) == len(minimal_clusters)
     for head_ip in head_ips:
-        text = await _ray_status(f"{head_ip}:6379")
+        text = await _ray_status_with(f"{head_ip}:6379", 2)
         assert _nodes_in(text) == 2, text
 
 
