@@ -31,7 +31,7 @@ from agent_process import AgentProcess
 from helm import Helm
 from local_instance import take_down_shared
 from localkube_process import LocalKubeProcess
-from realkube_process import NODE_NAME, RealKubeProcess, build
+from realkube_process import NODE_NAME, RealKubeProcess, build, provisioned_volumes
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
@@ -114,6 +114,7 @@ def realkube(
     try:
         node.start()
         server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
+        server.apply(provisioned_volumes(server.data_dir / "volumes"))
         server.wait_node_ready(NODE_NAME)
         with _uncaptured(request):
             print(f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane and node up in "

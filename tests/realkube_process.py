@@ -64,6 +64,25 @@ _IDENTITIES = {
 }
 
 
+def provisioned_volumes(directory: Path, count: int = 4) -> list[dict[str, object]]:
+    """hostPath PersistentVolumes without a class, what a provisioner would have made: realkube has none, and
+    a claim without a class binds to one of these (kube-controller-manager's binder)."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"realkube-volume-{index}"},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": str(directory / str(index)), "type": "DirectoryOrCreate"},
+            },
+        }
+        for index in range(count)
+    ]
+
+
 def build(timeout: float = BUILD_TIMEOUT) -> tuple[Path, float]:
     """The binaries' directory, building them when missing; and the seconds that took."""
     started = time.monotonic()

@@ -30,8 +30,9 @@ from .conftest import SAMPLES, Kube, load_sample
 
 # realkube runs no volume provisioner: a claim stays Pending, and kube-scheduler leaves the head unscheduled
 # ("pod has unbound immediate PersistentVolumeClaims"); localkube's node binds claims itself.
-NEEDS_VOLUMES = {"ray-cluster.embedded-gcs-ft.yaml", "ray-cluster.persistent-redis-sidecar.yaml"}
-NEEDS_VOLUMES_REASON = "no PersistentVolume provisioner on realkube: the head's claim stays Pending"
+# Not ready on realkube although its claim has a volume to bind to; the cause is not found yet (listed in the
+# stop's note as open work, not accepted behaviour).
+REALKUBE_OPEN = {"ray-cluster.persistent-redis-sidecar.yaml"}
 SUPPORTING_KINDS = {
     "ConfigMap": Resource("v1", "ConfigMap", "configmaps"),
     "Secret": Resource("v1", "Secret", "secrets"),
@@ -176,8 +177,10 @@ def test_every_raycluster_sample_is_covered() -> None:
 async def test_sample_reaches_ready(
     created: dict[str, Kube], sample: str, request: pytest.FixtureRequest
 ) -> None:
-    if sample in NEEDS_VOLUMES and request.node.callspec.params["kube_backend"] == "realkube":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=NEEDS_VOLUMES_REASON))
+    if sample in REALKUBE_OPEN and request.node.callspec.params["kube_backend"] == "realkube":
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="not ready on realkube yet; cause not found")
+        )
     kube, cluster = created[sample], the_cluster(sample)
     name = cluster["metadata"]["name"]
     if sample in NEEDS_CERT_MANAGER:
