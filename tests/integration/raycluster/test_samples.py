@@ -30,9 +30,6 @@ from .conftest import SAMPLES, Kube, load_sample
 
 # realkube runs no volume provisioner: a claim stays Pending, and kube-scheduler leaves the head unscheduled
 # ("pod has unbound immediate PersistentVolumeClaims"); localkube's node binds claims itself.
-# Not ready on realkube although its claim has a volume to bind to; the cause is not found yet (listed in the
-# stop's note as open work, not accepted behaviour).
-REALKUBE_OPEN = {"ray-cluster.persistent-redis-sidecar.yaml"}
 SUPPORTING_KINDS = {
     "ConfigMap": Resource("v1", "ConfigMap", "configmaps"),
     "Secret": Resource("v1", "Secret", "secrets"),
@@ -174,13 +171,7 @@ def test_every_raycluster_sample_is_covered() -> None:
     "sample",
     sample_files(),
 )
-async def test_sample_reaches_ready(
-    created: dict[str, Kube], sample: str, request: pytest.FixtureRequest
-) -> None:
-    if sample in REALKUBE_OPEN and request.node.callspec.params["kube_backend"] == "realkube":
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="not ready on realkube yet; cause not found")
-        )
+async def test_sample_reaches_ready(created: dict[str, Kube], sample: str) -> None:
     kube, cluster = created[sample], the_cluster(sample)
     name = cluster["metadata"]["name"]
     if sample in NEEDS_CERT_MANAGER:
@@ -200,7 +191,8 @@ async def test_sample_reaches_ready(
     async def ready() -> bool:
         return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
 
-    await kube.wait_for(ready, 60)
+    # A bound: on kube-apiserver a pod with a claim waits for the volume binder and the scheduler's retry.
+    await kube.wait_for(ready, 150)
     pods = await kube.pods(name)
     assert len(pods) == expected_pods(cluster)
     assert sum(p["metadata"]["labels"]["ray.io/node-type"] == "head" for p in pods) == 1
