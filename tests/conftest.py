@@ -4,7 +4,8 @@
 installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
 starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
 `LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
-look-up's time is printed.
+look-up's time is printed. A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
+their builds at collection, puts the tests that need them last and adds the build's bound to theirs.
 
 `realkube` is the real control plane (tests/realkube_process.py), session-scoped like `localkube` and with the
 same CRDs; `--backend localkube|realkube|both` chooses which backends run (default: both where Go can build
@@ -20,6 +21,7 @@ no minutes-long file starts last and keeps one worker busy after the others are 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,11 +29,12 @@ from typing import Any
 
 import pytest
 
+import toolbuild
 from agent_process import AgentProcess
 from helm import Helm
 from local_instance import take_down_shared
 from localkube_process import LocalKubeProcess
-from realkube_process import NODE_NAME, RealKubeProcess, build, provisioned_volumes
+from realkube_process import NODE_NAME, RealKubeProcess, provisioned_volumes
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
@@ -48,8 +51,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Which tools were not built when the run began: decided once, by pytest-xdist's controller (or the one
+# process), and inherited by its workers, so that each collects the same order.
+COLD_TOOLS = "KUBERAY_TESTS_COLD_TOOLS"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realkube: needs the real control plane (see --backend)")
+    if COLD_TOOLS not in os.environ:
+        os.environ[COLD_TOOLS] = ",".join(toolbuild.cold(list(toolbuild.TOOLS)))
 
 
 def backends(config: pytest.Config) -> tuple[str, ...]:
@@ -73,15 +83,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         backend = callspec.params.get("kube_backend") if callspec else None
         if (backend or "realkube") not in chosen and (backend or item.get_closest_marker("realkube")):
             item.add_marker(skip)
-    # Among the slow files, those whose tests are allowed longest (pytest-timeout's bound) go first.
     default = float(config.getini("timeout") or 0)
+    waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
     bound: dict[Path, float] = {}
     for item in items:
         if item.get_closest_marker("slow"):
             marker = item.get_closest_marker("timeout")
             allowed = float(marker.args[0]) if marker and marker.args else default
             bound[item.path] = max(bound.get(item.path, 0.0), allowed)
-    items.sort(key=lambda item: (item.path not in bound, -bound.get(item.path, 0.0)))
+    items.sort(key=lambda item: (item.path in waiting, item.path not in bound, -bound.get(item.path, 0.0)))
+
+
+def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -> set[Path]:
+    """Starts (with `start`) the build of each cold tool a selected test needs; those tests get the build's
+    time added to their bound. Returns their files, which go last: the build runs while the other files do."""
+    cold = set(filter(None, os.environ.get(COLD_TOOLS, "").split(",")))
+    waiting: set[Path] = set()
+    started: set[str] = set()
+    for item in items:
+        if item.get_closest_marker("skip"):
+            continue
+        callspec = getattr(item, "callspec", None)
+        needs = {tool for tool in cold if tool in getattr(item, "fixturenames", ())}
+        if callspec and callspec.params.get("kube_backend") in cold:
+            needs.add(callspec.params["kube_backend"])
+        if not needs:
+            continue
+        marker = item.get_closest_marker("timeout")
+        allowed = float(marker.args[0]) if marker and marker.args else default
+        item.add_marker(pytest.mark.timeout(allowed + toolbuild.BUILD_TIMEOUT), append=False)
+        waiting.add(item.path)
+        for tool in needs - started if start else ():
+            toolbuild.start(tool)
+            started.add(tool)
+    return waiting
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -106,7 +141,7 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
 def realkube(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealKubeProcess]:
-    bin_dir, build_seconds = build()
+    bin_dir, build_seconds = toolbuild.ensure("realkube")
     server = RealKubeProcess(tmp_path_factory.mktemp("realkube"), bin_dir)
     server.start()
     # localkube's node, attached as a kubelet would be: its own credentials, judged by the Node authorizer.

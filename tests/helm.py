@@ -14,11 +14,10 @@ from typing import Any
 
 import yaml
 
+import toolbuild
+
 REPO = Path(__file__).resolve().parents[1]
 CHARTS = REPO / "helm-chart"
-INSTALLER = REPO / "scripts" / "tools" / "helm"
-# Building Helm compiles most of client-go: minutes on 2 loaded cores. A bound, not a measurement.
-BUILD_TIMEOUT = 1800.0
 
 
 class Helm:
@@ -34,13 +33,8 @@ class Helm:
     @classmethod
     def install(cls, home: Path) -> tuple[Helm, float]:
         """Builds Helm when it is missing (or just finds it); returns it and the seconds that took."""
-        started = time.monotonic()
-        found = subprocess.run(
-            ["bash", str(INSTALLER)], capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False
-        )
-        if found.returncode != 0:
-            raise RuntimeError(f"scripts/tools/helm failed:\n{found.stderr}")
-        return cls(Path(found.stdout.strip()), home), time.monotonic() - started
+        binary, seconds = toolbuild.ensure("helm")
+        return cls(binary, home), seconds
 
     def run(
         self, *args: str, kubeconfig: str | None = None, check: bool = True, timeout: float = 300.0

@@ -44,9 +44,6 @@ from localkube_process import LocalKubeProcess
 from ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-BUILDER = REPO / "scripts" / "realkube"
-# Compiling three Kubernetes binaries and etcd: tens of minutes on 2 loaded cores, once. A bound.
-BUILD_TIMEOUT = 3600.0
 NODE_NAME = "localkube-node"
 # A second node's identity, for a test that attaches an agent of its own beside the session's node.
 SPARE_NODE_NAME = "agent-node"
@@ -81,15 +78,6 @@ def provisioned_volumes(directory: Path, count: int = 4) -> list[dict[str, objec
         }
         for index in range(count)
     ]
-
-
-def build(timeout: float = BUILD_TIMEOUT) -> tuple[Path, float]:
-    """The binaries' directory, building them when missing; and the seconds that took."""
-    started = time.monotonic()
-    found = subprocess.run(["bash", str(BUILDER), "build"], capture_output=True, text=True, timeout=timeout)
-    if found.returncode != 0:
-        raise RuntimeError(f"scripts/realkube build failed:\n{found.stderr[-4000:]}")
-    return Path(found.stdout.strip()), time.monotonic() - started
 
 
 class RealKubeProcess(LocalKubeProcess):

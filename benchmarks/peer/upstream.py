@@ -2,7 +2,7 @@
 
     python -m benchmarks.peer.upstream          # builds it if missing, prints its path and the build time
 
-The binary lands in `$KUBERAY_TOOLS_CACHE` (default `~/.cache/kuberay-tools`)`/upstream-v1.5.0/ray-operator`
+The binary lands in `$KUBERAY_TOOLS_DIR` (default `~/.cache/kuberay-tools`)`/upstream-v1.5.0/ray-operator`
 and is reused while present. Nothing of its source enters the repository: `go install module@version`
 fetches it through the Go module proxy (`go env GOPROXY`) into Go's own module cache. The build compiles
 client-go and controller-runtime: minutes on a small, busy machine, so it runs under `nice`.
@@ -22,7 +22,9 @@ VERSION = "v1.5.0"
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("KUBERAY_TOOLS_CACHE") or Path.home() / ".cache" / "kuberay-tools"
+    # The cache scripts/tools/gobuild.sh fills for Helm and the control plane.
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    root = os.environ.get("KUBERAY_TOOLS_DIR") or Path(cache) / "kuberay-tools"
     return Path(root) / f"upstream-{VERSION}"
 
 

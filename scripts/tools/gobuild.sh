@@ -15,6 +15,8 @@ go_cached_build() {
     exec 9>"$tools/$name.lock"
     flock 9
     if [ ! -d "$dir" ]; then
+        # What a build killed before its rename left (only the lock's holder builds, so none is running).
+        rm -rf "$tools/$name-build."*
         go=$(command -v go || echo /usr/local/go/bin/go)
         [ -x "$go" ] || { echo "building $name needs Go; none found on PATH" >&2; return 1; }
         staging=$(mktemp -d "$tools/$name-build.XXXXXX")

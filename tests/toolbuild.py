@@ -1,0 +1,77 @@
+"""The real parts the suite runs beside kuberay and builds once per machine from their Go modules: Helm
+(`scripts/tools/helm`) and the Kubernetes control plane (`scripts/realkube build`), each into the shared
+cache (see scripts/tools/gobuild.sh).
+
+A build runs in a session of its own, with its output in files rather than pipes: a test stopped while it
+waits (its timeout, an interrupted run) leaves the build going, and the build still lands in the cache for
+the next caller, where a killed build would leave nothing and the next caller would start again from zero.
+
+`cold(tools)` says which are not built yet. tests/conftest.py asks that once per run: the tests that need a
+cold tool go last and get `BUILD_TIMEOUT` added to their bound, and the build starts at collection, so it
+runs while the rest of the suite does.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# name -> the script's command line that builds it (and prints where) or, with "built", only says where
+TOOLS: dict[str, list[str]] = {
+    "helm": ["bash", str(REPO / "scripts" / "tools" / "helm")],
+    "realkube": ["bash", str(REPO / "scripts" / "realkube"), "build"],
+}
+CHECKS: dict[str, list[str]] = {
+    "helm": ["bash", str(REPO / "scripts" / "tools" / "helm"), "--built"],
+    "realkube": ["bash", str(REPO / "scripts" / "realkube"), "built"],
+}
+# Compiling the three Kubernetes binaries and etcd took ~26 min on 2 idle cores (Helm: minutes); on cores the
+# rest of the suite shares, longer. A bound, not a measurement.
+BUILD_TIMEOUT = 3600.0
+# Builds started and not waited for: held, so that none is reaped (and warned about) while the run goes on.
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def built(tool: str) -> Path | None:
+    """Where the tool is, if it is built; builds nothing."""
+    found = subprocess.run(CHECKS[tool], capture_output=True, text=True, check=False)
+    return Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
+
+
+def cold(tools: list[str]) -> list[str]:
+    return [tool for tool in tools if built(tool) is None]
+
+
+def start(tool: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """Starts the tool's build script in a session of its own (it waits for the build another caller runs,
+    or runs it); returns it and the stem of its output files, `STEM.out` and `STEM.err`."""
+    stem = Path(tempfile.mkdtemp(prefix=f"kuberay-build-{tool}-")) / "build"
+    with open(f"{stem}.out", "wb") as out, open(f"{stem}.err", "wb") as err:
+        process = subprocess.Popen(
+            TOOLS[tool], stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
+    _STARTED.append(process)
+    return process, stem
+
+
+def ensure(tool: str, timeout: float = BUILD_TIMEOUT) -> tuple[Path, float]:
+    """The tool's path, building it when missing; and the seconds that took."""
+    started = time.monotonic()
+    found = built(tool)
+    if found is not None:
+        return found, time.monotonic() - started
+    build, stem = start(tool)
+    try:
+        returncode = build.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"building {tool} took over {timeout:.0f} s; it goes on ({stem}.err)") from None
+    if returncode != 0:
+        errors = Path(f"{stem}.err").read_text()
+        raise RuntimeError(f"building {tool} failed ({returncode}):\n{errors[-4000:]}")
+    path = Path(Path(f"{stem}.out").read_text().strip())
+    shutil.rmtree(stem.parent)
+    return path, time.monotonic() - started
