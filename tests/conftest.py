@@ -31,6 +31,7 @@ import pytest
 
 import toolbuild
 from agent_process import AgentProcess
+from differential.harness import TALLY
 from helm import Helm
 from local_instance import take_down_shared
 from localkube_process import LocalKubeProcess
@@ -117,6 +118,27 @@ def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -
             toolbuild.start(tool)
             started.add(tool)
     return waiting
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    # pytest-xdist's controller, as each worker ends: the differential tier's count of that worker.
+    tally = node.workeroutput.get("differential")
+    if tally:
+        TALLY.pairs += tally["pairs"]
+        TALLY.known.extend(tally["known"])
+        TALLY.left.extend(tally["left"])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not TALLY.pairs:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("differential: localkube against kube-apiserver")
+    write(f"{TALLY.pairs} request/response pairs compared; {len(TALLY.known)} known differences; "
+          f"{len(TALLY.left)} differences left")  # fmt: skip
+    for line in TALLY.left:
+        write(f"  left: {line}")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

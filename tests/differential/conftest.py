@@ -1,9 +1,10 @@
 """Fixtures of the differential tier: one Runner per backend (the session's localkube and realkube, the Widget
-CRD installed on both), and the tally the terminal summary prints: pairs compared, differences known and
-differences left."""
+CRD installed on both), and the tally the terminal summary prints (tests/conftest.py): pairs compared,
+differences known and differences left."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Iterator
@@ -44,12 +45,8 @@ def _wait_established(pair: list[Runner]) -> None:
             time.sleep(0.2)
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not TALLY.pairs:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("differential: localkube against kube-apiserver")
-    write(f"{TALLY.pairs} request/response pairs compared; {len(TALLY.known)} known differences; "
-          f"{len(TALLY.left)} differences left")  # fmt: skip
-    for line in TALLY.left:
-        write(f"  left: {line}")
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A pytest-xdist worker hands its count to the controller, which prints the summary (tests/conftest.py).
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and TALLY.pairs:
+        workeroutput["differential"] = dataclasses.asdict(TALLY)
