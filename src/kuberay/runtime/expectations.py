@@ -24,8 +24,6 @@ class ScaleAction(StrEnum):
 
 
 class _Record(NamedTuple):
-    owner: ObjectKey
-    group: str
     action: ScaleAction
     recorded_at: float
 
@@ -38,18 +36,26 @@ class ScaleExpectations:
         self._lookup = lookup
         self._clock = clock
         self._timeout = timeout
-        self._records: dict[ObjectKey, _Record] = {}  # by pod; a newer record for a pod replaces the old
+        # owner -> group -> pod -> record, so that a check reads only its own records: with thousands of
+        # clusters scaling at once, scanning every record on each check made a reconcile cost O(all pods).
+        self._records: dict[ObjectKey, dict[str, dict[ObjectKey, _Record]]] = {}
+        # pod -> (owner, group) of its record: a newer record for a pod replaces the old one.
+        self._place: dict[ObjectKey, tuple[ObjectKey, str]] = {}
 
     def expect(self, owner: ObjectKey, group: str, pod_name: str, action: ScaleAction) -> None:
-        self._records[ObjectKey(owner.namespace, pod_name)] = _Record(
-            owner, group, action, self._clock.monotonic()
-        )
+        pod = ObjectKey(owner.namespace, pod_name)
+        if pod in self._place:
+            self._drop(pod)
+        self._place[pod] = (owner, group)
+        groups = self._records.setdefault(owner, {})
+        groups.setdefault(group, {})[pod] = _Record(action, self._clock.monotonic())
 
     def satisfied(self, owner: ObjectKey, group: str) -> bool:
+        records = self._records.get(owner, {}).get(group)
+        if not records:
+            return True
         now = self._clock.monotonic()
-        for pod, record in list(self._records.items()):
-            if record.owner != owner or record.group != group:
-                continue
+        for pod, record in list(records.items()):
             present = self._lookup(pod) is not None
             if record.action is ScaleAction.CREATE:
                 done = present or now - record.recorded_at >= self._timeout
@@ -57,11 +63,21 @@ class ScaleExpectations:
                 done = not present
             if not done:
                 return False
-            del self._records[pod]
+            self._drop(pod)
         return True
 
     def forget(self, owner: ObjectKey, group: str | None = None) -> None:
         """Drops the records of an owner (of one group, or all of them)."""
-        for pod, record in list(self._records.items()):
-            if record.owner == owner and (group is None or record.group == group):
-                del self._records[pod]
+        groups = self._records.get(owner, {})
+        for name in [group] if group is not None else list(groups):
+            for pod in list(groups.get(name, ())):
+                self._drop(pod)
+
+    def _drop(self, pod: ObjectKey) -> None:
+        owner, group = self._place.pop(pod)
+        groups = self._records[owner]
+        del groups[group][pod]
+        if not groups[group]:
+            del groups[group]
+            if not groups:
+                del self._records[owner]

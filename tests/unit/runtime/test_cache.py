@@ -90,3 +90,24 @@ def test_scale_expectations_wait_for_the_cache_or_the_timeout():
     assert not expectations.satisfied(owner, "g")
     store.remove(ObjectKey("ns", "p1"))
     assert expectations.satisfied(owner, "g")
+
+
+def test_scale_expectations_of_one_owner_and_group_leave_the_others_alone():
+    store, clock = Store(), FakeClock()
+    first, second = ObjectKey("ns", "first"), ObjectKey("ns", "second")
+    expectations = ScaleExpectations(store.get, clock, timeout=30)
+    expectations.expect(first, "g", "p1", ScaleAction.CREATE)
+    expectations.expect(second, "g", "p2", ScaleAction.CREATE)
+    expectations.expect(first, "h", "p3", ScaleAction.CREATE)
+    assert not expectations.satisfied(first, "g")
+    assert not expectations.satisfied(second, "g")
+    # A newer record for a pod replaces the old one, wherever that was.
+    expectations.expect(second, "g", "p1", ScaleAction.DELETE)
+    assert expectations.satisfied(first, "g")
+    assert expectations.satisfied(second, "g") is False  # p2 is still to be created
+    expectations.forget(second)
+    assert expectations.satisfied(second, "g")
+    assert not expectations.satisfied(first, "h")
+    expectations.forget(first, "h")
+    assert expectations.satisfied(first, "h")
+    assert expectations._records == {} and expectations._place == {}
