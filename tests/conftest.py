@@ -20,7 +20,6 @@ no minutes-long file starts last and keeps one worker busy after the others are 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -29,9 +28,9 @@ from typing import Any
 
 import pytest
 
+import runreport
 import toolbuild
 from agent_process import AgentProcess
-from differential.harness import TALLY
 from helm import Helm
 from local_instance import take_down_shared
 from localkube_process import LocalKubeProcess
@@ -122,26 +121,22 @@ def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    # pytest-xdist's controller, as each worker ends: the differential tier's count of that worker.
-    tally = node.workeroutput.get("differential")
-    if tally:
-        TALLY.pairs += tally["pairs"]
-        TALLY.known.extend(tally["known"])
-        TALLY.left.extend(tally["left"])
+    # pytest-xdist's controller, as each worker ends: the lines that worker reported.
+    runreport.LINES.extend(node.workeroutput.get("report", ()))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not TALLY.pairs:
-        return
-    write = terminalreporter.write_line
-    terminalreporter.section("differential: localkube against kube-apiserver")
-    write(f"{TALLY.pairs} request/response pairs compared; {len(TALLY.known)} known differences; "
-          f"{len(TALLY.left)} differences left")  # fmt: skip
-    for line in TALLY.left:
-        write(f"  left: {line}")
+    if runreport.LINES:
+        terminalreporter.section("report")
+        for line in runreport.LINES:
+            terminalreporter.write_line(line)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its reported lines go to the controller
+        workeroutput["report"] = runreport.LINES
     # pytest-xdist's controller, after every worker has ended: the instances the workers shared (its base
     # directory is theirs' parent).
     if session.config.pluginmanager.has_plugin("dsession"):
@@ -160,9 +155,7 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
 
 
 @pytest.fixture(scope="session")
-def realkube(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RealKubeProcess]:
+def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProcess]:
     bin_dir, build_seconds = toolbuild.ensure("realkube")
     server = RealKubeProcess(tmp_path_factory.mktemp("realkube"), bin_dir)
     server.start()
@@ -173,19 +166,12 @@ def realkube(
         server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
         server.apply(provisioned_volumes(server.data_dir / "volumes"))
         server.wait_node_ready(NODE_NAME)
-        with _uncaptured(request):
-            print(f"\nrealkube: binaries ready in {build_seconds:.1f} s, control plane and node up in "
-                  f"{server.startup_seconds:.1f} s")  # fmt: skip
+        runreport.report(f"realkube: binaries ready in {build_seconds:.1f} s, control plane and node up in "
+                         f"{server.startup_seconds:.1f} s")  # fmt: skip
         yield server
     finally:
         node.stop()
         server.stop()
-
-
-def _uncaptured(request: pytest.FixtureRequest) -> contextlib.AbstractContextManager[object]:
-    # Shown even under output capture: a first build takes minutes, and CI's log should say so.
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    return capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
 
 
 @pytest.fixture
@@ -203,8 +189,7 @@ def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
 
 
 @pytest.fixture(scope="session")
-def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Helm:
     tool, seconds = Helm.install(tmp_path_factory.mktemp("helm"))
-    with _uncaptured(request):
-        print(f"\nhelm: {tool.binary} ready in {seconds:.1f} s (built on first use)")
+    runreport.report(f"helm: {tool.binary} ready in {seconds:.1f} s (built on first use)")
     return tool

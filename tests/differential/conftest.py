@@ -1,10 +1,9 @@
 """Fixtures of the differential tier: one Runner per backend (the session's localkube and realkube, the Widget
-CRD installed on both), and the tally the terminal summary prints (tests/conftest.py): pairs compared,
-differences known and differences left."""
+CRD installed on both), and the tally the run reports (tests/runreport.py): pairs compared, differences
+known and differences left."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import time
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 from differential.harness import TALLY, Runner
 from localkube_process import LocalKubeProcess
 from realkube_process import RealKubeProcess
+from runreport import report
 
 TESTDATA = Path(__file__).parent / "testdata"
 
@@ -46,7 +46,10 @@ def _wait_established(pair: list[Runner]) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    # A pytest-xdist worker hands its count to the controller, which prints the summary (tests/conftest.py).
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None and TALLY.pairs:
-        workeroutput["differential"] = dataclasses.asdict(TALLY)
+    if TALLY.pairs:
+        report(
+            "differential: localkube against kube-apiserver: "
+            f"{TALLY.pairs} request/response pairs compared; {len(TALLY.known)} known differences; "
+            f"{len(TALLY.left)} differences left",
+            *(f"  left: {line}" for line in TALLY.left),
+        )

@@ -10,11 +10,10 @@ yet: its place in the text (line and column) is the name.
 from __future__ import annotations
 
 import collections
-import contextlib
 import re
 from typing import Any
 
-import pytest
+from runreport import report
 
 _FIELD = re.compile(r"(?:spec|metadata|status|apiVersion|kind)(?:[.\[][^\s:,\"\]]*\]?)*")
 _POSITION = re.compile(r"line \d+ column \d+")
@@ -42,7 +41,7 @@ def names_the_field(status: dict[str, Any], target: str, *, any_field: bool = Fa
 
 
 class Catalogue:
-    """Counts of (surface, case kind, outcome), printed as a table even under output capture."""
+    """Counts of (surface, case kind, outcome), reported as a table in the run's output."""
 
     def __init__(self, title: str) -> None:
         self.title = title
@@ -51,12 +50,10 @@ class Catalogue:
     def add(self, case: str, outcome: str) -> None:
         self.counts[(case, outcome)] += 1
 
-    def print(self, request: pytest.FixtureRequest) -> None:
-        capture = request.config.pluginmanager.get_plugin("capturemanager")
+    def report(self) -> None:
         outcomes = sorted({o for _, o in self.counts})
         cases = sorted({c for c, _ in self.counts})
         width = max(len(c) for c in cases) + 2 if cases else 6
-        lines = [f"\n{self.title}: {sum(self.counts.values())} cases", f"  {'case':<{width}}" + "".join(f"{o:>12}" for o in outcomes)]  # fmt: skip
+        lines = [f"{self.title}: {sum(self.counts.values())} cases", f"  {'case':<{width}}" + "".join(f"{o:>12}" for o in outcomes)]  # fmt: skip
         lines += [f"  {c:<{width}}" + "".join(f"{self.counts[(c, o)]:>12}" for o in outcomes) for c in cases]
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            print("\n".join(lines))
+        report(*lines)

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -78,7 +77,7 @@ def _send(api: httpx.Client, namespace: str, case: cs.Case, validation: str | No
 
 
 def test_hostile_objects_through_admission_validate_and_the_operator(
-    localkube: LocalKubeProcess, namespace: str, tmp_path: Path, request: pytest.FixtureRequest
+    localkube: LocalKubeProcess, namespace: str, tmp_path: Path
 ) -> None:
     catalogue = Catalogue("hostile ray.io objects (case kind x outcome: admission status, validate exit)")
     kept: list[tuple[str, str]] = []
@@ -132,7 +131,7 @@ def test_hostile_objects_through_admission_validate_and_the_operator(
                 fuzz()
             _every_object_gets_a_status_or_a_warning(api, namespace, kept, operator)
     finally:
-        catalogue.print(request)
+        catalogue.report()
         operator.stop()
     text = log.read_text()
     assert "Traceback" not in text, text[text.find("Traceback") - 2000 : text.find("Traceback") + 4000]

@@ -17,7 +17,6 @@ compared with the pairs the roles grant:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import re
 import time
@@ -30,6 +29,7 @@ import yaml
 
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
+from runreport import report
 
 REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "deploy" / "rbac"
@@ -202,9 +202,7 @@ def _until(condition: Any, seconds: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def test_the_operator_uses_every_rule_it_is_granted(
-    server: LocalKubeProcess, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+def test_the_operator_uses_every_rule_it_is_granted(server: LocalKubeProcess, tmp_path: Path) -> None:
     role, election = load("role.yaml"), load("leader_election_role.yaml")
     home, work = "rbac-operator", "rbac-work"
     kubeconfig = install(server, home, role, tmp_path / "kubeconfig")
@@ -248,19 +246,17 @@ def test_the_operator_uses_every_rule_it_is_granted(
     assert "forbidden" not in log.read_text().lower()
     assert set(FEATURES) <= grants - used, "feature allowances that are not granted, or used after all"
     allowed = (grants - used) & UPSTREAM | set(FEATURES)
-    _print_allowances(request, used, {p: FEATURES.get(p, "upstream v1.5.0 grants it") for p in allowed})
+    _report_allowances(used, {p: FEATURES.get(p, "upstream v1.5.0 grants it") for p in allowed})
     unexplained = grants - used - allowed
     assert unexplained == set(), (
         "granted, unused, and neither upstream's nor a feature's: remove from deploy/rbac"
     )
 
 
-def _print_allowances(request: pytest.FixtureRequest, used: set[Pair], allowed: dict[Pair, str]) -> None:
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    lines = [f"\noperator RBAC: {len(used)} (group, resource, verb) used; granted and unused, allowed:"]
+def _report_allowances(used: set[Pair], allowed: dict[Pair, str]) -> None:
+    lines = [f"operator RBAC: {len(used)} (group, resource, verb) used; granted and unused, allowed:"]
     lines += [f"  {g or 'core'}/{r} {v}: {reason}" for (g, r, v), reason in sorted(allowed.items())]
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        print("\n".join(lines))
+    report(*lines)
 
 
 def test_removing_a_used_rule_breaks_the_operator(server: LocalKubeProcess, tmp_path: Path) -> None:

@@ -32,10 +32,10 @@ DOCUMENTS = {  # group-version: examples per document
 
 
 @pytest.fixture
-def catalogue(request: pytest.FixtureRequest) -> Iterator[Catalogue]:
+def catalogue() -> Iterator[Catalogue]:
     found = Catalogue("schemathesis over localkube's OpenAPI (document method x status)")
     yield found
-    found.print(request)
+    found.report()
 
 
 @pytest.mark.parametrize("document", list(DOCUMENTS))
