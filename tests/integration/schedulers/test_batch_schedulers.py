@@ -7,6 +7,7 @@ a finished RayJob gives its PodGroup back; a missing CRD is reported once instea
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -19,9 +20,14 @@ from kuberay.runtime import errors
 from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.resources import JOB, POD, ObjectKey
 from kuberay.schedulers import kubernetes_was, schedulerplugins, volcano
+from kubesemantics import quantity
+from localkube.node.kubelet import DEFAULT_CAPACITY
 
 IMAGE = "rayproject/ray:2.52.0"
 GANG = "ray.io/gang-scheduling-enabled"
+
+# A worker asking for 60 % of the CPUs of localkube's simulated node: one fits, two do not.
+GANG_TOO_BIG_CPU = str(math.ceil(quantity.parse(DEFAULT_CAPACITY["cpu"]) * 6 / 10))
 
 
 def container(name: str, cpu: str, memory: str) -> dict[str, Any]:
@@ -183,8 +189,8 @@ async def test_gang_binds_a_group_only_when_it_fits(
     bound_phase: str,
 ) -> None:
     async with operator(gang_localkube, batch_scheduler=flag) as op:
-        # The simulated node has 1000 CPUs: two workers of 600 cannot run together, so no pod of the gang runs.
-        await op.create(raycluster(op.namespace, "big", labels, workers=2, worker_cpu="600"))
+        # Two workers of 60 % of the simulated node's CPUs cannot run together, so no pod of the gang runs.
+        await op.create(raycluster(op.namespace, "big", labels, workers=2, worker_cpu=GANG_TOO_BIG_CPU))
         await op.create(raycluster(op.namespace, "fits", labels, workers=2, worker_cpu="2"))
         fits = await pods_of(op, "fits", 3)
 
