@@ -4,7 +4,7 @@
 installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
 starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
 `LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
-look-up's time is printed. A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
+look-up's time is reported (tests/runreport.py). A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
 their builds at collection, puts the tests that need them last and adds the build's bound to theirs.
 
 `realkube` is the real control plane (tests/realkube_process.py), session-scoped like `localkube` and with the
@@ -59,7 +59,7 @@ COLD_TOOLS = "KUBERAY_TESTS_COLD_TOOLS"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realkube: needs the real control plane (see --backend)")
     if COLD_TOOLS not in os.environ:
-        os.environ[COLD_TOOLS] = ",".join(toolbuild.cold(list(toolbuild.TOOLS)))
+        os.environ[COLD_TOOLS] = ",".join(toolbuild.cold())
 
 
 def backends(config: pytest.Config) -> tuple[str, ...]:
@@ -84,14 +84,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if (backend or "realkube") not in chosen and (backend or item.get_closest_marker("realkube")):
             item.add_marker(skip)
     default = float(config.getini("timeout") or 0)
-    waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
     bound: dict[Path, float] = {}
     for item in items:
         if item.get_closest_marker("slow"):
-            marker = item.get_closest_marker("timeout")
-            allowed = float(marker.args[0]) if marker and marker.args else default
-            bound[item.path] = max(bound.get(item.path, 0.0), allowed)
+            bound[item.path] = max(bound.get(item.path, 0.0), _allowed(item, default))
+    waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
     items.sort(key=lambda item: (item.path in waiting, item.path not in bound, -bound.get(item.path, 0.0)))
+
+
+def _allowed(item: pytest.Item, default: float) -> float:
+    """The item's pytest-timeout bound."""
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0]) if marker and marker.args else default
 
 
 def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -> set[Path]:
@@ -109,9 +113,7 @@ def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -
             needs.add(callspec.params["kube_backend"])
         if not needs:
             continue
-        marker = item.get_closest_marker("timeout")
-        allowed = float(marker.args[0]) if marker and marker.args else default
-        item.add_marker(pytest.mark.timeout(allowed + toolbuild.BUILD_TIMEOUT), append=False)
+        item.add_marker(pytest.mark.timeout(_allowed(item, default) + toolbuild.BUILD_TIMEOUT), append=False)
         waiting.add(item.path)
         for tool in needs - started if start else ():
             toolbuild.start(tool)

@@ -6,7 +6,7 @@ A build runs in a session of its own, with its output in files rather than pipes
 waits (its timeout, an interrupted run) leaves the build going, and the build still lands in the cache for
 the next caller, where a killed build would leave nothing and the next caller would start again from zero.
 
-`cold(tools)` says which are not built yet. tests/conftest.py asks that once per run: the tests that need a
+`cold()` says which are not built yet. tests/conftest.py asks that once per run: the tests that need a
 cold tool go last and get `BUILD_TIMEOUT` added to their bound, and the build starts at collection, so it
 runs while the rest of the suite does.
 """
@@ -20,14 +20,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# name -> the script's command line that builds it (and prints where) or, with "built", only says where
-TOOLS: dict[str, list[str]] = {
-    "helm": ["bash", str(REPO / "scripts" / "tools" / "helm")],
-    "realkube": ["bash", str(REPO / "scripts" / "realkube"), "build"],
-}
-CHECKS: dict[str, list[str]] = {
-    "helm": ["bash", str(REPO / "scripts" / "tools" / "helm"), "--built"],
-    "realkube": ["bash", str(REPO / "scripts" / "realkube"), "built"],
+# name -> its script: `SCRIPT build` builds it when missing and prints where it is, `SCRIPT built` only says
+# where it is (exit 1 when it is not built).
+TOOLS: dict[str, Path] = {
+    "helm": REPO / "scripts" / "tools" / "helm",
+    "realkube": REPO / "scripts" / "realkube",
 }
 # Compiling the three Kubernetes binaries and etcd took ~26 min on 2 idle cores (Helm: minutes); on cores the
 # rest of the suite shares, longer. A bound, not a measurement.
@@ -38,12 +35,12 @@ _STARTED: list[subprocess.Popen[bytes]] = []
 
 def built(tool: str) -> Path | None:
     """Where the tool is, if it is built; builds nothing."""
-    found = subprocess.run(CHECKS[tool], capture_output=True, text=True, check=False)
+    found = subprocess.run(["bash", str(TOOLS[tool]), "built"], capture_output=True, text=True, check=False)
     return Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
 
 
-def cold(tools: list[str]) -> list[str]:
-    return [tool for tool in tools if built(tool) is None]
+def cold() -> list[str]:
+    return [tool for tool in TOOLS if built(tool) is None]
 
 
 def start(tool: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -52,7 +49,11 @@ def start(tool: str) -> tuple[subprocess.Popen[bytes], Path]:
     stem = Path(tempfile.mkdtemp(prefix=f"kuberay-build-{tool}-")) / "build"
     with open(f"{stem}.out", "wb") as out, open(f"{stem}.err", "wb") as err:
         process = subprocess.Popen(
-            TOOLS[tool], stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            ["bash", str(TOOLS[tool]), "build"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
         )
     _STARTED.append(process)
     return process, stem
@@ -61,10 +62,7 @@ def start(tool: str) -> tuple[subprocess.Popen[bytes], Path]:
 def ensure(tool: str, timeout: float = BUILD_TIMEOUT) -> tuple[Path, float]:
     """The tool's path, building it when missing; and the seconds that took."""
     started = time.monotonic()
-    found = built(tool)
-    if found is not None:
-        return found, time.monotonic() - started
-    build, stem = start(tool)
+    build, stem = start(tool)  # returns at once when the tool is built
     try:
         returncode = build.wait(timeout)
     except subprocess.TimeoutExpired:

@@ -41,7 +41,7 @@ from ports import free_port
 POD = "web"
 # The official client's `stream(...)` never closes its TLS socket once the server has ended the session
 # (websocket-client's close() skips a connection it already marks closed); the garbage collector reports it
-# whenever it runs. The test that uses the client shuts those sockets itself, so that no report lands in
+# whenever it runs. The session that opens them shuts those sockets itself, so that no report lands in
 # whatever test runs next on the worker (it failed test_kubectl.py that way); this filter is for the rest.
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Exception ignored in. <ssl.SSLSocket:pytest.PytestUnraisableExceptionWarning"
@@ -265,13 +265,13 @@ def _official_client_session(server: LocalKubeProcess, web_port: int) -> None:
         connection.close()
         forward.close()
         assert reply.startswith(b"HTTP/1.0 200 OK") and b"Directory listing" in reply
+    for leftover in gc.get_objects():
+        if isinstance(leftover, websocket.WebSocket):
+            leftover.shutdown()
 
 
 def test_the_official_client_execs_and_port_forwards(server: LocalKubeProcess, web_port: int) -> None:
     _official_client_session(server, web_port)
-    for leftover in gc.get_objects():
-        if isinstance(leftover, websocket.WebSocket):
-            leftover.shutdown()
     _until(lambda: _pod_connections(server, web_port) == 0, "a connection to the pod outlived the forward")
 
 
