@@ -38,6 +38,19 @@ def test_cached_objects_lose_managed_fields_and_refuse_changes_until_copied():
     assert orjson.loads(orjson.dumps(obj)) == obj
 
 
+def test_two_decoded_pods_share_their_equal_strings_once_cached():
+    image = "rayproject/ray:2.52.0-" + "py311"  # built at run time, so not a constant the compiler shares
+    script = "x" * 300
+    first, second = (
+        prepare(orjson.loads(orjson.dumps({"spec": {"containers": [{"image": image, "args": [script]}]}})))
+        for _ in range(2)
+    )
+    a, b = first["spec"]["containers"][0], second["spec"]["containers"][0]
+    assert a["image"] == image and a["image"] is b["image"]
+    # Long strings (scripts, serve configs) are kept as decoded: rarely repeated, they'd only grow the table.
+    assert a["args"][0] == script and a["args"][0] is not b["args"][0]
+
+
 def test_indexes_follow_updates_and_removals():
     store = Store()
     store.add_index("group", lambda o: [o["metadata"]["labels"].get("group", "")])
