@@ -14,8 +14,12 @@ them); without it in `--backend` they are skipped. The first run builds the bina
 (minutes, printed); later runs reuse them.
 
 Collection puts the files holding a `slow` test first, longest bound first (otherwise in pytest's order): pytest-xdist, as
-scripts/test runs it (`--dist loadfile --no-loadscope-reorder`), hands files to workers in that order, so
-no minutes-long file starts last and keeps one worker busy after the others are done.
+scripts/test runs it (`--dist loadgroup --no-loadscope-reorder`), hands groups to workers in that order, so
+no minutes-long file starts last and keeps one worker busy after the others are done. Each file is a group
+(as `--dist loadfile` makes them), except that every test on the real control plane joins one group,
+`realkube`, which goes first: one worker runs them all on one control plane, where a control plane per worker
+cost each of them its idle CPU (a fifth of a core: etcd, kube-apiserver, the controllers, the node agent)
+for the rest of the run.
 """
 
 from __future__ import annotations
@@ -79,9 +83,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = backends(config)
     skip = pytest.mark.skip(reason="backend not selected (--backend)")
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        backend = callspec.params.get("kube_backend") if callspec else None
-        if (backend or "realkube") not in chosen and (backend or item.get_closest_marker("realkube")):
+        backend = _backend(item)
+        if backend is not None and backend not in chosen:
             item.add_marker(skip)
     default = float(config.getini("timeout") or 0)
     bound: dict[Path, float] = {}
@@ -89,7 +92,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("slow"):
             bound[item.path] = max(bound.get(item.path, 0.0), _allowed(item, default))
     waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
-    items.sort(key=lambda item: (item.path in waiting, item.path not in bound, -bound.get(item.path, 0.0)))
+    on_realkube = {item for item in items if _backend(item) == "realkube"}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(REALKUBE_GROUP if item in on_realkube else str(item.path)))
+    items.sort(
+        key=lambda item: (
+            item.path in waiting,
+            item not in on_realkube,
+            item.path not in bound,
+            -bound.get(item.path, 0.0),
+        )
+    )
+
+
+REALKUBE_GROUP = "realkube"
+
+
+def _backend(item: pytest.Item) -> str | None:
+    """The control plane a backend-aware test runs on (its `kube_backend`, or realkube for a `realkube` test)."""
+    callspec = getattr(item, "callspec", None)
+    backend: str | None = callspec.params.get("kube_backend") if callspec else None
+    return backend or ("realkube" if item.get_closest_marker("realkube") else None)
 
 
 def _allowed(item: pytest.Item, default: float) -> float:
