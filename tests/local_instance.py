@@ -60,6 +60,7 @@ class LocalInstance:
         self.process: subprocess.Popen[bytes] | None = None
         # The instance's kubeconfig path, from its status once ready: `kubectl` needs it on every call.
         self._kubeconfig: str | None = None
+        self.namespaces: list[str] = []  # made by `namespace()`, in order
 
     def start(self) -> LocalInstance:
         with self.output.open("ab") as out:
@@ -118,7 +119,9 @@ class LocalInstance:
         return found
 
     def namespace(self, name: str) -> str:
+        """Creates the namespace `name`, remembered in `namespaces` (for a fixture to delete it afterwards)."""
         self.kubectl("create", "namespace", name)
+        self.namespaces.append(name)
         return name
 
     def down(self, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:

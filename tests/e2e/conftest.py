@@ -4,7 +4,9 @@
 --node-mode process --port 0`, started as the README tells a user, for every test that runs examples on
 real Ray clusters; each test works in its own namespace. Under pytest-xdist the workers share that one
 instance (started by the first worker that needs it, taken down by the controller at the end, see
-tests/conftest.py): one Ray-mode localkube and operator per run, not one per worker.
+tests/conftest.py): one Ray-mode localkube and operator per run, not one per worker. The namespaces a test
+makes there (`local_process.namespace()`) are deleted after it, with what is left in them: a real Ray
+cluster idles at about a third of a core, and one a test forgot ran on for the rest of the run.
 """
 
 import os
@@ -19,9 +21,10 @@ from local_instance import LocalInstance, shared_instance
 from ray_process import RayHead
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_head() -> Iterator[RayHead]:
-    """One real Ray head for the whole test run (starting one costs ~5-10 s and ~600 MB).
+    """One real Ray head for a test file (starting one costs ~5-10 s and ~600 MB; kept for the run, it idled
+    at a third of a core on its worker after its tests were done).
 
     Its directory is a short one of its own, not under pytest's base temp: Ray's socket paths inside it must
     fit AF_UNIX's 107 bytes, which a deeper base (pytest-xdist's per-worker one) overflows. It is removed
@@ -43,3 +46,19 @@ def local_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIns
             yield local
     else:  # the directory of the run, of which each worker's base directory is one entry
         yield shared_instance(tmp_path_factory.getbasetemp().parent, "process", *args)
+
+
+@pytest.fixture(autouse=True)
+def _delete_the_tests_namespaces(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test on `local_process`: `kubectl delete namespace` (not waited for) of each it made.
+    Namespaces made before it (by module fixtures, set up first) are theirs to remove."""
+    if "local_process" not in request.fixturenames:
+        yield
+        return
+    local: LocalInstance = request.getfixturevalue("local_process")
+    before = len(local.namespaces)
+    yield
+    made = local.namespaces[before:]
+    del local.namespaces[before:]
+    if made:
+        local.kubectl("delete", "namespace", *made, "--wait=false")

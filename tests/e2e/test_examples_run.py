@@ -105,6 +105,46 @@ def minimal_clusters(local_process: LocalInstance) -> Iterator[list[dict[str, An
             local_process.kubectl("delete", "raycluster", "minimal", "-n", namespace, "--wait=false")
 
 
+def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) -> None:
+    """K8sJobMode, HTTPMode and SidecarMode, applied as they are."""
+    namespace = local_process.namespace("rayjobs")
+    for name in RAYJOB_MODES.values():
+        local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / f"ray-job.{name}.yaml"))
+    greeting = yaml.safe_load(_example("ray-job.k8s-job-mode.yaml")["spec"]["runtimeEnvYAML"])["env_vars"]
+    for mode, name in RAYJOB_MODES.items():
+        done = until(
+            lambda name=name: (s := _state(local_process, "rayjob", name, namespace)).get("jobDeploymentStatus")
+            in ("Complete", "Failed") and s, READY_TIMEOUT, f"RayJob {name} ({mode}) finished",
+        )  # fmt: skip
+        assert (done["jobDeploymentStatus"], done.get("jobStatus"), done.get("succeeded")) == (
+            "Complete", "SUCCEEDED", 1,
+        ), f"{mode}: {done}"  # fmt: skip
+        if mode == "K8sJobMode":
+            # The submitter follows the job's output (before the TTL removes it): the runtime env reached
+            # the tasks, and they ran.
+            expected = f"{greeting['GREETING']} {sum(i * i for i in range(10))}"
+            assert expected in local_process.kubectl("logs", "-n", namespace, "-l", f"job-name={name}")
+    local_process.kubectl("delete", "rayjobs", "--all", "-n", namespace, "--wait=false")
+
+
+def test_a_failing_entrypoint_ends_failed_with_rays_message(local_process: LocalInstance) -> None:
+    namespace = local_process.namespace("failing")
+    job = _example("ray-job.k8s-job-mode.yaml")
+    job["metadata"]["name"] = "fails"
+    job["spec"]["entrypoint"] = "python -c \"import sys; print('boom'); sys.exit(3)\""
+    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
+    failed = until(
+        lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
+        and s, READY_TIMEOUT, "RayJob fails Failed",
+    )  # fmt: skip
+    assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
+    assert failed["message"].startswith("Job entrypoint command failed with exit code 3")
+    assert "boom" in failed["message"]
+    local_process.kubectl("delete", "rayjob", "fails", "-n", namespace, "--wait=false")
+
+
+# Last in the file: the module's two clusters are made for these and removed at the module's end, so none
+# idles (a Ray head costs a third of a core doing nothing) while the RayJobs above run.
 async def test_the_minimal_raycluster_is_a_real_ray_cluster(minimal_clusters: list[dict[str, Any]]) -> None:
     head_ips = [cluster["status"]["head"]["podIP"] for cluster in minimal_clusters]
     assert len(set(head_ips)) == len(minimal_clusters)
@@ -141,41 +181,3 @@ def test_kubectl_exec_and_port_forward_reach_the_head(
         httpx.get(f"http://127.0.0.1:{port}/api/version", timeout=5)
     left = subprocess.run(["pgrep", "-f", "^ray status$"], capture_output=True, check=False)
     assert left.returncode != 0, "the exec's `ray status` is still running"
-
-
-def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) -> None:
-    """K8sJobMode, HTTPMode and SidecarMode, applied as they are."""
-    namespace = local_process.namespace("rayjobs")
-    for name in RAYJOB_MODES.values():
-        local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / f"ray-job.{name}.yaml"))
-    greeting = yaml.safe_load(_example("ray-job.k8s-job-mode.yaml")["spec"]["runtimeEnvYAML"])["env_vars"]
-    for mode, name in RAYJOB_MODES.items():
-        done = until(
-            lambda name=name: (s := _state(local_process, "rayjob", name, namespace)).get("jobDeploymentStatus")
-            in ("Complete", "Failed") and s, READY_TIMEOUT, f"RayJob {name} ({mode}) finished",
-        )  # fmt: skip
-        assert (done["jobDeploymentStatus"], done["jobStatus"], done.get("succeeded")) == (
-            "Complete", "SUCCEEDED", 1,
-        ), f"{mode}: {done}"  # fmt: skip
-        if mode == "K8sJobMode":
-            # The submitter follows the job's output (before the TTL removes it): the runtime env reached
-            # the tasks, and they ran.
-            expected = f"{greeting['GREETING']} {sum(i * i for i in range(10))}"
-            assert expected in local_process.kubectl("logs", "-n", namespace, "-l", f"job-name={name}")
-    local_process.kubectl("delete", "rayjobs", "--all", "-n", namespace, "--wait=false")
-
-
-def test_a_failing_entrypoint_ends_failed_with_rays_message(local_process: LocalInstance) -> None:
-    namespace = local_process.namespace("failing")
-    job = _example("ray-job.k8s-job-mode.yaml")
-    job["metadata"]["name"] = "fails"
-    job["spec"]["entrypoint"] = "python -c \"import sys; print('boom'); sys.exit(3)\""
-    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
-    failed = until(
-        lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
-        and s, READY_TIMEOUT, "RayJob fails Failed",
-    )  # fmt: skip
-    assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
-    assert failed["message"].startswith("Job entrypoint command failed with exit code 3")
-    assert "boom" in failed["message"]
-    local_process.kubectl("delete", "rayjob", "fails", "-n", namespace, "--wait=false")
