@@ -13,13 +13,12 @@ the binaries, else localkube). Tests that need the real one are marked `realkube
 them); without it in `--backend` they are skipped. The first run builds the binaries into the shared cache
 (minutes, printed); later runs reuse them.
 
-Collection puts the files holding a `slow` test first, longest bound first (otherwise in pytest's order): pytest-xdist, as
-scripts/test runs it (`--dist loadgroup --no-loadscope-reorder`), hands groups to workers in that order, so
-no minutes-long file starts last and keeps one worker busy after the others are done. Each file is a group
-(as `--dist loadfile` makes them), except that every test on the real control plane joins one group,
-`realkube`, which goes first: one worker runs them all on one control plane, where a control plane per worker
-cost each of them its idle CPU (a fifth of a core: etcd, kube-apiserver, the controllers, the node agent)
-for the rest of the run.
+Collection puts the tests on the real control plane first, then the files holding a `slow` test, longest bound first
+(otherwise in pytest's order): pytest-xdist, as scripts/test runs it (`--dist loadfile --no-loadscope-reorder`),
+hands files to workers in that order, so no minutes-long file starts last and keeps one worker busy after the
+others are done. Every test whose node id names realkube (its `kube_backend`, its file) goes to one worker,
+as if they were one file (`pytest_xdist_make_scheduler`): a control plane per worker idled at a fifth of a
+core each (etcd, kube-apiserver, the controllers, the node agent) for the rest of the run.
 """
 
 from __future__ import annotations
@@ -92,20 +91,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("slow"):
             bound[item.path] = max(bound.get(item.path, 0.0), _allowed(item, default))
     waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
-    on_realkube = {item for item in items if _backend(item) == "realkube"}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(REALKUBE_GROUP if item in on_realkube else str(item.path)))
     items.sort(
         key=lambda item: (
             item.path in waiting,
-            item not in on_realkube,
+            REALKUBE not in item.nodeid,
             item.path not in bound,
             -bound.get(item.path, 0.0),
         )
     )
 
 
-REALKUBE_GROUP = "realkube"
+REALKUBE = "realkube"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's whole-file scheduling, with the tests on the real control plane as one file. Only node
+    ids reach the controller, so a test is recognised by its id: a `[realkube]` parameter or a file named
+    for it (tests/differential/test_localkube_vs_realkube.py, tests/integration/realkube/)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class RealkubeTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = REALKUBE if REALKUBE in nodeid else super()._split_scope(nodeid)
+            return scope
+
+    return RealkubeTogether(config, log)
 
 
 def _backend(item: pytest.Item) -> str | None:
