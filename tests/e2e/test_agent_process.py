@@ -50,13 +50,15 @@ def attached(
     the Node authorizer grants a node only object by object."""
     data = tmp_path_factory.mktemp("agent-process")
     private: LocalKubeProcess | None = None
+    node_name = "process-node"
     if request.param == "realkube":
         server: LocalKubeProcess = request.getfixturevalue("realkube")
-        node_name = REALKUBE_NODE
+        # A node of its own beside the session's simulated one (which, sharing its name, reported the pods
+        # as its own simulated ones, loopback addresses and all), and the only one pods can be placed on.
+        _set_unschedulable(server, REALKUBE_NODE, True)
     else:
         server = private = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
         server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
-        node_name = "process-node"
     agent = AgentProcess(
         server.kubeconfig,
         data / "agent.log",
@@ -75,6 +77,21 @@ def attached(
         agent.stop()
         if private is not None:
             private.stop()
+        else:  # the real control plane goes on serving the session's other tests
+            with server.client() as client:
+                client.delete(f"/api/v1/nodes/{node_name}")
+            _set_unschedulable(server, REALKUBE_NODE, False)
+
+
+def _set_unschedulable(server: LocalKubeProcess, node: str, unschedulable: bool) -> None:
+    """`kubectl cordon` / `uncordon`."""
+    with server.client() as client:
+        patched = client.patch(
+            f"/api/v1/nodes/{node}",
+            json={"spec": {"unschedulable": unschedulable or None}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        patched.raise_for_status()
 
 
 @pytest.fixture
