@@ -17,8 +17,9 @@ Collection puts the tests on the real control plane first, then the files holdin
 (otherwise in pytest's order): pytest-xdist, as scripts/test runs it (`--dist loadfile --no-loadscope-reorder`),
 hands files to workers in that order, so no minutes-long file starts last and keeps one worker busy after the
 others are done. Every test whose node id names realkube (its `kube_backend`, its file) goes to one worker,
-as if they were one file (`pytest_xdist_make_scheduler`): a control plane per worker idled at a fifth of a
-core each (etcd, kube-apiserver, the controllers, the node agent) for the rest of the run.
+as if they were one file (`pytest_xdist_make_scheduler`), and that worker stops the control plane after the
+last of them (`pytest_runtest_teardown`): a control plane idles at a fifth of a core (etcd, kube-apiserver,
+the controllers, the node agent), and one per worker, kept to the end, cost a minute of the run.
 """
 
 from __future__ import annotations
@@ -190,6 +191,18 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
         server.stop()
 
 
+# Stops the session's control plane and its node; set while they run.
+_stop_realkube: list[Callable[[], None]] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # The tests on the real control plane run together (one scheduling unit), so once the next test is not one
+    # of them, none is left on this worker: the session fixture's processes stop now, not at the run's end.
+    if _stop_realkube and REALKUBE in item.nodeid and (nextitem is None or REALKUBE not in nextitem.nodeid):
+        _stop_realkube.pop()()
+
+
 @pytest.fixture(scope="session")
 def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProcess]:
     bin_dir, build_seconds = toolbuild.ensure("realkube")
@@ -197,6 +210,12 @@ def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProce
     server.start()
     # localkube's node, attached as a kubelet would be: its own credentials, judged by the Node authorizer.
     node = AgentProcess(server.node_kubeconfig, server.data_dir / "agent.log", node_name=NODE_NAME)
+
+    def stop() -> None:
+        node.stop()
+        server.stop()
+
+    _stop_realkube.append(stop)
     try:
         node.start()
         server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
@@ -206,8 +225,9 @@ def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProce
                          f"{server.startup_seconds:.1f} s")  # fmt: skip
         yield server
     finally:
-        node.stop()
-        server.stop()
+        if stop in _stop_realkube:
+            _stop_realkube.remove(stop)
+            stop()
 
 
 @pytest.fixture
