@@ -24,6 +24,7 @@ class RayHead:
         self.temp_dir = temp_dir
         self.gcs_port = free_port()
         self.dashboard_port = free_port()
+        self.agent_port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -35,7 +36,7 @@ class RayHead:
         command = [
             ray, "start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true",
             f"--port={self.gcs_port}", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
-            f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+            f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={self.agent_port}",
             "--num-cpus=2", "--object-store-memory=100000000", f"--temp-dir={self.temp_dir}",
         ]  # fmt: skip
         log = self.temp_dir.parent / "ray-head.log"
@@ -46,14 +47,22 @@ class RayHead:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"ray start exited with {self._process.returncode}; see {log}")
-            try:
-                if httpx.get(f"{self.dashboard_url}/api/version", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            # The dashboard, and the head's agent: a job submission waits only 10 s for the agent (Ray's
+            # WAIT_AVAILABLE_AGENT_TIMEOUT), which a fresh head on a loaded machine can take longer to start.
+            if self._answers(f"{self.dashboard_url}/api/version") and self._answers(
+                f"http://127.0.0.1:{self.agent_port}/api/local_raylet_healthz"
+            ):
+                return
             time.sleep(0.3)
         self.stop()
-        raise RuntimeError(f"the Ray dashboard did not answer within {timeout} s; see {log}")
+        raise RuntimeError(f"the Ray dashboard or its agent did not answer within {timeout} s; see {log}")
+
+    @staticmethod
+    def _answers(url: str) -> bool:
+        try:
+            return httpx.get(url, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def stop(self, grace: float = 15.0) -> None:
         if self._process is None:
