@@ -86,6 +86,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         backend = _backend(item)
         if backend is not None and backend not in chosen:
             item.add_marker(skip)
+        if (backend == REALKUBE) != _on_realkube(item.nodeid):
+            # The scheduler and the control plane's early stop know a test by its id alone.
+            raise pytest.UsageError(f"{item.nodeid}: a test on the real control plane, and only one, has "
+                                    f"{REALKUBE!r} in its node id (its parameter, file or directory)")  # fmt: skip
     default = float(config.getini("timeout") or 0)
     bound: dict[Path, float] = {}
     for item in items:
@@ -95,7 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(
         key=lambda item: (
             item.path in waiting,
-            REALKUBE not in item.nodeid,
+            not _on_realkube(item.nodeid),
             item.path not in bound,
             -bound.get(item.path, 0.0),
         )
@@ -103,6 +107,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 REALKUBE = "realkube"
+
+
+def _on_realkube(nodeid: str) -> bool:
+    return REALKUBE in nodeid
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -114,7 +122,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class RealkubeTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            scope: str = REALKUBE if REALKUBE in nodeid else super()._split_scope(nodeid)
+            scope: str = REALKUBE if _on_realkube(nodeid) else super()._split_scope(nodeid)
             return scope
 
     return RealkubeTogether(config, log)
@@ -124,7 +132,7 @@ def _backend(item: pytest.Item) -> str | None:
     """The control plane a backend-aware test runs on (its `kube_backend`, or realkube for a `realkube` test)."""
     callspec = getattr(item, "callspec", None)
     backend: str | None = callspec.params.get("kube_backend") if callspec else None
-    return backend or ("realkube" if item.get_closest_marker("realkube") else None)
+    return backend or (REALKUBE if item.get_closest_marker(REALKUBE) else None)
 
 
 def _allowed(item: pytest.Item, default: float) -> float:
@@ -191,7 +199,8 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
         server.stop()
 
 
-# Stops the session's control plane and its node; set while they run.
+# The session's control plane's stop, for the hook to call after the last test on it (the fixture calls it
+# again at the session's end, when a second stop does nothing).
 _stop_realkube: list[Callable[[], None]] = []
 
 
@@ -199,7 +208,7 @@ _stop_realkube: list[Callable[[], None]] = []
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     # The tests on the real control plane run together (one scheduling unit), so once the next test is not one
     # of them, none is left on this worker: the session fixture's processes stop now, not at the run's end.
-    if _stop_realkube and REALKUBE in item.nodeid and (nextitem is None or REALKUBE not in nextitem.nodeid):
+    if _stop_realkube and _on_realkube(item.nodeid) and not (nextitem and _on_realkube(nextitem.nodeid)):
         _stop_realkube.pop()()
 
 
@@ -225,9 +234,7 @@ def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProce
                          f"{server.startup_seconds:.1f} s")  # fmt: skip
         yield server
     finally:
-        if stop in _stop_realkube:
-            _stop_realkube.remove(stop)
-            stop()
+        stop()  # again, if the last test stopped them: both stops do nothing the second time
 
 
 @pytest.fixture

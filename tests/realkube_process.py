@@ -30,6 +30,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -196,6 +198,27 @@ class RealKubeProcess(LocalKubeProcess):
                     return
                 time.sleep(0.2)
         raise TimeoutError(f"the node {name} did not become Ready on the real control plane")
+
+    @contextmanager
+    def placing_on(self, node: str) -> Iterator[None]:
+        """While a test's own agent runs the node `node` beside the session's (NODE_NAME): the session's node
+        cordoned, so that the scheduler places the test's pods on `node`; afterwards the Node `node` deleted
+        (later pods must not go to a node nobody runs) and the session's node uncordoned."""
+        self._cordon(NODE_NAME, True)
+        try:
+            yield
+        finally:
+            with self.client() as admin:
+                admin.delete(f"/api/v1/nodes/{node}").raise_for_status()
+            self._cordon(NODE_NAME, False)
+
+    def _cordon(self, node: str, unschedulable: bool) -> None:
+        with self.client() as admin:
+            admin.patch(
+                f"/api/v1/nodes/{node}",
+                json={"spec": {"unschedulable": unschedulable}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            ).raise_for_status()
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM to each, in reverse start order (etcd last); SIGKILL for one that lingers."""

@@ -6,6 +6,7 @@ RayCluster, made by the real operator, is a real Ray cluster."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from kuberay.runtime.client import Client
 from kuberay.runtime.resources import POD, Resource
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
-from realkube_process import NODE_NAME as REALKUBE_NODE
 
 from ..integration.runtime.kube import client_for, new_namespace
 from .test_examples_run import _nodes_in, _ray_status_with
@@ -49,49 +49,31 @@ def attached(
     as the admin: a process node reads every ConfigMap, Secret and ServiceAccount its pods might use, which
     the Node authorizer grants a node only object by object."""
     data = tmp_path_factory.mktemp("agent-process")
-    private: LocalKubeProcess | None = None
     node_name = "process-node"
-    if request.param == "realkube":
-        server: LocalKubeProcess = request.getfixturevalue("realkube")
-        # A node of its own beside the session's simulated one (which, sharing its name, reported the pods
-        # as its own simulated ones, loopback addresses and all), and the only one pods can be placed on.
-        _set_unschedulable(server, REALKUBE_NODE, True)
-    else:
-        server = private = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
-        server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
-    agent = AgentProcess(
-        server.kubeconfig,
-        data / "agent.log",
-        "--data-dir",
-        str(data / "node"),
-        node_name=node_name,
-        mode="process",
-    ).start()
-    operator = OperatorProcess(
-        server.kubeconfig, data / "operator.log", "--use-kubernetes-proxy=true"
-    ).start()
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if request.param == "realkube":
+            server: LocalKubeProcess = request.getfixturevalue("realkube")
+            # A node of its own beside the session's simulated one (which, sharing its name, reported the pods
+            # as its own simulated ones, loopback addresses and all), and the only one pods can be placed on.
+            cleanup.enter_context(server.placing_on(node_name))
+        else:
+            server = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
+            cleanup.callback(server.stop)
+            server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
+        agent = AgentProcess(
+            server.kubeconfig,
+            data / "agent.log",
+            "--data-dir",
+            str(data / "node"),
+            node_name=node_name,
+            mode="process",
+        ).start()
+        cleanup.callback(agent.stop)
+        operator = OperatorProcess(
+            server.kubeconfig, data / "operator.log", "--use-kubernetes-proxy=true"
+        ).start()
+        cleanup.callback(operator.stop)
         yield server, data / "node"
-    finally:
-        operator.stop()
-        agent.stop()
-        if private is not None:
-            private.stop()
-        else:  # the real control plane goes on serving the session's other tests
-            with server.client() as client:
-                client.delete(f"/api/v1/nodes/{node_name}")
-            _set_unschedulable(server, REALKUBE_NODE, False)
-
-
-def _set_unschedulable(server: LocalKubeProcess, node: str, unschedulable: bool) -> None:
-    """`kubectl cordon` / `uncordon`."""
-    with server.client() as client:
-        patched = client.patch(
-            f"/api/v1/nodes/{node}",
-            json={"spec": {"unschedulable": unschedulable or None}},
-            headers={"Content-Type": "application/merge-patch+json"},
-        )
-        patched.raise_for_status()
 
 
 @pytest.fixture

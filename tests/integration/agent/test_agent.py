@@ -7,6 +7,7 @@ becomes ready, and an agent killed and started again picks up what changed while
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,6 @@ from kuberay.runtime.client import Client
 from kuberay.runtime.resources import LEASE, NODE, POD, Resource
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
-from realkube_process import NODE_NAME as SESSION_NODE_NAME
 from realkube_process import SPARE_NODE_NAME
 
 from ..runtime.kube import client_for, new_namespace
@@ -40,39 +40,25 @@ class Attached:
 @pytest.fixture(scope="module", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
 def attached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Attached]:
     data = tmp_path_factory.mktemp("agent")
-    private: LocalKubeProcess | None = None
-    if request.param == "realkube":
-        server: LocalKubeProcess = request.getfixturevalue("realkube")
-        # The session's own node runs already: this agent is a second node, with that node's credentials, and
-        # the session's node is cordoned meanwhile so that the scheduler places this module's pods here.
-        kubeconfig, node_name = server.spare_node_kubeconfig, SPARE_NODE_NAME
-        cordon(server, SESSION_NODE_NAME, True)
-    else:
-        server = private = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
-        server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
-        kubeconfig, node_name = server.kubeconfig, "agent-node"
-    agent = AgentProcess(
-        kubeconfig, data / "agent.log", f"--node-lease-duration-seconds={LEASE_SECONDS}", node_name=node_name
-    ).start()
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if request.param == "realkube":
+            server: LocalKubeProcess = request.getfixturevalue("realkube")
+            # The session's own node runs already: this agent is a second node, with that node's credentials.
+            kubeconfig, node_name = server.spare_node_kubeconfig, SPARE_NODE_NAME
+            cleanup.enter_context(server.placing_on(node_name))
+        else:
+            server = LocalKubeProcess(data / "localkube", extra_args=["--no-node"]).start()
+            cleanup.callback(server.stop)
+            server.apply_files(sorted((REPO / "deploy" / "crds").glob("*.yaml")))
+            kubeconfig, node_name = server.kubeconfig, "agent-node"
+        agent = AgentProcess(
+            kubeconfig,
+            data / "agent.log",
+            f"--node-lease-duration-seconds={LEASE_SECONDS}",
+            node_name=node_name,
+        ).start()
+        cleanup.callback(agent.stop)
         yield Attached(server, node_name)
-    finally:
-        agent.stop()
-        if private is not None:
-            private.stop()
-        else:  # the shared control plane must not place later pods on a node nobody runs
-            with server.client() as admin:
-                admin.delete(f"/api/v1/nodes/{node_name}").raise_for_status()
-            cordon(server, SESSION_NODE_NAME, False)
-
-
-def cordon(server: LocalKubeProcess, node: str, unschedulable: bool) -> None:
-    with server.client() as admin:
-        admin.patch(
-            f"/api/v1/nodes/{node}",
-            json={"spec": {"unschedulable": unschedulable}},
-            headers={"Content-Type": "application/merge-patch+json"},
-        ).raise_for_status()
 
 
 @pytest.fixture
