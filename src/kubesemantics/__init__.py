@@ -1,7 +1,7 @@
 """Kubernetes semantics shared by the operator (`kuberay`) and the control plane (`localkube`).
 
 One home for the knowledge both sides need to read objects as Kubernetes reads them: resource quantities
-(`quantity`), Go's parsers whose texts surface in Kubernetes messages, durations among them (`goparse`),
+(`quantity`), generated names (`names`), Go's parsers whose texts surface in Kubernetes messages, durations among them (`goparse`),
 label and field selectors (`selectors`), the Kubernetes CEL library (`cellib`), and what structural-schema
 checks share: JSON values as the API server reads them (`jsonvalue`), its error words, defaulting and
 formats (`schema`).

@@ -31,6 +31,9 @@ def test_create_sets_identity_and_generate_name(api: httpx.Client, namespace: st
     made = api.post(_configmaps(namespace), json={"metadata": {"generateName": "gen-"}}).json()
     assert made["metadata"]["name"].startswith("gen-") and len(made["metadata"]["name"]) == 9
     assert made["metadata"]["uid"] and made["metadata"]["creationTimestamp"].endswith("Z")
+    # As kube-apiserver: a long prefix is cut to leave room for the suffix within 63 characters.
+    long = api.post(_configmaps(namespace), json={"metadata": {"generateName": "a" * 70}}).json()
+    assert long["metadata"]["name"][:58] == "a" * 58 and len(long["metadata"]["name"]) == 63
     again = api.post(_configmaps(namespace), json={"metadata": {"name": made["metadata"]["name"]}})
     assert again.status_code == 409 and again.json()["reason"] == "AlreadyExists"
     missing = api.post("/api/v1/namespaces/no-such-namespace/configmaps", json={"metadata": {"name": "x"}})

@@ -35,6 +35,7 @@ from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.api.validation import FieldError, names
 from kubesemantics import jsonvalue
+from kubesemantics.names import MAX_GENERATE_NAME_PREFIX
 
 
 class ManifestError(ValueError):
@@ -55,7 +56,6 @@ _KINDS: Mapping[str, _Kind] = {
     "RayCronJob": _Kind(RayCronJob, validation.validate_raycronjob, ("v1",)),
 }
 _GENERATED_SUFFIX = c.RANDOM_SUFFIX_ALPHABET[: c.RANDOM_SUFFIX_LENGTH]
-_MAX_GENERATE_NAME_PREFIX = 58  # the API server trims generateName to leave room for the suffix
 
 
 def _is_ray_object(document: Any) -> bool:
@@ -92,7 +92,7 @@ def display_name(data: Mapping[str, Any]) -> str:
 def _as_stored(data: dict[str, Any]) -> dict[str, Any]:
     meta = data.get("metadata")
     if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):
-        prefix = str(meta["generateName"])[:_MAX_GENERATE_NAME_PREFIX]
+        prefix = str(meta["generateName"])[:MAX_GENERATE_NAME_PREFIX]
         data = {**data, "metadata": {**meta, "name": prefix + _GENERATED_SUFFIX}}
     return data
 

@@ -7,7 +7,6 @@ kept exactly: `check_name` keeps the *last* 50 characters, `check_label` the las
 
 from __future__ import annotations
 
-import random
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -71,10 +70,3 @@ def head_fqdn(cluster_name: str, namespace: str, cluster_spec: Mapping[str, Any]
 def ray_ip(fqdn: str) -> str:
     """The deprecated `RAY_IP`: the first label of the head's FQDN."""
     return fqdn.split(".")[0]
-
-
-def random_suffix(rng: random.Random) -> str:
-    """Kubernetes' `rand.String(5)`: five characters of the vowel-free alphabet."""
-    return "".join(
-        rng.choice(constants.RANDOM_SUFFIX_ALPHABET) for _ in range(constants.RANDOM_SUFFIX_LENGTH)
-    )

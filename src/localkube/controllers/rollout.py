@@ -24,8 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubesemantics import names
+
 POD_TEMPLATE_HASH = "pod-template-hash"
-SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+SAFE_ALPHABET = names.SUFFIX_ALPHABET  # client-go's SafeEncodeString maps onto the same characters
 
 
 class RolloutError(ValueError):

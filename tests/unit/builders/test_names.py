@@ -1,5 +1,3 @@
-import random
-
 from kuberay.builders import names
 
 
@@ -29,10 +27,3 @@ def test_head_service_and_fqdn() -> None:
     assert names.head_fqdn("rc", "ns", spec, "example.org") == "custom.ns.svc.example.org"
     assert names.ray_ip("custom.ns.svc.example.org") == "custom"
     assert names.identifier("rc", "head") == "rc-head"
-
-
-def test_random_suffixes_use_the_vowel_free_alphabet() -> None:
-    suffixes = {names.random_suffix(random.Random(seed)) for seed in range(50)}
-    assert len(suffixes) == 50 and all(
-        len(s) == 5 and set(s) <= set("bcdfghjklmnpqrstvwxz2456789") for s in suffixes
-    )

@@ -17,14 +17,11 @@ from kuberay.api.raycluster import WorkerGroupSpec
 from kuberay.builders import pod
 from kuberay.controllers.raycluster import podstate, replicas
 from kuberay.controllers.raycluster.podwrites import PodsError, PodWriter
+from kubesemantics.names import random_suffix
+
+_RNG = random.Random()
 
 Obj = Mapping[str, Any]
-
-
-def _random_suffix() -> str:
-    return "".join(
-        random.choice(constants.RANDOM_SUFFIX_ALPHABET) for _ in range(constants.RANDOM_SUFFIX_LENGTH)
-    )
 
 
 class MultiHostGroup:
@@ -109,7 +106,7 @@ class MultiHostGroup:
             }
             builds = []
             for index in replicas.free_indices(used, missing):
-                replica_name = f"{self.group_name}-{_random_suffix()}"
+                replica_name = f"{self.group_name}-{random_suffix(_RNG)}"
                 for host in range(self.hosts):
                     builds.append(
                         pod.build_worker_pod(

@@ -1,5 +1,5 @@
 """The RayJob's RayCluster seen from the RayJob: the cluster a RayJob creates, and whether its workers are
-suspended. (Its generated name suffix is `builders.names.random_suffix`, its dashboard address
+suspended. (Its generated name suffix is `kubesemantics.names.random_suffix`, its dashboard address
 `controllers.dashboards.dashboard_address`, why its pods cannot start `controllers.podproblems`, all shared
 with the RayService controller.)
 

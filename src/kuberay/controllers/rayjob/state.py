@@ -50,10 +50,10 @@ from kuberay.api.rayjob import (
     RayJob,
 )
 from kuberay.api.validation import validate_rayjob
-from kuberay.builders.names import random_suffix
 from kuberay.controllers.podproblems import StartupProblem
 from kuberay.controllers.rayjob import deletion
 from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
+from kubesemantics.names import random_suffix
 
 REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration
 SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30  # upstream DefaultSubmitterFinishedTimeout

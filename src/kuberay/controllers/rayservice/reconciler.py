@@ -40,7 +40,6 @@ from kuberay.api.rayservice import RayServiceConditionType as Type
 from kuberay.api.validation import event_reason, validate_rayservice
 from kuberay.builders import gateway, ownership
 from kuberay.builders import service as service_builder
-from kuberay.builders.names import random_suffix
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess, auth_token, dashboard_address, head_service_name
 from kuberay.controllers.podproblems import startup_problem
@@ -65,6 +64,7 @@ from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import POD, SERVICE, ObjectKey, Resource
 from kubesemantics.goparse import GoParseError, atoi, format_seconds, parse_duration
+from kubesemantics.names import random_suffix
 
 log = logging.getLogger(__name__)
 

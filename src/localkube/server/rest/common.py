@@ -28,7 +28,6 @@ from localkube.server.workloadvalidation import validate_workload
 from localkube.storage import Store
 
 Query = dict[str, str]
-GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     for name in ("default", "kube-system", "kube-public", "kube-node-lease")

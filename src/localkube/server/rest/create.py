@@ -4,14 +4,14 @@ dryRun=All stores nothing. `seed` creates what a fresh cluster starts with."""
 
 from __future__ import annotations
 
-import secrets
+import random
 import uuid
 from typing import Any
 
+from kubesemantics.names import generated_name
 from localkube.server import builtin, crds, errors, patching
 from localkube.server.registry import ResourceType
 from localkube.server.rest.common import (
-    GENERATE_ALPHABET,
     Query,
     check_identity,
     clone,
@@ -21,6 +21,8 @@ from localkube.server.rest.common import (
 )
 from localkube.server.rest.read import Reads
 from localkube.storage import AlreadyExists
+
+_RNG = random.SystemRandom()
 
 
 class Creates(Reads):
@@ -73,9 +75,7 @@ class Creates(Reads):
             resource_type, namespace, str(metadata.get("name") or metadata.get("generateName") or "")
         )
         if not metadata.get("name") and metadata.get("generateName"):
-            metadata["name"] = str(metadata["generateName"]) + "".join(
-                secrets.choice(GENERATE_ALPHABET) for _ in range(5)
-            )
+            metadata["name"] = generated_name(str(metadata["generateName"]), _RNG)
         metadata["uid"] = str(uuid.uuid4())
         metadata["creationTimestamp"] = now()
         for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
