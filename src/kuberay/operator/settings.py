@@ -147,13 +147,13 @@ def _parser() -> _Parser:
         "qps",
         type=float,
         default=DEFAULT_QPS,
-        help="The QPS value for the client communicating with the Kubernetes API server.",
+        help="The QPS value for the client communicating with the Kubernetes API server, per resource kind.",
     )
     flag(
         "burst",
         type=int,
         default=DEFAULT_BURST,
-        help="The maximum burst for throttling requests to the Kubernetes API server.",
+        help="The maximum burst for throttling requests to the Kubernetes API server, per resource kind.",
     )
     flag("kubeconfig", default="", help="Path to a kubeconfig (else KUBECONFIG, in-cluster, ~/.kube/config).")
     flag("zap-log-level", default="info", choices=LOG_LEVELS, help="Minimum level logged.")

@@ -7,23 +7,29 @@ JSON-shaped dict, built-in kinds and custom resources alike, and no typed model 
 the cache.
 
 Invariants:
-- Every request first takes a token from the client's bucket (`--qps`, `--burst`); a retry takes another.
+- Every request first takes a token from its kind's bucket (`--qps`, `--burst` each); a retry takes another.
+  controller-runtime gives each group-version-kind its own REST client and so its own token bucket (its
+  list types share their item's), which is what upstream's `--qps` means: pod creates are not slowed by
+  the Events or status writes made beside them.
 - An answer of 429 or 5xx with a `Retry-After` header (seconds) is retried after that many seconds, at most
   `MAX_RETRIES` times, as client-go does (the API server's priority and fairness asks for it).
 - Every request is measured in client-go's `rest_client_*` metrics (`RestClientMetrics`).
 - Every failure surfaces as a `kuberay.runtime.errors.KubeError` subclass chained to its cause; nothing
-  from httpx2 escapes.
+  from httpx2 escapes. A request that never left is `Unavailable`; one sent without an answer is
+  `OutcomeUnknown`, since the server may have done it.
 - Writes carry `fieldManager` (the operator's name) so server-side field ownership is attributed.
 - A client made by `fenced(guard)` sends a write (any verb but GET) only while `guard()` is true, checked
-  just before each attempt (after any wait for a token): a replica that lost its leader lease while it was
-  paused refuses the writes it had under way with `NotLeader` instead of racing the new leader.
+  as each attempt's first bytes are about to go out (after the wait for a token and for a connection, as
+  httpcore's `send_request_headers` trace event starts): a replica that lost its leader lease while it was
+  paused refuses the writes it had under way with `NotLeader` instead of racing the new leader. (Checked
+  any earlier, a pause that struck while the request waited for its connection let it out on resume.)
 """
 
 from __future__ import annotations
 
 import copy
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -46,6 +52,10 @@ from kuberay.runtime.resources import Resource
 Object = dict[str, Any]
 
 MAX_RETRIES = 10  # client-go's default for a request the server asks to retry
+# Transport failures that happen before a request leaves: no connection was had, so nothing was done.
+_UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
+UNANSWERED = "sent without an answer: it may have been carried out"
+UNBOUNDED_CONNECTIONS = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
 
 
 class PatchType(StrEnum):
@@ -142,7 +152,10 @@ class Client:
     ) -> None:
         self._http = http
         self._clock = clock or SystemClock()
-        self._bucket = TokenBucket(qps, burst, self._clock)
+        self._qps = qps
+        self._burst = burst
+        # Shared with every `fenced` copy: one limit per kind whichever copy sends.
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         self.field_manager = field_manager
         # Unregistered by default: measured all the same, served by nobody.
         self._metrics = metrics or RestClientMetrics(CollectorRegistry())
@@ -165,7 +178,10 @@ class Client:
         **kwargs: Any,
     ) -> Client:
         params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout))
-        http = client_adapter.AsyncClient(config, params)
+        # Every watch holds a connection for as long as it runs, one per kind and watched namespace, so a
+        # bounded pool (httpx's 100) is used up by watches alone with a dozen namespaces and every other
+        # request then waits for a connection that never frees. Go's client bounds none either.
+        http = httpx2.AsyncClient(**params.httpx_params(config), limits=UNBOUNDED_CONNECTIONS)
         http.headers["User-Agent"] = user_agent
         http.headers["Accept"] = "application/json"
         return cls(http, **kwargs)
@@ -176,7 +192,9 @@ class Client:
     async def get(
         self, resource: Resource, name: str, namespace: str | None = None, *, subresource: str | None = None
     ) -> Object:
-        return await self._request("GET", resource.path(_ns(resource, namespace), name, subresource))
+        return await self._request(
+            "GET", resource, resource.path(_ns(resource, namespace), name, subresource)
+        )
 
     async def list(
         self,
@@ -198,7 +216,7 @@ class Client:
         )
         if continue_token:
             params["continue"] = continue_token
-        body = await self._request("GET", resource.path(namespace), params=params)
+        body = await self._request("GET", resource, resource.path(namespace), params=params)
         metadata = body.get("metadata") or {}
         items: list[Object] = body.get("items") or []
         # List items carry no apiVersion/kind; callers and caches expect whole objects.
@@ -230,7 +248,7 @@ class Client:
     ) -> Object:
         ns = _ns(resource, namespace or _object_namespace(obj))
         return await self._request(
-            "POST", resource.path(ns), body=_with_type(resource, obj), params=self._write_params()
+            "POST", resource, resource.path(ns), body=_with_type(resource, obj), params=self._write_params()
         )
 
     async def update(
@@ -239,7 +257,9 @@ class Client:
         """Replaces the object (PUT); a stale metadata.resourceVersion raises `Conflict`."""
         name = (obj.get("metadata") or {}).get("name") or ""
         path = resource.path(_ns(resource, _object_namespace(obj)), name, subresource)
-        return await self._request("PUT", path, body=_with_type(resource, obj), params=self._write_params())
+        return await self._request(
+            "PUT", resource, path, body=_with_type(resource, obj), params=self._write_params()
+        )
 
     async def update_status(self, resource: Resource, obj: Mapping[str, Any]) -> Object:
         return await self.update(resource, obj, subresource="status")
@@ -261,6 +281,7 @@ class Client:
         content = patch if isinstance(patch, bytes) else orjson.dumps(patch)
         return await self._request(
             "PATCH",
+            resource,
             resource.path(_ns(resource, namespace), name, subresource),
             content=content,
             params=params,
@@ -286,7 +307,7 @@ class Client:
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
         if preconditions:
             options["preconditions"] = preconditions
-        await self._request("DELETE", resource.path(_ns(resource, namespace), name), body=options)
+        await self._request("DELETE", resource, resource.path(_ns(resource, namespace), name), body=options)
 
     async def watch(
         self,
@@ -308,7 +329,7 @@ class Client:
             fieldSelector=field_selector,
             timeoutSeconds=str(timeout_seconds),
         )
-        await self._throttle("GET")
+        await self._throttle("GET", resource)
         # A silent connection is dead once the server's own timeout has long passed.
         timeout = httpx2.Timeout(30.0, read=timeout_seconds + 30.0)
         answered = False
@@ -326,7 +347,7 @@ class Client:
         except httpx2.HTTPError as e:
             if not answered:
                 self._metrics.attempted("GET", self._host, None, 0)
-            raise errors.Unavailable(f"watch {resource}: {e}") from e
+            raise errors.Unavailable(f"watch {resource}: {_described(e)}") from e
 
     def _write_params(self) -> dict[str, str]:
         return {"fieldManager": self.field_manager}
@@ -334,6 +355,7 @@ class Client:
     async def _request(
         self,
         method: str,
+        resource: Resource,
         path: str,
         *,
         params: Mapping[str, str] | None = None,
@@ -343,7 +365,7 @@ class Client:
     ) -> Object:
         started = self._clock.monotonic()
         try:
-            response = await self._send(method, path, params, body, content, content_type)
+            response = await self._send(method, resource, path, params, body, content, content_type)
         finally:
             self._metrics.finished(method, self._host, self._clock.monotonic() - started)
         self._metrics.received(method, self._host, len(response.content))
@@ -357,6 +379,7 @@ class Client:
     async def _send(
         self,
         method: str,
+        resource: Resource,
         path: str,
         params: Mapping[str, str] | None,
         body: Any,
@@ -367,18 +390,22 @@ class Client:
         if body is not None:
             content = orjson.dumps(body)
         headers = {"Content-Type": content_type} if content is not None else None
-        await self._throttle(method)
+        extensions = None if self._guard is None or method == "GET" else {"trace": self._fence(method, path)}
+        await self._throttle(method, resource)
         retries = 0
         while True:
-            if self._guard is not None and method != "GET" and not self._guard():
-                raise errors.NotLeader(f"{method} {path}: refused, the leader lease is no longer held")
+            if extensions is not None:
+                # Refused here without a connection; the trace checks again as the bytes go out.
+                self._refuse_unless_guarded(method, path)
             try:
                 response = await self._http.request(
-                    method, path, params=params, content=content, headers=headers
+                    method, path, params=params, content=content, headers=headers, extensions=extensions
                 )
             except httpx2.HTTPError as e:
                 self._metrics.attempted(method, self._host, None, len(content or b""))
-                raise errors.Unavailable(f"{method} {path}: {e}") from e
+                if isinstance(e, _UNSENT):
+                    raise errors.Unavailable(f"{method} {path}: {_described(e)}") from e
+                raise errors.OutcomeUnknown(f"{method} {path}: {_described(e)}; {UNANSWERED}") from e
             self._metrics.attempted(method, self._host, response.status_code, len(content or b""))
             if retries > 0:
                 self._metrics.retried(method, self._host, response.status_code)
@@ -387,12 +414,34 @@ class Client:
                 return response
             retries += 1
             await self._clock.sleep(wait)
-            await self._throttle(method)
+            await self._throttle(method, resource)
 
-    async def _throttle(self, verb: str) -> None:
+    def _refuse_unless_guarded(self, method: str, path: str) -> None:
+        if self._guard is not None and not self._guard():
+            raise errors.NotLeader(f"{method} {path}: refused, the leader lease is no longer held")
+
+    def _fence(self, method: str, path: str) -> Callable[[str, Any], Awaitable[None]]:
+        """httpcore's trace callback refusing to send a request's headers while the guard is false."""
+
+        async def trace(event: str, _: Any) -> None:
+            if event.endswith(".send_request_headers.started"):
+                self._refuse_unless_guarded(method, path)
+
+        return trace
+
+    async def _throttle(self, verb: str, resource: Resource) -> None:
         started = self._clock.monotonic()
-        await self._bucket.acquire()
+        kind = (resource.api_version, resource.kind)
+        bucket = self._buckets.get(kind)
+        if bucket is None:
+            bucket = self._buckets[kind] = TokenBucket(self._qps, self._burst, self._clock)
+        await bucket.acquire()
         self._metrics.throttled(verb, self._host, self._clock.monotonic() - started)
+
+
+def _described(error: httpx2.HTTPError) -> str:
+    # Some (a pool or connect timeout) carry no message: their name is all the log would say.
+    return str(error) or type(error).__name__
 
 
 def _retry_after(response: httpx2.Response) -> int | None:

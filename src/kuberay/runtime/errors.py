@@ -64,6 +64,11 @@ class Unavailable(KubeError):
     """The server could not be reached (connection refused, reset, timed out)."""
 
 
+class OutcomeUnknown(Unavailable):
+    """The request was sent but no answer came (the connection broke or timed out after sending): the server
+    may have carried it out. A create that ends so may have made its object."""
+
+
 class NotLeader(KubeError):
     """A write refused before it was sent: this replica can no longer be sure it holds the leader lease."""
 

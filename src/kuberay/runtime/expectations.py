@@ -6,6 +6,12 @@ reconciler asks `satisfied(owner, group)`: every pod it expects to have been cre
 (or `timeout` must have passed, in case the create never became visible), and every pod it expects
 deleted must be gone from it. Satisfied records are dropped. Records live in memory only: after a restart
 the cache is freshly listed, so there is nothing to wait for.
+
+The timeout runs only while the cache is connected to the server (`connected_since`, from the pods'
+informer): while the API server is down, or the watch is being re-established, a created pod cannot reach
+the cache however long one waits, and giving up on it then would create it twice. So a create waits for
+`timeout` after the later of its record and the cache's reconnection. A create sent without an answer
+(`OutcomeUnknown`) is recorded by the name it was sent with, as the server may have made it.
 """
 
 from __future__ import annotations
@@ -29,13 +35,22 @@ class _Record(NamedTuple):
 
 
 Lookup = Callable[[ObjectKey], Mapping[str, Any] | None]
+ConnectedSince = Callable[[], float | None]
 
 
 class ScaleExpectations:
-    def __init__(self, lookup: Lookup, clock: Clock, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        lookup: Lookup,
+        clock: Clock,
+        *,
+        connected_since: ConnectedSince,
+        timeout: float = 30.0,
+    ) -> None:
         self._lookup = lookup
         self._clock = clock
         self._timeout = timeout
+        self._connected_since = connected_since
         # owner -> group -> pod -> record, so that a check reads only its own records: with thousands of
         # clusters scaling at once, scanning every record on each check made a reconcile cost O(all pods).
         self._records: dict[ObjectKey, dict[str, dict[ObjectKey, _Record]]] = {}
@@ -55,10 +70,12 @@ class ScaleExpectations:
         if not records:
             return True
         now = self._clock.monotonic()
+        connected = self._connected_since()
         for pod, record in list(records.items()):
             present = self._lookup(pod) is not None
             if record.action is ScaleAction.CREATE:
-                done = present or now - record.recorded_at >= self._timeout
+                waited = None if connected is None else now - max(record.recorded_at, connected)
+                done = present or (waited is not None and waited >= self._timeout)
             else:
                 done = not present
             if not done:

@@ -83,6 +83,9 @@ class Informer:
         self._clock = clock or SystemClock()
         self._handlers: list[Handler] = []
         self._unsynced = set(self._scopes)
+        # Per scope: since when (monotonic) it has been listing or watching without a break; None while
+        # it is cut off from the server.
+        self._connected_since: dict[str | None, float | None] = dict.fromkeys(self._scopes)
         self._synced = asyncio.Event()
         self.relists = 0  # lists after the first, i.e. recoveries from 410 Gone
 
@@ -99,6 +102,15 @@ class Informer:
     async def wait_synced(self) -> None:
         await self._synced.wait()
 
+    def connected_since(self) -> float | None:
+        """Since when (the clock's monotonic time) every scope has been listing or watching without a
+        break; None while any is cut off from the server. A change made before that moment has reached the
+        store or is on its way in the open watch; while it is None, the store can miss any change."""
+        times = self._connected_since.values()
+        if any(t is None for t in times):
+            return None
+        return max((t for t in times if t is not None), default=None)
+
     async def run(self) -> None:
         """Runs until cancelled."""
         async with asyncio.TaskGroup() as tasks:
@@ -114,6 +126,8 @@ class Informer:
         position = _Position()
         failures = 0
         while True:
+            if self._connected_since[namespace] is None:
+                self._connected_since[namespace] = self._clock.monotonic()
             try:
                 if position.resource_version is None:
                     position.resource_version = await self._relist(namespace)
@@ -127,6 +141,7 @@ class Informer:
                 position.resource_version = None
                 self.relists += 1
             except errors.KubeError as e:
+                self._connected_since[namespace] = None
                 failures += 1
                 base, cap = self._retry_delays
                 delay = min(base * 2 ** min(failures - 1, 16), cap) * random.uniform(0.8, 1.2)

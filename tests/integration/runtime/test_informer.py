@@ -1,16 +1,18 @@
 import asyncio
 import contextlib
+import time
 
 import pytest
 import yaml
 
+from cable import Cable
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.informer import Event, EventType, Informer
 from kuberay.runtime.resources import CONFIG_MAP
 
-from .kube import Cable, client_for, eventually, new_namespace
+from .kube import client_for, eventually, new_namespace
 
 
 def cm(namespace: str, name: str, value: str = "0") -> dict:
@@ -43,9 +45,13 @@ async def test_the_watch_resumes_across_a_localkube_restart(localkube_factory, c
     async with informing(client, namespace) as (informer, events):
         await client.patch(CONFIG_MAP, "a", {"data": {"v": "1"}}, namespace)
         await eventually(lambda: len(events) == 2)
+        assert informer.connected_since() is not None
         # Resuming from the list's version instead of the last event's would replay this patch.
         await asyncio.to_thread(server.kill if crash else server.stop)
+        await eventually(lambda: informer.connected_since() is None)
+        down = time.monotonic()
         await asyncio.to_thread(server.start)
+        await eventually(lambda: (informer.connected_since() or 0.0) > down)
         await client.patch(CONFIG_MAP, "a", {"data": {"v": "2"}}, namespace)
         await client.create(CONFIG_MAP, cm(namespace, "b"))
         await client.delete(CONFIG_MAP, "a", namespace)

@@ -1,14 +1,17 @@
 import asyncio
+from pathlib import Path
 
 import pytest
+import yaml
 
+from cable import Cable
 from kuberay.runtime import errors
-from kuberay.runtime.client import Client
+from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kuberay.runtime.resources import CONFIG_MAP, LEASE
 
-from .kube import client_for, new_namespace
+from .kube import client_for, eventually, new_namespace
 
 
 def elector(client: Client, namespace: str, identity: str, clock: FakeClock) -> LeaderElector:
@@ -63,3 +66,39 @@ async def test_writes_are_fenced_once_the_renewal_is_older_than_the_renew_deadli
     assert await leader._try_acquire_or_renew()  # nobody took over: renewed, it writes again
     await writer.create(CONFIG_MAP, {"metadata": {"name": "renewed", "namespace": namespace}})
     await client.close()
+
+
+async def test_a_write_waiting_for_its_connection_when_the_lease_lapses_is_not_sent(
+    localkube, tmp_path: Path
+):
+    """The fence is checked as the request's bytes are about to leave, not when it was issued: a write that
+    passed its token wait and then waited for a connection (a pause, a slow network) while the renewal went
+    stale is refused, and never reaches the server on resume."""
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    kubeconfig = yaml.safe_load(Path(localkube.kubeconfig).read_text())
+    server = kubeconfig["clusters"][0]["cluster"]["server"]
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    cable = Cable(host, int(port))
+    await cable.plug()
+    kubeconfig["clusters"][0]["cluster"]["server"] = f"https://{host}:{cable.port}"
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+    clock = FakeClock()
+    leader = elector(client, namespace, "a", clock)
+    await leader.acquire()
+    writer = Client.from_config(load_config(str(tmp_path / "kubeconfig"))).fenced(leader.holds)
+    try:
+        await cable.hold()
+        write = asyncio.ensure_future(
+            writer.create(CONFIG_MAP, {"metadata": {"name": "late", "namespace": namespace}})
+        )
+        await eventually(lambda: cable.held == 1, why=lambda: "the write never opened its connection")
+        clock.advance(10)
+        await cable.release()
+        with pytest.raises(errors.NotLeader, match="refused, the leader lease is no longer held"):
+            await write
+        assert "late" not in [c["metadata"]["name"] for c in (await client.list(CONFIG_MAP, namespace)).items]
+    finally:
+        await cable.unplug()
+        await writer.close()
+        await client.close()

@@ -91,7 +91,7 @@ def test_a_label_index_serves_selector_lists_and_follows_relabelling():
 def test_scale_expectations_wait_for_the_cache_or_the_timeout():
     store, clock = Store(), FakeClock()
     owner = ObjectKey("ns", "cluster")
-    expectations = ScaleExpectations(store.get, clock, timeout=30)
+    expectations = ScaleExpectations(store.get, clock, connected_since=lambda: 0.0, timeout=30)
     expectations.expect(owner, "g", "p1", ScaleAction.CREATE)
     expectations.expect(owner, "g", "p2", ScaleAction.CREATE)
     assert expectations.satisfied(owner, "other-group")
@@ -106,10 +106,34 @@ def test_scale_expectations_wait_for_the_cache_or_the_timeout():
     assert expectations.satisfied(owner, "g")
 
 
+def test_a_create_is_waited_for_while_the_cache_is_cut_off_and_for_the_timeout_after_it_reconnects():
+    store, clock = Store(), FakeClock()
+    owner = ObjectKey("ns", "cluster")
+    connected: list[float | None] = [clock.monotonic()]
+    expectations = ScaleExpectations(store.get, clock, connected_since=lambda: connected[0], timeout=30)
+    expectations.expect(owner, "g", "p1", ScaleAction.CREATE)
+    clock.advance(10)
+    connected[0] = None  # the watch broke: the pod may exist without the cache knowing
+    clock.advance(60)
+    assert not expectations.satisfied(owner, "g")
+    connected[0] = clock.monotonic()  # back: a relist or the resumed watch will bring it if it is there
+    clock.advance(29)
+    assert not expectations.satisfied(owner, "g")
+    clock.advance(1)
+    assert expectations.satisfied(owner, "g")
+    # A delete waits for the cache whatever the connection: the pod is gone only once the cache says so.
+    store.upsert(prepare(pod("p2")))
+    expectations.expect(owner, "g", "p2", ScaleAction.DELETE)
+    connected[0] = None
+    assert not expectations.satisfied(owner, "g")
+    store.remove(ObjectKey("ns", "p2"))
+    assert expectations.satisfied(owner, "g")
+
+
 def test_scale_expectations_of_one_owner_and_group_leave_the_others_alone():
     store, clock = Store(), FakeClock()
     first, second = ObjectKey("ns", "first"), ObjectKey("ns", "second")
-    expectations = ScaleExpectations(store.get, clock, timeout=30)
+    expectations = ScaleExpectations(store.get, clock, connected_since=lambda: 0.0, timeout=30)
     expectations.expect(first, "g", "p1", ScaleAction.CREATE)
     expectations.expect(second, "g", "p2", ScaleAction.CREATE)
     expectations.expect(first, "h", "p3", ScaleAction.CREATE)

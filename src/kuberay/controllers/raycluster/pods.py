@@ -53,6 +53,14 @@ class PodReconciler:
         self.namespace = cluster.namespace
         self.name = cluster.name
         self.owner = self.writer.owner
+        # A group was skipped because the cache has not caught up with this process's writes: the pass
+        # must come again soon, as an expectation that times out sends no event to wake it.
+        self.waiting = False
+
+    def _caught_up(self, group: str) -> bool:
+        satisfied = self.ctx.expectations.satisfied(self.owner, group)
+        self.waiting = self.waiting or not satisfied
+        return satisfied
 
     async def run(self) -> None:
         suspend = conditions.suspend_status(self.status)
@@ -122,7 +130,7 @@ class PodReconciler:
 
     async def _reconcile_head(self) -> bool:
         """Reconciles the head pod; True when the pass must stop here (workers not reconciled)."""
-        if not self.ctx.expectations.satisfied(self.owner, HEAD_GROUP):
+        if not self._caught_up(HEAD_GROUP):
             return False
         heads = self.writer.pods(**{constants.RAY_NODE_TYPE_LABEL: constants.HEAD_NODE})
         if len(heads) == 1:
@@ -169,7 +177,7 @@ class PodReconciler:
 
     async def _reconcile_group(self, group: WorkerGroupSpec) -> None:
         group_name = group.group_name
-        if not self.ctx.expectations.satisfied(self.owner, group_name):
+        if not self._caught_up(group_name):
             return
         wire = group.dump()
         expected = replicas.group_desired_replicas(wire)

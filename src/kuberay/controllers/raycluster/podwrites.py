@@ -3,7 +3,8 @@ upstream's words, and the two rules that say whether a pass may write at all (mT
 deletion when scaling down).
 
 Every create and delete is recorded in the scale expectations before the pass ends, so a stale cache never
-makes a pod twice or deletes one twice. Many pods are created in slow-start batches (1, 2, 4, ...): a failing
+makes a pod twice or deletes one twice; so is a create whose answer was lost, by the name the pod was sent
+with. Many pods are created in slow-start batches (1, 2, 4, ...): a failing
 create stops after one request, a healthy scale-up of a hundred pods takes a handful of round trips. Errors
 that upstream marks for the ReplicaFailure condition are raised as `ReplicaFailureError`, the others as
 `PodsError`.
@@ -12,6 +13,7 @@ that upstream marks for the ReplicaFailure condition are raised as `ReplicaFailu
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,11 +26,13 @@ from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.expectations import ScaleAction
 from kuberay.runtime.resources import POD, ObjectKey
+from kubesemantics.names import generated_name
 
 Obj = Mapping[str, Any]
 DELETE, CREATE = "Delete", "Create"
 # Beyond upstream: the Event reason of a scale decision (see `PodWriter.scale_event`).
 SCALED_WORKER_GROUP = "ScaledWorkerGroup"
+_RNG = random.Random()
 
 
 class PodsError(Exception):
@@ -73,10 +77,21 @@ class PodWriter:
         return found
 
     async def create(self, built: dict[str, Any], group: str) -> str:
-        """Creates a pod of `group` ("" for the head), stamped by the batch scheduler just before."""
+        """Creates a pod of `group` ("" for the head), stamped by the batch scheduler just before.
+
+        A pod built with `generateName` is named here, as the API server would name it (the generateName
+        stays), so that a create sent without an answer is still expected by its name: the server may have
+        made it, and the cache may only learn so after a relist."""
         scheduler_group = group or constants.HEAD_GROUP_NAME
         self.ctx.scheduler.add_metadata_to_child_resource(self.parent, built, scheduler_group)
-        created = await self.ctx.client.create(POD, built, self.namespace)
+        metadata = built["metadata"]
+        if not metadata.get("name"):
+            metadata["name"] = generated_name(metadata["generateName"], _RNG)
+        try:
+            created = await self.ctx.client.create(POD, built, self.namespace)
+        except errors.OutcomeUnknown:
+            self.ctx.expectations.expect(self.owner, group, metadata["name"], ScaleAction.CREATE)
+            raise
         name = podstate.pod_name(created)
         self.ctx.expectations.expect(self.owner, group, name, ScaleAction.CREATE)
         return name

@@ -9,7 +9,9 @@
    stops the chain but not the status.
 6. The status, calculated purely (`status.calculate_status`) and written through the status subresource
    only when a compared field changed.
-7. Requeue: 2 s after an error or a status write, else the periodic resync (300 s by default).
+7. Requeue: 2 s after an error, a status write or a pass that skipped a group its scale expectations held
+   back (a create that never shows up is given up on by time, which sends no event), else the periodic
+   resync (300 s by default).
 
 Each stage is a named step (`kuberay.runtime.steps`): "validate", "finalizer", one per owned object,
 "pods" and "status", so a failure is reported as `reconcile step "pods" failed: ...`. The cached object is
@@ -105,12 +107,13 @@ class RayClusterReconciler:
             return Result()
 
         reconcile_error: Exception | None = None
+        pods = PodReconciler(self.ctx, model)
         try:
             for name, dependent in dependents.STEPS:
                 with step(name):
                     await dependent(self.ctx, model)
             with step("pods"):
-                await PodReconciler(self.ctx, model).run()
+                await pods.run()
         except (errors.KubeError, dependents.DependentError, status.ReplicaFailureError, PodsError) as e:
             reconcile_error = e
 
@@ -123,7 +126,7 @@ class RayClusterReconciler:
                 raise TemporaryError(str(status_error)) from status_error
         if reconcile_error is not None:
             raise TemporaryError(str(reconcile_error)) from reconcile_error
-        if changed:
+        if changed or pods.waiting:
             return Result(requeue_after=SHORT_REQUEUE_SECONDS)
         return Result(requeue_after=self.ctx.options.env.requeue_seconds)
 

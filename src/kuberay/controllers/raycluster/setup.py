@@ -52,7 +52,9 @@ def install(manager: Manager, settings: OperatorSettings) -> RayClusterReconcile
         services=manager.cache(SERVICE),
         jobs=manager.cache(JOB),
         recorder=manager.recorder,
-        expectations=ScaleExpectations(pods.get, manager.clock),
+        expectations=ScaleExpectations(
+            pods.get, manager.clock, connected_since=manager.informer(POD).connected_since
+        ),
         clock=manager.clock,
         options=options,
         scheduler=new_scheduler(settings, manager.client, manager.clock, manager.recorder),
