@@ -59,8 +59,16 @@ def test_job_submitted_through_the_apiserver_succeeds(
         code, error, infos = apis.list_job_info(ns, "viaapi")
         assert submitted in {i["submissionId"] for i in infos}
         assert apis.delete_ray_job(ns, "viaapi", submitted) == (200, None)
-        code, error, _ = apis.get_job_info(ns, "viaapi", submitted)
-        assert code == 404 and error
+        code, error, info = apis.get_job_info(ns, "viaapi", submitted)
+        if code == 200:
+            # Ray's own race, not the APIServer's: its job monitor polls the job's supervisor actor every
+            # second, and one that finds the actor gone after the job's record was deleted writes a new
+            # record, FAILED "Job supervisor actor died" (ray/dashboard/modules/job/job_manager.py). Such a
+            # record is deleted like any other, and nothing writes it back then.
+            assert (info["status"], info["errorType"]) == ("FAILED", "JOB_SUPERVISOR_ACTOR_DIED"), info
+            assert apis.delete_ray_job(ns, "viaapi", submitted) == (200, None)
+            code, error, info = apis.get_job_info(ns, "viaapi", submitted)
+        assert code == 404 and error, info
     finally:
         assert apis.delete_cluster(ns, "viaapi") == (200, None)
         local_process.kubectl("delete", "namespace", ns, "--wait=false")

@@ -80,13 +80,20 @@ async def test_failing_entrypoint_reports_rays_message(client: DashboardClient) 
     assert "exit code 3" in info.message
 
 
-async def test_stop_then_delete(client: DashboardClient) -> None:
+async def test_a_running_job_is_not_deleted_then_stop_then_delete(client: DashboardClient) -> None:
     job_id = await client.submit_job(JobSubmitRequest(entrypoint="sleep 600", submission_id=_new_id()))
+    with pytest.raises(
+        DashboardError,
+        match=f"^DeleteJob fail: 500 Internal Server Error RuntimeError: Attempted to delete job '{job_id}', but it is in a non-terminal state",
+    ):
+        await client.delete_job(job_id)
+    assert not (await client.get_job_info(job_id)).terminal
     await client.stop_job(job_id)
     assert (await _until_terminal(client, job_id)).status == "STOPPED"
     await client.delete_job(job_id)
     with pytest.raises(JobNotFound, match=f"Job {job_id} does not exist on the cluster"):
         await client.get_job_info(job_id)
+    await client.delete_job(job_id)  # already gone: nothing to do
 
 
 async def test_missing_job(client: DashboardClient) -> None:

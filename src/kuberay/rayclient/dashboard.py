@@ -206,8 +206,7 @@ class DashboardClient:
         response = await self._request("POST", "/api/jobs/", content=orjson.dumps(request.to_json()))
         if response.status_code == 500 and "Please use a different submission_id" in response.text:
             raise SubmissionIdInUse(request.submission_id)
-        if not response.is_success:
-            raise DashboardError(f"SubmitJob fail: {_status_line(response)} {response.text}")
+        _ensure_success(response, "SubmitJob")
         body = _json_or_none(response)
         if not isinstance(body, dict) or "job_id" not in body:
             raise DashboardError(f"SubmitJob fail: {response.text}")
@@ -218,6 +217,9 @@ class DashboardClient:
         response = await self._request("GET", f"/api/jobs/{job_id}")
         if response.status_code == 404:
             raise JobNotFound(job_id)
+        # Upstream decodes any JSON answer as job info, so the API server proxy's 503 Status (head not
+        # reachable) became a job whose status is "Failure"; an error answer is a failed check here.
+        _ensure_success(response, "GetJobInfo")
         body = _json_or_none(response)
         if not isinstance(body, dict):
             raise DashboardError(f"GetJobInfo fail: {response.text}")
@@ -227,6 +229,7 @@ class DashboardClient:
         response = await self._request("GET", "/api/jobs/")
         if response.status_code == 404:
             return []
+        _ensure_success(response, "ListJobs")
         body = _json_or_none(response)
         if not isinstance(body, list):
             raise DashboardError(f"GetJobInfo fail: {response.text}")
@@ -237,6 +240,7 @@ class DashboardClient:
         response = await self._request("GET", f"/api/jobs/{job_id}/logs")
         if response.status_code == 404:
             return ""
+        _ensure_success(response, "GetJobLog")
         body = _json_or_none(response)
         if not isinstance(body, dict):
             raise DashboardError(f"GetJobLog fail: {response.text}")
@@ -255,15 +259,23 @@ class DashboardClient:
             raise DashboardError(f"failed to stop job: {job_id} is still {info.status}")
 
     async def delete_job(self, job_id: str) -> None:
-        await self._request("DELETE", f"/api/jobs/{job_id}")
+        """Deletes an ended job's record; one already gone is fine. Upstream ignores the answer, so a
+        refusal (a job still running, an unreachable job agent) passed for a deletion; it is an error here
+        carrying Ray's reason."""
+        response = await self._request("DELETE", f"/api/jobs/{job_id}")
+        if response.status_code == 404:
+            return
+        _ensure_success(response, "DeleteJob")
+        body = _json_or_none(response)
+        if not isinstance(body, dict) or not body.get("deleted"):
+            raise DashboardError(f"DeleteJob fail: {response.text}")
 
     # -- Serve --------------------------------------------------------------------------------------------
 
     async def get_serve_details(self) -> ServeDetails:
         """Each declarative Serve application's status and its deployments' statuses."""
         response = await self._request("GET", "/api/serve/applications/", params={"api_type": "declarative"})
-        if not response.is_success:
-            raise DashboardError(f"GetServeDetails fail: {_status_line(response)} {response.text}")
+        _ensure_success(response, "GetServeDetails")
         body = _json_or_none(response)
         if not isinstance(body, dict):
             raise DashboardError(f"GetServeDetails failed. Failed to unmarshal bytes: {response.text}")
@@ -273,8 +285,7 @@ class DashboardClient:
         """Deploys a Serve config (serveConfigV2 as JSON); sorted keys and compact, as upstream sends it."""
         content = orjson.dumps(config, option=orjson.OPT_SORT_KEYS)
         response = await self._request("PUT", "/api/serve/applications/", content=content)
-        if not response.is_success:
-            raise DashboardError(f"UpdateDeployments fail: {_status_line(response)} {response.text}")
+        _ensure_success(response, "UpdateDeployments")
 
 
 def _json_or_none(response: httpx.Response) -> Any:
@@ -284,5 +295,17 @@ def _json_or_none(response: httpx.Response) -> Any:
         return None
 
 
-def _status_line(response: httpx.Response) -> str:
-    return f"{response.status_code} {response.reason_phrase}"
+def _ensure_success(response: httpx.Response, call: str) -> None:
+    if not response.is_success:
+        raise DashboardError(
+            f"{call} fail: {response.status_code} {response.reason_phrase} {_reason(response.text)}"
+        )
+
+
+def _reason(text: str) -> str:
+    """The dashboard's answer, or of a Python traceback it sent (a refusal raised in its job agent) the last
+    exception line: the reason, without a page of frames around it."""
+    if "Traceback (most recent call last)" not in text:
+        return text
+    raised = [line for line in text.splitlines() if line[:1].isalpha() and ": " in line]
+    return raised[-1] if raised else text
