@@ -29,6 +29,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40  # the kubelet's default nodeLeaseDurationSeconds
 REGISTER_ATTEMPTS = 5
 STATUS_SECONDS = 60.0
+MERGE_PATCH = "application/merge-patch+json"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 
 
@@ -91,8 +92,8 @@ class Heartbeat:
         self._path = f"/api/v1/nodes/{options.name}"
 
     async def register(self) -> dict[str, Any]:
-        """Creates the Node unless it exists and writes its status; returns the Node. The node-lifecycle
-        controller writes a new Node too (taints, annotations): a conflict reads it again and retries."""
+        """Creates the Node unless it exists and writes its status; returns the Node. A Node made by
+        another writer between the read and the create (409) is read again and the status written to it."""
         for _ in range(REGISTER_ATTEMPTS - 1):
             try:
                 return await self._write_status(await self._get_or_create())
@@ -128,7 +129,12 @@ class Heartbeat:
         status = node_object(self._options, self._clock())["status"]
         current = (node.get("status") or {}).get("conditions") or []
         status["conditions"] = renewed_conditions(current, status["conditions"])
-        return await self._client.request("PUT", self._path + "/status", body={**node, "status": status})
+        # A patch of the status alone, as the kubelet sends: a PUT carries the whole Node as read, and when
+        # the node-lifecycle controller changed its taints since, a real API server's NodeRestriction
+        # refuses it (403, "not allowed to modify taints") rather than reporting a conflict.
+        return await self._client.request(
+            "PATCH", self._path + "/status", body={"status": status}, content_type=MERGE_PATCH
+        )
 
     async def _renew(self, node: dict[str, Any]) -> None:
         lease = lease_object(node, self._clock(), self._lease_seconds)
