@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from localkube.node import agent
+from localkube.server.audit import PolicyError
 from localkube.server.runner import ServeOptions, serve
 
 
@@ -58,6 +59,14 @@ def _parser() -> argparse.ArgumentParser:
         help="for tests only: refuse this share (0-1) of resource requests with 429, 500 or 409, "
         "before executing them (default 0: off)",
     )  # fmt: skip
+    serve_command.add_argument(
+        "--audit-log-path", type=Path, metavar="FILE",
+        help="append an audit.k8s.io/v1 Event per request to FILE, as the policy asks (kube-apiserver's flag)",
+    )  # fmt: skip
+    serve_command.add_argument(
+        "--audit-policy-file", type=Path, metavar="FILE",
+        help="the audit.k8s.io/v1 Policy that says which requests are logged and how much of them",
+    )  # fmt: skip
     agent_command = commands.add_parser(
         "agent", help="run localkube's node against a Kubernetes API server (as KWOK does for simulate)"
     )
@@ -99,19 +108,28 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
         )
         return
-    serve(
-        ServeOptions(
-            data_dir=arguments.data_dir,
-            host=arguments.host,
-            port=arguments.port,
-            compact_interval_seconds=arguments.compact_interval,
-            compact_keep=arguments.compact_keep,
-            node_mode=arguments.node_mode,
-            own_node=not arguments.no_node,
-            schedulers=tuple(n.strip() for n in arguments.schedulers.split(",") if n.strip()),
-            inject_faults=arguments.inject_faults,
+    if (arguments.audit_log_path is None) != (arguments.audit_policy_file is None):
+        raise SystemExit("localkube serve: --audit-log-path and --audit-policy-file go together")
+    try:
+        serve(
+            ServeOptions(
+                data_dir=arguments.data_dir,
+                host=arguments.host,
+                port=arguments.port,
+                compact_interval_seconds=arguments.compact_interval,
+                compact_keep=arguments.compact_keep,
+                node_mode=arguments.node_mode,
+                own_node=not arguments.no_node,
+                schedulers=tuple(n.strip() for n in arguments.schedulers.split(",") if n.strip()),
+                inject_faults=arguments.inject_faults,
+                audit_log_path=arguments.audit_log_path,
+                audit_policy_file=arguments.audit_policy_file,
+            )
         )
-    )
+    except PolicyError as bad:
+        raise SystemExit(
+            f"localkube serve: --audit-policy-file {arguments.audit_policy_file}: {bad}"
+        ) from None
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ request is logged at debug level.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -27,6 +28,7 @@ from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
 from localkube.server import bodies, errors, impersonation, podstreams, proxy, subresources, webhooks
 from localkube.server import warnings as recorded_warnings
+from localkube.server.audit import RESPONSE_COMPLETE, RESPONSE_STARTED, AuditLog
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
@@ -96,9 +98,11 @@ class App:
         pod_logs: subresources.PodLogs | None = None,
         pod_proxy: proxy.Proxy | None = None,
         faults: Faults | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.resources = resources
         self.faults = faults
+        self.audit = audit
         self.pod_proxy = pod_proxy
         self.registry = resources.registry
         self.authenticator = authenticator
@@ -156,6 +160,9 @@ class App:
         except Exception:
             log.exception("internal error serving %s %s", request.method, request.path)
             reply = _error_reply(ApiError(500, "InternalError", "an internal error occurred"))
+        if self.audit is not None:
+            # Before the answer leaves: the client's next request can be served as soon as it has.
+            self._audit(scope, request, started, reply)
         if isinstance(reply, StreamReply):
             await _send_stream(reply, receive, send)
             status = 200
@@ -184,6 +191,22 @@ class App:
                 (time.perf_counter() - started) * 1000,
                 request.user.name if request.user else "-",
             )
+
+    def _audit(self, scope: Scope, request: Request, started: float, reply: Reply | StreamReply) -> None:
+        assert self.audit is not None
+        query = scope["query_string"].decode("latin-1")
+        elapsed = datetime.timedelta(seconds=time.perf_counter() - started)
+        # A stream (a watch) is logged as it starts, with no body.
+        answered = reply if isinstance(reply, Reply) else None
+        self.audit.record(
+            request,
+            uri=scope["path"] + ("?" + query if query else ""),
+            source=(scope.get("client") or ("",))[0],
+            received=datetime.datetime.now(datetime.UTC) - elapsed,
+            status=answered.status if answered is not None else 200,
+            answer=answered.body if answered is not None else None,
+            stage=RESPONSE_COMPLETE if answered is not None else RESPONSE_STARTED,
+        )
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A WebSocket request: pods/exec and pods/portforward (see podstreams.py); anything else is refused
@@ -257,6 +280,7 @@ class App:
         if head in ("api", "apis"):
             target = self._route(segments)
             verb = request_verb(request.method, target, request.query)
+            request.target, request.verb = target, verb
             attributes = RequestAttributes(
                 verb,
                 target.resource_type.group,

@@ -34,6 +34,9 @@ class Request:
     # The Impersonate-* headers, repeats kept (`headers` keeps one value per name).
     impersonation: tuple[tuple[str, str], ...] = ()
     user: UserInfo | None = None
+    # Set once a resource request is routed (the audit log names the object and the verb).
+    target: Target | None = None
+    verb: str = ""
 
 
 @dataclass(slots=True)

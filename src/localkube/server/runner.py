@@ -27,6 +27,7 @@ from localkube.node.network import BRIDGES, bridge_gateways, bridge_network
 from localkube.node.volumes import IssueToken, Token
 from localkube.server import apiservice, errors
 from localkube.server.app import App
+from localkube.server.audit import AuditLog
 from localkube.server.auth import Authenticator, write_kubeconfig
 from localkube.server.faults import Faults
 from localkube.server.podstreams import Output, ProcessNode
@@ -58,6 +59,9 @@ class ServeOptions:
     schedulers: tuple[str, ...] = ("default-scheduler",)
     # For tests only: the share of resource requests refused with an injected fault (see faults.py).
     inject_faults: float = 0.0
+    # kube-apiserver's --audit-log-path and --audit-policy-file (see audit.py); both or neither.
+    audit_log_path: Path | None = None
+    audit_policy_file: Path | None = None
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -70,8 +74,11 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def build_app(data_dir: Path, store: Store, faults: Faults | None = None) -> App:
-    """The application over a store, with the data directory's credentials (and `faults` injected)."""
+def build_app(
+    data_dir: Path, store: Store, faults: Faults | None = None, audit: AuditLog | None = None
+) -> App:
+    """The application over a store, with the data directory's credentials (and `faults` injected, requests
+    audited to `audit`)."""
     registry = Registry()
     resources = Resources(store, registry)
     resources.seed([*SYSTEM_NAMESPACES, *bootstrap_policy()])
@@ -112,6 +119,7 @@ def build_app(data_dir: Path, store: Store, faults: Faults | None = None) -> App
         pod_logs=pod_logs,
         pod_proxy=Proxy(store),
         faults=faults,
+        audit=audit,
     )
 
 
@@ -171,7 +179,10 @@ def serve(options: ServeOptions) -> None:
     tls = ensure_tls(data_dir, options.host, bridge_gateways())
     store = Store(data_dir / "state.db")
     faults = Faults(options.inject_faults) if options.inject_faults > 0 else None
-    app = build_app(data_dir, store, faults)
+    audit = None
+    if options.audit_log_path is not None and options.audit_policy_file is not None:
+        audit = AuditLog.from_files(options.audit_log_path, options.audit_policy_file)
+    app = build_app(data_dir, store, faults, audit)
     sock = _bind(options.host, options.port)
     port = sock.getsockname()[1]
     url_host = (
