@@ -3,12 +3,15 @@
     python -m benchmarks.scale --clusters N [--workers 3] [--concurrency C] [--rate 100] [--qps 100 --burst 200]
 
 Starts localkube (simulate mode: pods become Running and Ready as soon as they are bound) and the
-operator as separate processes, then:
-1. the limit: a plain client creates the same number of pods the clusters will have, as fast as it can
-   with C requests in flight, and we note pods per second;
-2. the operator: N RayClusters of 1 head + W workers are created at `--rate` per second; we watch until
+operator as separate processes, each phase on a fresh localkube:
+1. the recording: the operator phase below, with localkube's audit log recording every write;
+2. the limit: the recorded writes in the benchmark's namespace (the operator's pods, Services, status
+   writes and Events, and the RayCluster creates) replayed as fast as C requests in flight allow
+   (benchmarks/replay.py), so localkube's rate for the request mix this operator sends, in pods per second;
+3. the operator: N RayClusters of 1 head + W workers are created at `--rate` per second; we watch until
    every one reports `status.state: ready`, noting each one's time from creation to ready.
-Prints one JSON line: clusters, pods, operator_pods_per_s, limit_pods_per_s, ratio, ready_p50_s,
+Prints one JSON line: clusters, pods, operator_pods_per_s, limit_pods_per_s, ratio, replayed_writes,
+replay_failed (writes the fresh server refused), replay_s and replay_localkube_cpu_s, ready_p50_s,
 ready_p99_s, operator_rss_mb, operator_cpu_s (since its start), operator_idle_rss_mb, rss_per_pod_kb,
 cpu_ms_per_pod (the operator's CPU in the operator phase per pod), and, to show which process bounds the
 run, localkube_cpu_s and elapsed_s of the operator phase.
@@ -34,7 +37,9 @@ from typing import Any
 
 import httpx
 import orjson
+import yaml
 
+from benchmarks import replay
 from benchmarks.processes import stop_group, wait_ready
 from kuberay.api import crd
 
@@ -43,6 +48,7 @@ from localkube_process import LocalKubeProcess  # noqa: E402
 
 # The operator's command line before its flags; benchmarks.peer.scale gives upstream's binary instead.
 OURS = (sys.executable, "-m", "kuberay.operator")
+BENCH_NAMESPACE = "bench"
 
 
 def _free_port() -> int:
@@ -66,9 +72,10 @@ class Cluster:
         self.operator: subprocess.Popen[bytes] | None = None
         self.health_port = _free_port()
 
-    def start_localkube(self) -> None:
-        self.localkube = LocalKubeProcess(self.workdir / "localkube").start()
+    def start_localkube(self, *extra_args: str) -> None:
+        self.localkube = LocalKubeProcess(self.workdir / "localkube", extra_args=extra_args).start()
         self.kubeconfig = self.localkube.kubeconfig
+        self.localkube.apply(crd.crds())
 
     @property
     def localkube_pid(self) -> int:
@@ -128,54 +135,6 @@ async def _create_namespace(client: httpx.AsyncClient, name: str) -> None:
         raise RuntimeError(f"cannot create namespace {name}: {response.text}")
 
 
-def _pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "limit"}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "ray",
-                    "image": "rayproject/ray:2.46.0",
-                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                }
-            ]
-        },
-    }
-
-
-async def measure_limit(cluster: Cluster, pods: int) -> float:
-    """Pods per second a plain client gets from localkube with `concurrency` requests in flight."""
-    async with cluster.client() as client:
-        await _create_namespace(client, "limit")
-        queue: asyncio.Queue[int] = asyncio.Queue()
-        for i in range(pods):
-            queue.put_nowait(i)
-
-        async def worker() -> None:
-            while not queue.empty():
-                i = queue.get_nowait()
-                body = orjson.dumps(_pod(f"limit-{i}"))
-                response = await client.post(
-                    "/api/v1/namespaces/limit/pods",
-                    content=body,
-                    headers={"Content-Type": "application/json"},
-                )
-                if response.status_code != 201:
-                    raise RuntimeError(f"pod create failed: {response.status_code} {response.text}")
-
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(cluster.concurrency)))
-        elapsed = time.perf_counter() - started
-        await client.request("DELETE", "/api/v1/namespaces/limit")
-        # Deleting thousands of pods keeps localkube busy for many seconds: the operator phase waits until the
-        # namespace is gone rather than share localkube with its deletion.
-        while (await client.get("/api/v1/namespaces/limit")).status_code != 404:
-            await asyncio.sleep(0.5)
-    return pods / elapsed
-
-
 def _raycluster(name: str, workers: int) -> dict[str, Any]:
     container = {
         "name": "ray-head",
@@ -206,13 +165,16 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
     created: dict[str, float] = {}
     ready: dict[str, float] = {}
     async with cluster.client() as client:
-        await _create_namespace(client, "bench")
+        await _create_namespace(client, BENCH_NAMESPACE)
         all_ready = asyncio.Event()
 
         async def watch() -> None:
             params = {"watch": "true", "resourceVersion": "0", "allowWatchBookmarks": "true"}
             async with client.stream(
-                "GET", "/apis/ray.io/v1/namespaces/bench/rayclusters", params=params, timeout=None
+                "GET",
+                f"/apis/ray.io/v1/namespaces/{BENCH_NAMESPACE}/rayclusters",
+                params=params,
+                timeout=None,
             ) as stream:
                 async for line in stream.aiter_lines():
                     if not line:
@@ -237,7 +199,7 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
             body = orjson.dumps(_raycluster(name, workers))
             created[name] = time.perf_counter()
             response = await client.post(
-                "/apis/ray.io/v1/namespaces/bench/rayclusters",
+                f"/apis/ray.io/v1/namespaces/{BENCH_NAMESPACE}/rayclusters",
                 content=body,
                 headers={"Content-Type": "application/json"},
             )
@@ -260,14 +222,57 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
     }
 
 
-async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] = OURS) -> dict[str, Any]:
+async def record(args: argparse.Namespace, workdir: Path, operator: Sequence[str]) -> list[replay.Write]:
+    """Runs the operator phase with localkube's audit log on; returns the writes it recorded in `bench`."""
+    workdir.mkdir()
+    policy, audit_log = workdir / "audit-policy.yaml", workdir / "audit.log"
+    policy.write_text(yaml.safe_dump(replay.POLICY))
     cluster = Cluster(workdir, args.concurrency, args.qps, args.burst, operator)
     try:
+        cluster.start_localkube("--audit-log-path", str(audit_log), "--audit-policy-file", str(policy))
+        cluster.start_operator()
+        await measure_operator(cluster, args.clusters, args.workers, args.rate)
+    finally:
+        cluster.stop()
+    return replay.recorded_writes(audit_log, BENCH_NAMESPACE)
+
+
+async def measure_limit(
+    args: argparse.Namespace, workdir: Path, writes: list[replay.Write]
+) -> dict[str, Any]:
+    """Replays `writes` on a fresh localkube with `--concurrency` in flight: the limit, in pods per second."""
+    workdir.mkdir()
+    cluster = Cluster(workdir, args.concurrency, args.qps, args.burst)
+    try:
         cluster.start_localkube()
-        assert cluster.localkube is not None
-        cluster.localkube.apply(crd.crds())
-        pods = args.clusters * (args.workers + 1)
-        limit = await measure_limit(cluster, pods)
+        async with cluster.client() as client:
+            await _create_namespace(client, BENCH_NAMESPACE)
+            # As long as the operator phase gives a fresh localkube (its start-up and idle RSS reading):
+            # right after its start, localkube's own start-up work would be counted against the limit.
+            await asyncio.sleep(3)
+            replaying = replay.Replay(client, writes)
+            cpu_before = _cpu_seconds(cluster.localkube_pid)
+            elapsed = await replaying.run(args.concurrency)
+            cpu = _cpu_seconds(cluster.localkube_pid) - cpu_before
+    finally:
+        cluster.stop()
+    pods = args.clusters * (args.workers + 1)
+    return {
+        "limit_pods_per_s": pods / elapsed,
+        "replayed_writes": len(writes),
+        "replay_failed": replaying.failed,
+        "replay_s": elapsed,
+        "replay_localkube_cpu_s": cpu,
+    }
+
+
+async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] = OURS) -> dict[str, Any]:
+    writes = await record(args, workdir / "record", operator)
+    limit = await measure_limit(args, workdir / "replay", writes)
+    cluster = Cluster(workdir / "measure", args.concurrency, args.qps, args.burst, operator)
+    workdir.joinpath("measure").mkdir()
+    try:
+        cluster.start_localkube()
         cluster.start_operator()
         assert cluster.operator is not None
         await asyncio.sleep(2)
@@ -275,13 +280,18 @@ async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] =
         result = await measure_operator(cluster, args.clusters, args.workers, args.rate)
     finally:
         cluster.stop()
+    pods = args.clusters * (args.workers + 1)
     return {
         "clusters": args.clusters,
         "operator_qps": args.qps,
         "pods": pods,
         "operator_pods_per_s": round(result["operator_pods_per_s"], 1),
-        "limit_pods_per_s": round(limit, 1),
-        "ratio": round(result["operator_pods_per_s"] / limit, 3),
+        "limit_pods_per_s": round(limit["limit_pods_per_s"], 1),
+        "ratio": round(result["operator_pods_per_s"] / limit["limit_pods_per_s"], 3),
+        "replayed_writes": limit["replayed_writes"],
+        "replay_failed": limit["replay_failed"],
+        "replay_s": round(limit["replay_s"], 1),
+        "replay_localkube_cpu_s": round(limit["replay_localkube_cpu_s"], 1),
         "ready_p50_s": round(result["ready_p50_s"], 3),
         "ready_p99_s": round(result["ready_p99_s"], 3),
         "operator_rss_mb": round(result["operator_rss_mb"], 1),
