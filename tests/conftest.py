@@ -13,19 +13,23 @@ the binaries, else localkube). Tests that need the real one are marked `realkube
 them); without it in `--backend` they are skipped. The first run builds the binaries into the shared cache
 (minutes, printed); later runs reuse them.
 
-Collection puts the tests on the real control plane first, then the files holding a `slow` test, longest bound first
-(otherwise in pytest's order): pytest-xdist, as scripts/test runs it (`--dist loadfile --no-loadscope-reorder`),
-hands files to workers in that order, so no minutes-long file starts last and keeps one worker busy after the
-others are done. Every test whose node id names realkube (its `kube_backend`, its file) goes to one worker,
-as if they were one file (`pytest_xdist_make_scheduler`), and that worker stops the control plane after the
-last of them (`pytest_runtest_teardown`): a control plane idles at a fifth of a core (etcd, kube-apiserver,
-the controllers, the node agent), and one per worker, kept to the end, cost a minute of the run.
+Collection puts the tests on the real control plane first, then the files holding a `slow` test, longest bound
+first, each CPU-heavy file followed by one marked `timers` (its tests mostly wait), then the rest in pytest's
+order: pytest-xdist, as scripts/test runs it (`--dist loadfile --no-loadscope-reorder`), hands files to workers
+in that order, so no minutes-long file starts last and keeps one worker busy after the others are done, and
+the waiting files run beside the busy ones (together at the end, they left the machine half idle for minutes).
+Every test whose node id names realkube (its `kube_backend`, its file) goes to one worker, as if they were one
+file (`pytest_xdist_make_scheduler`), and that worker stops the control plane after the last of them
+(`pytest_runtest_teardown`): a control plane idles at a fifth of a core (etcd, kube-apiserver, the
+controllers, the node agent), and one per worker, kept to the end, cost a minute of the run.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +66,15 @@ COLD_TOOLS = "KUBERAY_TESTS_COLD_TOOLS"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realkube: needs the real control plane (see --backend)")
+    config.addinivalue_line(
+        "markers", "timers: a slow test that mostly waits on timers (leases, timeouts, TTLs), not the CPU"
+    )
+    # A run started in the background of a non-interactive shell (`cmd &`) inherits SIGINT and SIGQUIT
+    # ignored, and so does every kubectl and process it starts: the tests that interrupt one as a user's
+    # Ctrl-C does then wait on a process that cannot be interrupted (kubectl exec, kubectl ray session).
+    for number in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(number) == signal.SIG_IGN:
+            signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
     if COLD_TOOLS not in os.environ:
         os.environ[COLD_TOOLS] = ",".join(toolbuild.cold())
 
@@ -91,19 +104,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid}: a test on the real control plane, and only one, has "
                                     f"{REALKUBE!r} in its node id (its parameter, file or directory)")  # fmt: skip
     default = float(config.getini("timeout") or 0)
-    bound: dict[Path, float] = {}
-    for item in items:
-        if item.get_closest_marker("slow"):
-            bound[item.path] = max(bound.get(item.path, 0.0), _allowed(item, default))
     waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
+    rank = _slow_files_ranked(items, default)
     items.sort(
         key=lambda item: (
             item.path in waiting,
             not _on_realkube(item.nodeid),
-            item.path not in bound,
-            -bound.get(item.path, 0.0),
+            rank.get(item.path, len(rank)),
         )
     )
+
+
+def _slow_files_ranked(items: list[pytest.Item], default: float) -> dict[Path, int]:
+    """The files holding a `slow` test in the order they should start: those that busy the CPU (real Ray
+    clusters, mostly) longest bound first, with a `timers` file after each, so that the tests waiting on
+    timers run beside the busy ones rather than together at the end, leaving the machine idle."""
+    bound: dict[Path, float] = {}
+    timers: set[Path] = set()
+    for item in items:
+        if item.get_closest_marker("slow"):
+            bound[item.path] = max(bound.get(item.path, 0.0), _allowed(item, default))
+        if item.get_closest_marker("timers"):
+            timers.add(item.path)
+    busy = sorted((path for path in bound if path not in timers), key=lambda path: -bound[path])
+    waits = sorted((path for path in bound if path in timers), key=lambda path: -bound[path])
+    order: list[Path] = []
+    for pair in itertools.zip_longest(busy, waits):
+        order.extend(path for path in pair if path is not None)
+    return {path: index for index, path in enumerate(order)}
 
 
 REALKUBE = "realkube"
@@ -150,10 +178,10 @@ def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -
     for item in items:
         if item.get_closest_marker("skip"):
             continue
-        callspec = getattr(item, "callspec", None)
         needs = {tool for tool in cold if tool in getattr(item, "fixturenames", ())}
-        if callspec and callspec.params.get("kube_backend") in cold:
-            needs.add(callspec.params["kube_backend"])
+        backend = _backend(item)  # a parametrised control plane is looked up at run time, not a fixture name
+        if backend in cold:
+            needs.add(backend)
         if not needs:
             continue
         item.add_marker(pytest.mark.timeout(_allowed(item, default) + toolbuild.BUILD_TIMEOUT), append=False)

@@ -32,12 +32,13 @@ READY_TIMEOUT = 240.0
 T = TypeVar("T")
 
 
-def until(check: Callable[[], T | None], timeout: float, what: str = "") -> T:
-    """Polls `check()` until it returns something true and returns that; a bound, not a measurement."""
+def until(check: Callable[[], T | None], timeout: float, what: str = "", every: float = 0.5) -> T:
+    """Polls `check()` every `every` seconds until it returns something true and returns that; `timeout`
+    is a bound, not a measurement."""
     deadline = time.monotonic() + timeout
     while not (result := check()):
         assert time.monotonic() < deadline, f"{what or check} not reached within {timeout} s"
-        time.sleep(0.5)
+        time.sleep(every)
     return result
 
 

@@ -200,7 +200,8 @@ def test_rays_autoscaler_scales_workers_up_for_demand_and_removes_the_idle_ones(
                 local, "exec", "-n", namespace, head, "-c", "ray-head", "--", "python", "-c", DRIVER
             )
             assert driver.returncode == 0, driver.stderr[-3000:]
-            ran_on = yaml.safe_load(driver.stdout.split("RAN ON", 1)[1].strip())
+            # The list is the line's rest; Ray may forward its processes' log lines to the driver after it.
+            ran_on = yaml.safe_load(driver.stdout.split("RAN ON", 1)[1].strip().splitlines()[0])
             made = _workers(local, namespace, name)
             # The head has no CPUs for tasks: they ran on the workers the autoscaler asked for.
             assert len(made) == TASKS, made

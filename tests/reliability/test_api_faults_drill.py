@@ -21,6 +21,8 @@ from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
 from reliability import invariants
 
+pytestmark = pytest.mark.timers
+
 NAMESPACE = "faults-drill"
 FAULTS = "0.2"
 # Workers per cluster when created, then after the scale; None: deleted instead.

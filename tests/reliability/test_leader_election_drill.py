@@ -28,6 +28,8 @@ from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
 from reliability import invariants
 
+pytestmark = pytest.mark.timers
+
 NAMESPACE = "leader-drill"
 WORKERS = 60
 LEASE, RENEW, RETRY = 6, 4, 1

@@ -18,6 +18,8 @@ from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
 from reliability import invariants
 
+pytestmark = pytest.mark.timers
+
 NAMESPACE = "restart-drill"
 WORKERS = 60
 

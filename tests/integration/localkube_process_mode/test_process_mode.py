@@ -37,6 +37,11 @@ from localkube.node.volumes import Token
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
+from ports import free_port
+
+# Slow: real processes, probes and restarts back-off in real time (~55 s).
+# Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.
+pytestmark = pytest.mark.slow
 
 ROOT = os.geteuid() == 0 and shutil.which("ip") is not None
 NETNS_PREFIX = "lkt-"
@@ -77,7 +82,7 @@ class Cluster:
         return self.store.get(f"/registry/core/pods/default/{name}")
 
     async def until(
-        self, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 15
+        self, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
     ) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             while True:
@@ -141,12 +146,6 @@ def _container(pod: dict[str, Any]) -> dict[str, Any]:
     return statuses[0]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -178,7 +177,7 @@ def _web(port: int) -> dict[str, Any]:
 
 
 async def test_http_server_becomes_ready_through_its_probe_and_logs_its_output(cluster: Cluster) -> None:
-    port = 8000 if cluster.isolated else _free_port()
+    port = 8000 if cluster.isolated else free_port()
     cluster.create("pods", _pod("web", _web(port)))
     pod = await cluster.until("web", _ready)
     status = pod["status"]
@@ -402,10 +401,12 @@ async def test_the_bridges_mac_stays_as_pods_come_and_go(cluster: Cluster) -> No
 async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
     if not cluster.private_files:
         pytest.skip("Service names resolve only with network or user namespaces")
-    cluster.create("pods", _pod("head", _web(8000)))
+    # On the host's network a fixed port may be another test's (Ray Serve listens on 8000).
+    port = 8000 if cluster.isolated else free_port()
+    cluster.create("pods", _pod("head", _web(port)))
     service = {
         "metadata": {"name": "head-svc"},
-        "spec": {"selector": {"app": "head"}, "ports": [{"port": 8000}]},
+        "spec": {"selector": {"app": "head"}, "ports": [{"port": port}]},
     }
     cluster.create("services", service)
     head = await cluster.until("head", _ready)
@@ -418,7 +419,7 @@ async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
         "    except OSError:\n"
         "        time.sleep(0.1)\n"
         "print(*names)\n"
-        "print(urllib.request.urlopen('http://head-svc:8000/').status)\n"
+        f"print(urllib.request.urlopen('http://head-svc:{port}/').status)\n"
     )
     cluster.create("pods", _pod("client", _python(code), restartPolicy="Never"))
     client = await cluster.until("client", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
@@ -538,7 +539,7 @@ async def test_login_shells_keep_localkubes_interpreter_first_on_path(cluster: C
 async def test_on_the_host_network_probes_also_reach_servers_bound_to_loopback_only(cluster: Cluster) -> None:
     if cluster.isolated:
         pytest.skip("a pod with its own network namespace is probed at its own address only")
-    port = _free_port()
+    port = free_port()
     web = _web(port)
     web["command"] = [*web["command"], "--bind", "127.0.0.1"]
     cluster.create("pods", _pod("local", web))
@@ -579,7 +580,7 @@ async def test_a_pre_stop_hook_runs_in_its_own_container_and_stops_only_its_proc
 
 
 async def test_post_start_and_http_pre_stop_hooks_run(cluster: Cluster, tmp_path: Path) -> None:
-    port = 8000 if cluster.isolated else _free_port()
+    port = 8000 if cluster.isolated else free_port()
     # A server that notes every path it is asked for in a file of the test's directory (which the
     # container sees at the same path: a mount namespace only adds mounts).
     server = (

@@ -22,8 +22,17 @@ def autoscaling_cluster(name: str, replicas: int) -> dict[str, Any]:
     return cluster
 
 
-async def scale_events(kube: Kube, name: str) -> list[str]:
-    return [e["message"] for e in await kube.events(name) if e["reason"] == "ScaledWorkerGroup"]
+async def scale_events(kube: Kube, name: str, decisions: int) -> list[str]:
+    """The cluster's `ScaledWorkerGroup` messages, once there are `decisions` of them: Events are sent in
+    the background, so the pods they tell of can be ready before they are written."""
+    messages: list[str] = []
+
+    async def written() -> bool:
+        messages[:] = [e["message"] for e in await kube.events(name) if e["reason"] == "ScaledWorkerGroup"]
+        return len(messages) >= decisions
+
+    await kube.wait_for(written)
+    return messages
 
 
 async def replace_in_group(kube: Kube, name: str, **fields: Any) -> None:
@@ -46,7 +55,7 @@ async def reconciled_with(kube: Kube, name: str, desired: int) -> None:
 async def test_autoscaler_patches_are_carried_out_and_explained(kube: Kube) -> None:
     await kube.create_cluster(autoscaling_cluster("auto", replicas=3))
     first = names(await wait_ready_with(kube, "auto", 3))
-    assert await scale_events(kube, "auto") == [
+    assert await scale_events(kube, "auto", 1) == [
         f"Worker group small: created 3 Pod(s) [{' '.join(sorted(first))}]: 0 running, 3 wanted (replicas 3)"
     ]
 
@@ -60,7 +69,7 @@ async def test_autoscaler_patches_are_carried_out_and_explained(kube: Kube) -> N
     assert names(await wait_ready_with(kube, "auto", 1)) == first - set(doomed)
     group = (await kube.cluster("auto"))["spec"]["workerGroupSpecs"][0]
     assert group["scaleStrategy"]["workersToDelete"] == doomed  # the autoscaler clears it, not the operator
-    assert (await scale_events(kube, "auto"))[-1] == (
+    assert (await scale_events(kube, "auto", 2))[-1] == (
         f"Worker group small: deleted 2 Pod(s) [{' '.join(doomed)}]: named in scaleStrategy.workersToDelete"
     )
 
@@ -69,7 +78,7 @@ async def test_autoscaler_patches_are_carried_out_and_explained(kube: Kube) -> N
     now = names(await wait_ready_with(kube, "auto", 5))
     made = sorted(now - first)
     assert len(made) == 4
-    assert (await scale_events(kube, "auto"))[-1] == (
+    assert (await scale_events(kube, "auto", 3))[-1] == (
         f"Worker group small: created 4 Pod(s) [{' '.join(made)}]: "
         "1 running, 5 wanted (replicas 9 above maxReplicas 5)"
     )

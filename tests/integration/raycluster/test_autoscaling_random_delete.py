@@ -36,6 +36,6 @@ async def test_surplus_pods_are_deleted_at_random_when_enabled(kube: Kube) -> No
     after = names(await wait_ready_with(kube, "rand", 1))
     gone = sorted(before - after)
     assert len(gone) == 2 and after < before
-    assert (await scale_events(kube, "rand"))[-1] == (
+    assert (await scale_events(kube, "rand", 2))[-1] == (
         f"Worker group small: deleted 2 Pod(s) [{' '.join(gone)}]: at random, 3 running, 1 wanted (replicas 1)"
     )

@@ -58,6 +58,8 @@ async def test_operator_killed_mid_scale_up_ends_with_exactly_100_workers(
 
     await kube.wait_for(all_ready, 120)
     pods = await kube.pods("big", **WORKER)
+    # The last count can come just before the last pods (the status read after it already counts them).
+    most_seen = max(most_seen, len(pods))
     assert len(pods) == 100
     assert most_seen == 100
     assert not [p for p in pods if p["metadata"].get("deletionTimestamp")]

@@ -12,6 +12,10 @@ from integration.rayjob.harness import cluster_spec, operator, rayjob
 from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
 from kuberay.runtime.resources import JOB, SERVICE
 
+# Slow: its TTLs and deadlines run out in real time (~75 s per control plane).
+# Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.
+pytestmark = [pytest.mark.slow, pytest.mark.timers]
+
 NEVER_READY = {"localkube.io/simulate": "NeverReady"}
 
 

@@ -251,10 +251,18 @@ def set_env(service: dict[str, Any], value: str) -> None:
 
 
 async def replace_spec(op: Operator, name: str, change: Any) -> None:
-    obj = await op.rayservice(name)
-    assert obj is not None
-    change(obj)
-    await op.client.update(RAYSERVICE, obj)
+    """Read, change, replace, as `kubectl edit` does: again on a conflict (the operator's status writes
+    change the resourceVersion between the read and the write)."""
+    for _ in range(10):
+        obj = await op.rayservice(name)
+        assert obj is not None
+        change(obj)
+        try:
+            await op.client.update(RAYSERVICE, obj)
+            return
+        except errors.Conflict:
+            continue
+    raise AssertionError(f"RayService {name}: ten conflicting writes in a row")
 
 
 GATEWAY_API_CRDS = Path(__file__).with_name("gateway-api-crds.yaml")

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from integration.rayservice.harness import (
@@ -30,6 +31,10 @@ from integration.rayservice.harness import (
 from kuberay.controllers.rayservice.reconciler import GATEWAY, HTTP_ROUTE, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.resources import SERVICE
+
+# Slow: each step of an upgrade waits for its interval (~50 s).
+# Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.
+pytestmark = [pytest.mark.slow, pytest.mark.timers]
 
 SAMPLE = (
     Path(__file__).resolve().parents[3]

@@ -23,6 +23,10 @@ from integration.rayservice.harness import (
 from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime.resources import POD, SERVICE, Resource
 
+# Slow: its upgrades and timeouts wait on the controller's requeue periods (~80 s).
+# Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.
+pytestmark = [pytest.mark.slow, pytest.mark.timers]
+
 SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samples"
 SUPPORTING = {
     "ConfigMap": Resource("v1", "ConfigMap", "configmaps"),
@@ -56,26 +60,51 @@ def owner_of(obj: dict[str, Any]) -> tuple[str, str, bool]:
     return ref["kind"], ref["name"], ref["controller"]
 
 
+def incremental(service: dict[str, Any]) -> bool:
+    return (service["spec"].get("upgradeStrategy") or {}).get("type") == "NewClusterWithIncrementalUpgrade"
+
+
+@pytest.fixture(scope="module")
+async def sample_outcomes(localkube: Any) -> dict[str, BaseException | None]:
+    """Every sample applied at once, each in a namespace of its own, under one operator, and checked: what
+    each check raised (None when it passed). Run one after another, each sample spent ~5 s waiting on the
+    controller's requeue periods with the machine idle."""
+    samples = sample_files()
+    if any(incremental(the_service(sample)) for sample in samples):
+        install_gateway_api(localkube)
+    async with operator(localkube, namespaces=len(samples)) as op:
+        outcomes = await asyncio.gather(
+            *(
+                _apply_and_check(op, sample, namespace)
+                for sample, namespace in zip(samples, op.namespaces, strict=True)
+            ),
+            return_exceptions=True,
+        )
+    return {s: o if isinstance(o, BaseException) else None for s, o in zip(samples, outcomes, strict=True)}
+
+
 @pytest.mark.parametrize("sample", sample_files())
-async def test_every_upstream_sample_makes_its_cluster_and_services(localkube, sample):
-    if (
-        the_service(sample)["spec"].get("upgradeStrategy", {}).get("type")
-        == "NewClusterWithIncrementalUpgrade"
-    ):
-        install_gateway_api(localkube)  # not left to whichever test module happened to install them first
-    async with operator(localkube) as op:
-        for doc in load(sample):
-            if doc["kind"] in SUPPORTING:
-                doc["metadata"]["namespace"] = op.namespace
-                await op.client.create(SUPPORTING[doc["kind"]], doc)
-        service = the_service(sample)
-        service["metadata"]["namespace"] = op.namespace
-        standin = await standin_for(service)
-        try:
-            await op.client.create(RAYSERVICE, service)  # admission: the CRD schema accepts it
-            await _check_sample(op, sample, op.namespace)
-        finally:
-            await standin.stop()
+async def test_every_upstream_sample_makes_its_cluster_and_services(
+    sample_outcomes: dict[str, BaseException | None], sample: str
+) -> None:
+    failure = sample_outcomes[sample]
+    if failure is not None:
+        raise failure
+
+
+async def _apply_and_check(op: Operator, sample: str, namespace: str) -> None:
+    for doc in load(sample):
+        if doc["kind"] in SUPPORTING:
+            doc["metadata"]["namespace"] = namespace
+            await op.client.create(SUPPORTING[doc["kind"]], doc)
+    service = the_service(sample)
+    service["metadata"]["namespace"] = namespace
+    standin = await standin_for(service)
+    try:
+        await op.client.create(RAYSERVICE, service)  # admission: the CRD schema accepts it
+        await _check_sample(op, sample, namespace)
+    finally:
+        await standin.stop()
 
 
 async def _check_sample(op: Operator, sample: str, namespace: str) -> None:
@@ -95,9 +124,6 @@ async def _check_sample(op: Operator, sample: str, namespace: str) -> None:
     assert owner_of(cluster) == ("RayService", svc_name, True)
     if sample in UNSCHEDULABLE:
         return
-    incremental = (service["spec"].get("upgradeStrategy") or {}).get(
-        "type"
-    ) == "NewClusterWithIncrementalUpgrade"
     await op.wait_condition(svc_name, "Ready", "True", timeout=120, namespace=namespace)
     ready = await op.wait(
         lambda: _active_is(op, svc_name, namespace, meta["name"]), 30, f"{sample}: promoted"
@@ -115,14 +141,14 @@ async def _check_sample(op: Operator, sample: str, namespace: str) -> None:
     }
     assert head["spec"]["selector"]["ray.io/cluster"] == meta["name"]
     assert owner_of(head) == ("RayService", svc_name, True)
-    if incremental:
+    if incremental(service):
         serve_name = f"{meta['name']}-serve-svc"
     else:
         custom = (service["spec"].get("serveService") or {}).get("metadata", {}).get("name")
         serve_name = custom or f"{svc_name}-serve-svc"
     serve = await op.wait(lambda: op.get(SERVICE, serve_name, namespace), 30, f"{sample}: {serve_name}")
     assert serve["spec"]["selector"] == {"ray.io/cluster": meta["name"], "ray.io/serve": "true"}
-    if not incremental:
+    if not incremental(service):
         assert serve["metadata"]["labels"]["ray.io/serve"] == f"{svc_name}-serve"
         assert owner_of(serve) == ("RayService", svc_name, True)
     heads = (
