@@ -335,8 +335,14 @@ def test_older_channel_protocols_report_the_exit(
     url = server.url.replace("https://", "wss://") + f"/api/v1/namespaces/default/pods/{POD}/exec?{query}"
     headers = {"Authorization": f"Bearer {server.token}"}
     messages: list[bytes] = []
+    # websockets' 10 s for the handshake is short on a loaded 2-core machine, and once it passes the client
+    # waits for ever on its TLS socket's reader thread (seen in a full run: the test's whole 300 s).
     with ws_connect(
-        url, ssl=server.ssl_context(), additional_headers=headers, subprotocols=[Subprotocol(protocol)]
+        url,
+        ssl=server.ssl_context(),
+        additional_headers=headers,
+        subprotocols=[Subprotocol(protocol)],
+        open_timeout=SETTLE_TIMEOUT,
     ) as ws:
         assert ws.subprotocol == protocol
         with contextlib.suppress(ConnectionClosed):

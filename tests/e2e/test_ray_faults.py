@@ -199,7 +199,7 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(local_process: LocalIn
     done = {mode: _finished(local_process, name, namespace) for mode, name in names.items()}
     try:
         for mode, status in done.items():
-            assert (status["jobDeploymentStatus"], status["jobStatus"], status.get("succeeded"),
+            assert (status["jobDeploymentStatus"], status.get("jobStatus"), status.get("succeeded"),
                     status.get("failed", 0)) == ("Complete", "SUCCEEDED", 1, 0), f"{mode}: {status}"  # fmt: skip
             (head,) = _head_pods(local_process, status["rayClusterName"], namespace)
             probe = next(c for c in head["spec"]["containers"] if c["name"] == "ray-head")["readinessProbe"]
