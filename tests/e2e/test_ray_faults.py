@@ -170,6 +170,16 @@ def _seen_waiting(local: LocalInstance, mode: str, name: str, namespace: str) ->
                               f"involvedObject.name={name},reason=JobStatusCheckFailed"))  # fmt: skip
 
 
+def _agent_ready(local: LocalInstance, name: str, namespace: str) -> bool:
+    """Whether the head's Ray container is ready: its probe asks the job agent, which a submission needs once
+    the dashboard answers (Ray's dashboard waits 10 s for it; on a loaded machine a fresh head's agent came
+    later than that, and the SidecarMode submitter, which submits once, failed on Ray's refusal)."""
+    cluster = _status(local, name, namespace).get("rayClusterName")
+    heads = _head_pods(local, cluster, namespace) if cluster else []
+    statuses = [s for head in heads for s in (head.get("status") or {}).get("containerStatuses") or []]
+    return any(s["name"] == "ray-head" and s.get("ready") for s in statuses)
+
+
 def _open_gate(local: LocalInstance, name: str, namespace: str) -> None:
     (head,) = _head_pods(local, _status(local, name, namespace)["rayClusterName"], namespace)
     local.kubectl("exec", "-n", namespace, head["metadata"]["name"], "-c", "ray-head", "--", "touch", GATE)
@@ -189,7 +199,8 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(local_process: LocalIn
 
     def open_where_waiting() -> bool:
         for mode, name in list(closed.items()):
-            if _seen_waiting(local_process, mode, name, namespace):
+            waiting = _seen_waiting(local_process, mode, name, namespace)
+            if waiting and _agent_ready(local_process, name, namespace):
                 _open_gate(local_process, name, namespace)
                 del closed[mode]
         return not closed
