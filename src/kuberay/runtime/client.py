@@ -19,10 +19,11 @@ Invariants:
   `OutcomeUnknown`, since the server may have done it.
 - Writes carry `fieldManager` (the operator's name) so server-side field ownership is attributed.
 - A client made by `fenced(guard)` sends a write (any verb but GET) only while `guard()` is true, checked
-  as each attempt's first bytes are about to go out (after the wait for a token and for a connection, as
-  httpcore's `send_request_headers` trace event starts): a replica that lost its leader lease while it was
-  paused refuses the writes it had under way with `NotLeader` instead of racing the new leader. (Checked
-  any earlier, a pause that struck while the request waited for its connection let it out on resume.)
+  as each attempt's headers and then its body are about to go out (after the wait for a token and for a
+  connection, as httpcore's `send_request_headers` and `send_request_body` trace events start): a replica
+  that lost its leader lease while it was paused refuses the writes it had under way with `NotLeader`
+  instead of racing the new leader. (Checked any earlier, a pause that struck while the request waited for
+  its connection, or between its headers and its body, let it out on resume.)
 """
 
 from __future__ import annotations
@@ -424,7 +425,9 @@ class Client:
         """httpcore's trace callback refusing to send a request's headers while the guard is false."""
 
         async def trace(event: str, _: Any) -> None:
-            if event.endswith(".send_request_headers.started"):
+            # The body too: each write first yields to the event loop, so a pause can fall between the
+            # headers and the body; the server, left without a body, then never carries out the request.
+            if event.endswith((".send_request_headers.started", ".send_request_body.started")):
                 self._refuse_unless_guarded(method, path)
 
         return trace
