@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import time
 
 import httpx
@@ -395,3 +397,33 @@ def test_events_are_one_collection_in_both_apis(api: httpx.Client, namespace: st
         f"/api/v1/namespaces/{namespace}/events", params={"fieldSelector": "involvedObject.name=p"}
     )
     assert len(by_involved.json()["items"]) == 2
+
+
+def _tls(localkube: LocalKubeProcess, host: str, port: int) -> ssl.SSLSocket:
+    return localkube.ssl_context().wrap_socket(
+        socket.create_connection((host, port), timeout=30), server_hostname=host
+    )
+
+
+def test_a_request_whose_client_goes_before_its_body_is_whole_is_not_carried_out(
+    localkube: LocalKubeProcess, api: httpx.Client, namespace: str
+) -> None:
+    # A client that lost its leader lease stops between a DELETE's headers and its options (the operator's
+    # write fence); kube-apiserver fails to read such a body and does nothing.
+    api.post(_configmaps(namespace), json={"metadata": {"name": "kept"}}).raise_for_status()
+    options = b'{"propagationPolicy":"Background"}'
+    host, port = localkube.url.removeprefix("https://").rsplit(":", 1)
+    head = (
+        f"DELETE {_configmaps(namespace)}/kept HTTP/1.1\r\nHost: {host}\r\n"
+        f"Authorization: Bearer {localkube.token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(options)}\r\n\r\n"
+    )
+    with _tls(localkube, host, int(port)) as tls:
+        tls.sendall(head.encode())  # the headers alone: the body never comes
+    time.sleep(1)  # the server has had the cut request; nothing asks it when it is done with it
+    assert api.get(f"{_configmaps(namespace)}/kept").status_code == 200
+    # The whole request, sent the same way, is carried out.
+    with _tls(localkube, host, int(port)) as tls:
+        tls.sendall(head.encode() + options)
+        assert tls.recv(64).startswith(b"HTTP/1.1 200")
+    assert api.get(f"{_configmaps(namespace)}/kept").status_code == 404

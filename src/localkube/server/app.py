@@ -133,7 +133,10 @@ class App:
         proxy_target = proxy.parse(scope["path"]) if self.pod_proxy is not None else None
         # What the proxy passes on to a pod is not the API server's to limit; API requests are.
         limit = None if proxy_target is not None else errors.MAX_REQUEST_BODY_BYTES
-        body = await _read_body(receive, limit)
+        try:
+            body = await _read_body(receive, limit)
+        except _ClientGone:
+            return
         request = Request(
             scope["method"],
             scope["path"],
@@ -657,13 +660,21 @@ def _decode(request: Request) -> dict[str, Any]:
     return bodies.decode(request.body, request.headers.get("content-type", JSON))
 
 
+class _ClientGone(Exception):
+    """The client went away before its request's body was whole."""
+
+
 async def _read_body(receive: Receive, limit: int | None) -> bytes | None:
-    """The request's body, or None once it grows past `limit` (the rest is not read)."""
+    """The request's body, or None once it grows past `limit` (the rest is not read). A request whose client
+    went before sending all of it is not carried out (`_ClientGone`), as kube-apiserver fails to read it: a
+    DELETE cut short of its options must not run as one without them."""
     chunks: list[bytes] = []
     size = 0
     more = True
     while more:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if limit is not None and size > limit:
