@@ -113,11 +113,11 @@ async def test_a_head_that_cannot_start_fails_the_attempt_after_the_start_timeou
 async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_rayjob(kube_backend):
     # Once a later rule is due, the earlier ones are skipped (as upstream does): the gaps leave the operator
     # time to carry out the suspension, and the test to see it, even with the suite's workers loading the machine
-    # (15 s was once not enough on the real control plane).
+    # (15 s, then 30 s, were once not enough on the real control plane).
     rules = [
         {"policy": "DeleteWorkers", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 0}},
-        {"policy": "DeleteCluster", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 30}},
-        {"policy": "DeleteSelf", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 35}},
+        {"policy": "DeleteCluster", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 45}},
+        {"policy": "DeleteSelf", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 50}},
     ]
     async with operator(kube_backend) as op:
         spec = cluster_spec(head_annotations=NEVER_READY, workers=0)
