@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from kubesemantics import names
-
 # --- API group and versions -------------------------------------------------------------------------------
 GROUP: Final = "ray.io"
 VERSION: Final = "v1"
@@ -135,9 +133,6 @@ MAX_RAY_CLUSTER_NAME_LENGTH: Final = 53
 MAX_RAY_SERVICE_NAME_LENGTH: Final = MAX_RAY_CLUSTER_NAME_LENGTH - 6
 MAX_RAY_JOB_NAME_LENGTH: Final = MAX_RAY_CLUSTER_NAME_LENGTH - 6
 MAX_RAY_CRON_JOB_NAME_LENGTH: Final = MAX_RAY_JOB_NAME_LENGTH - 11
-# Alphabet of the 5-character random suffixes (Kubernetes' `rand.String`).
-RANDOM_SUFFIX_ALPHABET: Final = names.SUFFIX_ALPHABET
-RANDOM_SUFFIX_LENGTH: Final = names.SUFFIX_LENGTH
 
 # --- Containers, volumes and mounts -------------------------------------------------------------------------
 RAY_CONTAINER_INDEX: Final = 0

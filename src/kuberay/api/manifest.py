@@ -35,7 +35,7 @@ from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.api.validation import FieldError, names
 from kubesemantics import jsonvalue
-from kubesemantics.names import MAX_GENERATE_NAME_PREFIX
+from kubesemantics.names import MAX_GENERATE_NAME_PREFIX, SUFFIX_ALPHABET, SUFFIX_LENGTH
 
 
 class ManifestError(ValueError):
@@ -55,7 +55,7 @@ _KINDS: Mapping[str, _Kind] = {
     "RayService": _Kind(RayService, validation.validate_rayservice, ("v1", "v1alpha1")),
     "RayCronJob": _Kind(RayCronJob, validation.validate_raycronjob, ("v1",)),
 }
-_GENERATED_SUFFIX = c.RANDOM_SUFFIX_ALPHABET[: c.RANDOM_SUFFIX_LENGTH]
+_GENERATED_SUFFIX = SUFFIX_ALPHABET[:SUFFIX_LENGTH]
 
 
 def _is_ray_object(document: Any) -> bool:
