@@ -1,4 +1,5 @@
-"""Helpers shared by the conformance tests: running the real kubectl against a localkube, and a web pod."""
+"""Helpers shared by the conformance tests: running the real kubectl against a localkube, a web pod, and
+protobuf bodies encoded by hand from Kubernetes' field numbers (independent of the server's table)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,34 @@ def web_pod_and_service(port: int) -> list[dict[str, Any]]:
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
     }
     return [pod, service]
+
+
+# --- Protobuf bodies, as client-go sends them ----------------------------------------------------------------
+MAGIC = b"k8s\x00"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def f(number: int, value: int | bytes | str) -> bytes:
+    """One field: varint for ints, length-delimited for bytes and strings."""
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def entry(number: int, key: str, value: bytes | str) -> bytes:
+    return f(number, f(1, key) + f(2, value))
+
+
+def envelope(api_version: str, kind: str, obj: bytes) -> bytes:
+    return MAGIC + f(1, f(1, api_version) + f(2, kind)) + f(2, obj)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import yaml
 
-from conformance.test_protobuf import PROTOBUF, envelope, f
+from conformance.support import PROTOBUF, envelope, f
 from localkube_process import LocalKubeProcess
 
 POLICY = {

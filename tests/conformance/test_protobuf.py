@@ -2,45 +2,17 @@
 
 client-go (and so controller-runtime, upstream KubeRay's operator) posts Pods, Services, Events, Jobs and
 RBAC objects as protobuf, with `Accept: application/vnd.kubernetes.protobuf,application/json`, and does
-not fall back to JSON. The bodies here are encoded by hand from Kubernetes' field numbers (written out
-below, independent of the server's table), plus the real kubectl's typed `create` commands.
+not fall back to JSON. The bodies here are encoded by hand from Kubernetes' field numbers (support.py's
+helpers, independent of the server's table), plus the real kubectl's typed `create` commands.
 """
 
 from __future__ import annotations
 
 import httpx
 
-from conformance.support import Kubectl
+from conformance.support import PROTOBUF, Kubectl, entry, envelope, f
 
-MAGIC = b"k8s\x00"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 CLIENT_GO_ACCEPT = f"{PROTOBUF},application/json"
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def f(number: int, value: int | bytes | str) -> bytes:
-    """One field: varint for ints, length-delimited for bytes and strings."""
-    if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    data = value.encode() if isinstance(value, str) else value
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def entry(number: int, key: str, value: bytes | str) -> bytes:
-    return f(number, f(1, key) + f(2, value))
-
-
-def envelope(api_version: str, kind: str, obj: bytes) -> bytes:
-    return MAGIC + f(1, f(1, api_version) + f(2, kind)) + f(2, obj)
 
 
 def post(api: httpx.Client, path: str, body: bytes) -> httpx.Response:
