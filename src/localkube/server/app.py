@@ -136,6 +136,9 @@ class App:
         try:
             body = await _read_body(receive, limit)
         except _ClientGone:
+            log.warning(
+                "dropped %s %s: the client went before its body was whole", scope["method"], scope["path"]
+            )
             return
         request = Request(
             scope["method"],
