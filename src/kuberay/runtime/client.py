@@ -422,7 +422,7 @@ class Client:
             raise errors.NotLeader(f"{method} {path}: refused, the leader lease is no longer held")
 
     def _fence(self, method: str, path: str) -> Callable[[str, Any], Awaitable[None]]:
-        """httpcore's trace callback refusing to send a request's headers while the guard is false."""
+        """httpcore's trace callback refusing to send a request's headers, or its body, while the guard is false."""
 
         async def trace(event: str, _: Any) -> None:
             # The body too: each write first yields to the event loop, so a pause can fall between the

@@ -14,6 +14,10 @@ from kuberay.runtime.resources import CONFIG_MAP, LEASE
 from .kube import client_for, eventually, new_namespace
 
 
+def _localkube_log(localkube) -> str:
+    return (localkube.data_dir / "localkube.log").read_text(errors="replace")
+
+
 def elector(client: Client, namespace: str, identity: str, clock: FakeClock) -> LeaderElector:
     config = LeaderElectionConfig(
         namespace, identity=identity, lease_duration=15, renew_deadline=10, retry_period=2
@@ -65,6 +69,31 @@ async def test_writes_are_fenced_once_the_renewal_is_older_than_the_renew_deadli
     assert [c["metadata"]["name"] for c in (await writer.list(CONFIG_MAP, namespace)).items] == ["before"]
     assert await leader._try_acquire_or_renew()  # nobody took over: renewed, it writes again
     await writer.create(CONFIG_MAP, {"metadata": {"name": "renewed", "namespace": namespace}})
+    await client.close()
+
+
+async def test_a_write_whose_lease_lapses_between_its_headers_and_its_body_is_not_carried_out(localkube):
+    """The fence is checked again as the body goes out: the lease lapsing after the headers left (a pause
+    between two socket writes) refuses the body, and the server, left without it, does nothing."""
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    await client.create(CONFIG_MAP, {"metadata": {"name": "kept", "namespace": namespace}})
+    checks: list[bool] = []
+
+    def holds_until_the_headers_left() -> bool:
+        # The fence's checks: before the request, as its headers go out, as its body goes out.
+        checks.append(len(checks) < 2)
+        return checks[-1]
+
+    writer = client.fenced(holds_until_the_headers_left)
+    with pytest.raises(errors.NotLeader, match="refused, the leader lease is no longer held"):
+        await writer.delete(CONFIG_MAP, "kept", namespace, propagation_policy="Background")
+    assert checks == [True, True, False]
+    await eventually(
+        lambda: f"dropped DELETE /api/v1/namespaces/{namespace}/configmaps/kept" in _localkube_log(localkube),
+        why=lambda: "localkube never saw the request cut before its body",
+    )
+    assert await client.get(CONFIG_MAP, "kept", namespace)
     await client.close()
 
 
