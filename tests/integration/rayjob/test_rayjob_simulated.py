@@ -111,19 +111,22 @@ async def test_a_head_that_cannot_start_fails_the_attempt_after_the_start_timeou
 
 
 async def test_deletion_rules_suspend_workers_then_delete_the_cluster_then_the_rayjob(kube_backend):
-    # Once a later rule is due, the earlier ones are skipped (as upstream does): the gaps leave the operator
-    # time to carry out the suspension, and the test to see it, even with the suite's workers loading the machine
-    # (15 s, then 30 s, were once not enough on the real control plane).
+    # The job fails because its head cannot start, which the operator can only see once the cluster exists:
+    # an activeDeadlineSeconds of 1 failed it before the cluster was made whenever the passes after New took
+    # over a second (as upstream, the deadline is checked first), and no rule then had a cluster to act on.
+    # Once a later rule is due the earlier ones are skipped (as upstream does); the 20 s gap leaves the
+    # operator time to carry out the suspension, and the test to see it, on a loaded machine.
     rules = [
         {"policy": "DeleteWorkers", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 0}},
-        {"policy": "DeleteCluster", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 45}},
-        {"policy": "DeleteSelf", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 50}},
+        {"policy": "DeleteCluster", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 20}},
+        {"policy": "DeleteSelf", "condition": {"jobDeploymentStatus": "Failed", "ttlSeconds": 25}},
     ]
-    async with operator(kube_backend) as op:
-        spec = cluster_spec(head_annotations=NEVER_READY, workers=0)
-        await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=1,
+    async with operator(kube_backend, environ={"RAYJOB_CLUSTER_START_TIMEOUT_SECONDS": "1"}) as op:
+        spec = cluster_spec(head_annotations={"localkube.io/simulate": "CrashLoopBackOff"}, workers=0)
+        await op.create(rayjob(op.namespace, cluster=spec, submissionMode="HTTPMode",
                                deletionStrategy={"deletionRules": rules}))  # fmt: skip
-        job = await op.wait_status(jobDeploymentStatus="Failed")
+        job = await op.wait_status(jobDeploymentStatus="Failed", timeout=90)
+        assert job["status"]["reason"] == "ClusterStartFailed"
         name = job["status"]["rayClusterName"]
 
         async def workers_suspended() -> bool:
