@@ -72,7 +72,9 @@ async def test_suspend_creates_nothing_until_resumed_and_suspending_releases_the
 async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_after_the_ttl(kube_backend):
     async with operator(kube_backend) as op:
         spec = cluster_spec(head_annotations=NEVER_READY)
-        await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=2, backoffLimit=2,
+        # The deadline is checked before the cluster is made (as upstream does): 8 s, so that a slow pass after
+        # New still makes it, and its deletion is what this test sees go.
+        await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=8, backoffLimit=2,
                                shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=1))  # fmt: skip
         job = await op.wait_status(jobDeploymentStatus="Failed", reason="DeadlineExceeded")
         assert job["status"]["failed"] == 1 and job["status"]["endTime"]  # deadlines are never retried
@@ -81,6 +83,7 @@ async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_af
         )
         name = job["status"]["rayClusterName"]
         await op.wait(lambda: _gone(op, name))
+        assert await op.events("DeletedRayCluster")
         assert await op.rayjob() is not None  # only the cluster goes
         samples = {
             (s.name, s.labels.get("job_deployment_status") or s.labels.get("deployment_status"))

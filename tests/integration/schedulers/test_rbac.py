@@ -35,7 +35,8 @@ async def test_volcano_as_the_operators_service_account(gang_localkube: Any, tmp
     try:
         await client.create(RAYCLUSTER, raycluster(namespace, "rc", {"volcano.sh/queue-name": "q"}))
         assert (await wait_for(lambda: group("ray-rc-pg")))["spec"]["minMember"] == 3
-        await client.create(RAYJOB, rayjob(namespace, "job", {}, "HTTPMode", activeDeadlineSeconds=2,
+        # Long enough for the Initializing pass to make the PodGroup before the deadline fails the job.
+        await client.create(RAYJOB, rayjob(namespace, "job", {}, "HTTPMode", activeDeadlineSeconds=8,
                                            shutdownAfterJobFinishes=True))  # fmt: skip
 
         async def given_back() -> bool:
