@@ -125,9 +125,13 @@ async def _check_sample(op: Operator, sample: str, namespace: str) -> None:
     if sample in UNSCHEDULABLE:
         return
     await op.wait_condition(svc_name, "Ready", "True", timeout=120, namespace=namespace)
-    ready = await op.wait(
-        lambda: _active_is(op, svc_name, namespace, meta["name"]), 30, f"{sample}: promoted"
-    )
+    try:
+        ready = await op.wait(
+            lambda: _active_is(op, svc_name, namespace, meta["name"]), 30, f"{sample}: promoted"
+        )
+    except AssertionError as e:  # once in a loaded run: the status says which side was waiting on what
+        found = await op.rayservice(svc_name, namespace)
+        raise AssertionError(f"{e}; status: {(found or {}).get('status')}") from e
     status = ready["status"]
     assert status["activeServiceStatus"]["rayClusterName"] == meta["name"], sample
     assert status["serviceStatus"] == "Running" and status["numServeEndpoints"] >= 1
