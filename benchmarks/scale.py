@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import socket
 import statistics
@@ -41,6 +40,7 @@ import yaml
 
 from benchmarks import replay
 from benchmarks.processes import stop_group, wait_ready
+from benchmarks.procstat import read_stat
 from kuberay.api import crd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -121,12 +121,6 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-
-
 async def _create_namespace(client: httpx.AsyncClient, name: str) -> None:
     response = await client.post(
         "/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
@@ -160,8 +154,8 @@ def _raycluster(name: str, workers: int) -> dict[str, Any]:
 async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: float) -> dict[str, Any]:
     assert cluster.operator is not None and cluster.localkube is not None
     pid = cluster.operator.pid
-    localkube_cpu_before = _cpu_seconds(cluster.localkube_pid)
-    operator_cpu_before = _cpu_seconds(pid)
+    localkube_cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
+    operator_cpu_before = read_stat(pid).cpu_seconds
     created: dict[str, float] = {}
     ready: dict[str, float] = {}
     async with cluster.client() as client:
@@ -215,9 +209,9 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
         "ready_p50_s": statistics.median(latencies),
         "ready_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "operator_rss_mb": _rss_mb(pid),
-        "operator_cpu_s": _cpu_seconds(pid),
-        "operator_phase_cpu_s": _cpu_seconds(pid) - operator_cpu_before,
-        "localkube_cpu_s": _cpu_seconds(cluster.localkube_pid) - localkube_cpu_before,
+        "operator_cpu_s": read_stat(pid).cpu_seconds,
+        "operator_phase_cpu_s": read_stat(pid).cpu_seconds - operator_cpu_before,
+        "localkube_cpu_s": read_stat(cluster.localkube_pid).cpu_seconds - localkube_cpu_before,
         "elapsed_s": finished - started,
     }
 
@@ -251,9 +245,9 @@ async def measure_limit(
             # right after its start, localkube's own start-up work would be counted against the limit.
             await asyncio.sleep(3)
             replaying = replay.Replay(client, writes)
-            cpu_before = _cpu_seconds(cluster.localkube_pid)
+            cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
             elapsed = await replaying.run(args.concurrency)
-            cpu = _cpu_seconds(cluster.localkube_pid) - cpu_before
+            cpu = read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)

@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+from benchmarks.procstat import TICKS_PER_SECOND, read_stat
 
 # (family, substrings of the command line, any of which puts a process in it), first match wins.
 FAMILIES: list[tuple[str, tuple[str, ...]]] = [
@@ -64,16 +64,15 @@ class Sampler:
             if not entry.name.isdigit():
                 continue
             try:
-                stat = Path(entry.path, "stat").read_text()
-                fields = stat[stat.rindex(")") + 2 :].split()
-                cpu = (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
-                key = (int(entry.name), int(fields[19]))  # pid and start time: pids are reused
+                stat = read_stat(entry.name)
+                cpu = stat.cpu_seconds
+                key = (int(entry.name), stat.start_ticks)  # pid and start time: pids are reused
                 known = self.processes.get(key)
                 if known is None:
                     raw = Path(entry.path, "cmdline").read_bytes()
                     command = raw.replace(b"\0", b" ").decode(errors="replace").strip()
                     baseline = cpu if key[0] in self.started else 0.0
-                    known = self.processes[key] = Process(command or stat[: stat.rindex(")") + 1], baseline)
+                    known = self.processes[key] = Process(command or stat.name, baseline)
                 known.used = cpu - known.baseline
             except (OSError, ValueError, IndexError):
                 continue  # gone between the listing and the read
