@@ -136,13 +136,15 @@ def _workers(local: LocalInstance, namespace: str, cluster: str) -> set[str]:
     return {p["metadata"]["name"] for p in _worker_pods(local, namespace, cluster)}
 
 
-def _scale_story(local: LocalInstance, namespace: str, cluster: str, watch: SpecWatch) -> str:
+def _scale_story(
+    local: LocalInstance, namespace: str, workers: list[dict[str, Any]], watch: SpecWatch
+) -> str:
     """What a wrong worker count needs to be traced (seen once, v2 on a loaded machine: three workers for
-    two tasks): each worker's phase, the replicas and workersToDelete the RayCluster went through, and the
-    operator's scale Events."""
+    two tasks): each of the counted workers' phase, the replicas and workersToDelete the RayCluster went
+    through, and the operator's scale Events."""
     pods = {
         p["metadata"]["name"]: ((p.get("status") or {}).get("phase"), p["metadata"].get("deletionTimestamp"))
-        for p in _worker_pods(local, namespace, cluster)
+        for p in workers
     }
     replicas = [
         (g.get("replicas"), (g.get("scaleStrategy") or {}).get("workersToDelete")) for g in watch.groups()
@@ -222,9 +224,10 @@ def test_rays_autoscaler_scales_workers_up_for_demand_and_removes_the_idle_ones(
             assert driver.returncode == 0, driver.stderr[-3000:]
             # The list is the line's rest; Ray may forward its processes' log lines to the driver after it.
             ran_on = yaml.safe_load(driver.stdout.split("RAN ON", 1)[1].strip().splitlines()[0])
-            made = _workers(local, namespace, name)
+            worker_pods = _worker_pods(local, namespace, name)
+            made = {p["metadata"]["name"] for p in worker_pods}
             # The head has no CPUs for tasks: they ran on the workers the autoscaler asked for.
-            assert len(made) == TASKS, _scale_story(local, namespace, name, watch)
+            assert len(made) == TASKS, _scale_story(local, namespace, worker_pods, watch)
             assert set(ran_on) <= made, (ran_on, made)
 
             # (workersToDelete may stay: v1 clears it on its next update, v2 only with its next scale
