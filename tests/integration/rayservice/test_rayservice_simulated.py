@@ -72,7 +72,10 @@ async def sample_outcomes(localkube: Any) -> dict[str, BaseException | None]:
     samples = sample_files()
     if any(incremental(the_service(sample)) for sample in samples):
         install_gateway_api(localkube)
-    async with operator(localkube, namespaces=len(samples)) as op:
+    # Five workers, as an operator serving this many RayServices would be run (--reconcile-concurrency): with
+    # upstream's default of one, each of ~15 services waits its turn behind all the others, and on a loaded
+    # machine (passes of 1-4 s) a service's next pass came 10-30 s after its last, past the promotion wait.
+    async with operator(localkube, namespaces=len(samples), reconcile_concurrency=5) as op:
         outcomes = await asyncio.gather(
             *(
                 _apply_and_check(op, sample, namespace)
@@ -129,7 +132,7 @@ async def _check_sample(op: Operator, sample: str, namespace: str) -> None:
         ready = await op.wait(
             lambda: _active_is(op, svc_name, namespace, meta["name"]), 30, f"{sample}: promoted"
         )
-    except AssertionError as e:  # once in a loaded run: the status says which side was waiting on what
+    except AssertionError as e:  # the status says which side was waiting on what
         found = await op.rayservice(svc_name, namespace)
         raise AssertionError(f"{e}; status: {(found or {}).get('status')}") from e
     status = ready["status"]
