@@ -119,6 +119,34 @@ class LocalInstance:
         found: dict[str, Any] = json.loads(self.kubectl("get", kind, name, "-n", namespace, "-o", "json"))
         return found
 
+    def describe(self, namespaces: list[str]) -> str:
+        """What a failed test needs to see of the namespaces it worked in: each pod's phase and containers
+        (with the last lines of each container that is not ready), the latest Events, and the warnings of
+        the instance's own logs."""
+        lines: list[str] = []
+        for namespace in namespaces:
+            lines.append(f"== namespace {namespace}")
+            pods = json.loads(self.kubectl("get", "pods", "-n", namespace, "-o", "json", check=False) or "{}")
+            for pod in pods.get("items", []):
+                name, status = pod["metadata"]["name"], pod.get("status") or {}
+                lines.append(f"pod {name}: {status.get('phase')} on {pod['spec'].get('nodeName')} "
+                             f"ip {status.get('podIP')}")  # fmt: skip
+                for container in status.get("containerStatuses") or []:
+                    lines.append(f"  {container['name']}: ready={container.get('ready')} "
+                                 f"restarts={container.get('restartCount')} {json.dumps(container.get('state'))}")  # fmt: skip
+                    if not container.get("ready"):
+                        tail = self.kubectl("logs", "-n", namespace, name, "-c", container["name"], "--tail=15",
+                                            check=False)  # fmt: skip
+                        lines.extend(f"    | {line}" for line in tail.splitlines())
+            events = self.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", check=False)
+            lines.extend(events.splitlines()[-15:])
+        for name, path in ((self.status() or {}).get("logs") or {}).items():
+            text = Path(path).read_text(errors="replace") if Path(path).is_file() else ""
+            warnings = [line for line in text.splitlines() if "WARN" in line or "ERROR" in line]
+            lines.append(f"== {name} log ({path}): its last warnings")
+            lines.extend(warnings[-10:])
+        return "\n".join(lines)
+
     def namespace(self, name: str) -> str:
         """Creates the namespace `name`, remembered in `namespaces` (for a fixture to delete it afterwards)."""
         self.kubectl("create", "namespace", name)

@@ -38,14 +38,43 @@ def ray_head() -> Iterator[RayHead]:
     shutil.rmtree(short, ignore_errors=True)
 
 
+# The session's `local_process`, once a test asked for it: a failed test's report describes its namespaces.
+_process_instance: list[LocalInstance] = []
+
+
 @pytest.fixture(scope="session")
 def local_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalInstance]:
     args = ("--node-mode", "process", "--port", "0")
     if "PYTEST_XDIST_WORKER" not in os.environ:  # no pytest-xdist workers: this process owns the instance
         with LocalInstance(tmp_path_factory.mktemp("local") / "process", *args) as local:
+            _process_instance.append(local)
             yield local
     else:  # the directory of the run, of which each worker's base directory is one entry
-        yield shared_instance(tmp_path_factory.getbasetemp().parent, "process", *args)
+        local = shared_instance(tmp_path_factory.getbasetemp().parent, "process", *args)
+        _process_instance.append(local)
+        yield local
+    _process_instance.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A failed test on `local_process` reports what its namespaces held (pods, containers, the tails of
+    those not ready, Events) while they still hold it: a Ray cluster that never became ready in CI is
+    otherwise only a timeout."""
+    report: pytest.TestReport = yield
+    if (
+        report.failed
+        and "local_process" in item.fixturenames
+        and _process_instance
+        and _process_instance[0].namespaces
+    ):
+        local = _process_instance[0]
+        try:
+            description = local.describe(local.namespaces)
+        except Exception as error:  # the report goes on without it, saying why
+            description = f"could not describe them: {error!r}"
+        report.sections.append(("the namespaces on local_process", description))
+    return report
 
 
 @pytest.fixture(autouse=True)
