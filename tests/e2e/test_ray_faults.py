@@ -206,7 +206,11 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(local_process: LocalIn
         return not closed
 
     # Each look is a few kubectl calls: not a busy loop beside three Ray heads.
-    until(open_where_waiting, TIMEOUT, "each mode seen waiting on its refusing dashboard", every=2.0)
+    try:
+        until(open_where_waiting, TIMEOUT, "each mode seen waiting on its refusing dashboard", every=2.0)
+    except AssertionError as error:
+        error.args = (f"{error}; not seen waiting with a ready head: {', '.join(closed)}",)
+        raise
     done = {mode: _finished(local_process, name, namespace) for mode, name in names.items()}
     try:
         for mode, status in done.items():
