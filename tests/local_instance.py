@@ -126,6 +126,8 @@ class LocalInstance:
         lines: list[str] = []
         for namespace in namespaces:
             lines.append(f"== namespace {namespace}")
+            lines.extend(self.kubectl("get", "rayclusters,rayjobs,rayservices", "-n", namespace, check=False)
+                         .splitlines())  # fmt: skip
             pods = json.loads(self.kubectl("get", "pods", "-n", namespace, "-o", "json", check=False) or "{}")
             for pod in pods.get("items", []):
                 name, status = pod["metadata"]["name"], pod.get("status") or {}
@@ -134,11 +136,20 @@ class LocalInstance:
                 for container in status.get("containerStatuses") or []:
                     lines.append(f"  {container['name']}: ready={container.get('ready')} "
                                  f"restarts={container.get('restartCount')} {json.dumps(container.get('state'))}")  # fmt: skip
-                    if not container.get("ready"):
-                        tail = self.kubectl("logs", "-n", namespace, name, "-c", container["name"], "--tail=15",
-                                            check=False)  # fmt: skip
-                        lines.extend(f"    | {line}" for line in tail.splitlines())
+                    if container.get("ready"):
+                        continue
+                    # The run before a restart is the one that says why the container went down.
+                    runs = (
+                        ["--previous", "--previous=false"]
+                        if container.get("restartCount")
+                        else ["--previous=false"]
+                    )
+                    for run in runs:
+                        tail = self.kubectl("logs", "-n", namespace, name, "-c", container["name"], run,
+                                            "--tail=15", check=False)  # fmt: skip
+                        lines.extend(f"    {run} | {line}" for line in tail.splitlines())
             events = self.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", check=False)
+            lines.append("events, the latest last:")
             lines.extend(events.splitlines()[-15:])
         for name, path in ((self.status() or {}).get("logs") or {}).items():
             text = Path(path).read_text(errors="replace") if Path(path).is_file() else ""
