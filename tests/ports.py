@@ -1,9 +1,6 @@
-"""Free loopback ports for the processes the tests start (the kernel picks; the port is free when returned)."""
+"""Free loopback ports for the processes the tests start: `kuberay local up`'s own choice (outside the
+kernel's ephemeral range, so no outgoing connection takes one before the process binds it)."""
 
-import socket
+from kuberay.local.ports import free_port
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["free_port"]

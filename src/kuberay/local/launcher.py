@@ -21,7 +21,6 @@ import ctypes
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ import httpx
 from kuberay.api import crd
 from kuberay.local import monitoring
 from kuberay.local.instance import InstanceError, InstanceLock, InstanceState
+from kuberay.local.ports import free_port, port_free
 from kuberay.operator import logs, settings
 from kuberay.runtime.client import Client, PatchType, load_config
 from kuberay.runtime.errors import KubeError
@@ -78,8 +78,8 @@ def operator_flags(options: LocalOptions, kubeconfig: Path) -> list[str]:
     """The operator's flags: leader election off, free ports for its endpoints, the service proxy to the Ray
     dashboards; then the user's, which win (the last occurrence of a flag counts)."""
     flags = [
-        f"--kubeconfig={kubeconfig}", "--enable-leader-election=false", f"--metrics-addr=127.0.0.1:{_free_port()}",
-        f"--health-probe-bind-address=127.0.0.1:{_free_port()}", "--use-kubernetes-proxy=true",
+        f"--kubeconfig={kubeconfig}", "--enable-leader-election=false", f"--metrics-addr=127.0.0.1:{free_port()}",
+        f"--health-probe-bind-address=127.0.0.1:{free_port()}", "--use-kubernetes-proxy=true",
         f"--log-stdout-encoder={options.log_format}",
     ]  # fmt: skip
     if options.feature_gates:
@@ -130,7 +130,7 @@ def up(options: LocalOptions) -> int:
             logs={**state.logs, "operator": str(data_dir / "operator.log")},
         )  # fmt: skip
     try:
-        if options.port and not _port_free(options.port):
+        if options.port and not port_free(options.port):
             raise LocalError(
                 f"port {options.port} is in use (another localkube?); choose one with --port, "
                 "or --port 0 for a free one"
@@ -189,7 +189,7 @@ def _start_prometheus(
     directory = data_dir / "prometheus"
     targets = monitoring.write_configuration(directory, state.operator_metrics)
     monitoring.RayPodTargets(kubeconfig, targets).start()
-    port = _free_port()
+    port = free_port()
     log_path = data_dir / "prometheus.log"
     process = _spawn(monitoring.command(binary, directory, port), log_path)
     children.append(process)
@@ -262,24 +262,6 @@ def _ready_message(state: InstanceState) -> str:
         f"  logs: {', '.join(state.logs.values())}\n"
         f"Press Ctrl-C (or run `kuberay local down --data-dir {state.data_dir}`) to stop."
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _port_free(port: int) -> bool:
-    """Whether localkube could listen on the port (it binds 127.0.0.1 with SO_REUSEADDR, as this does)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _die_with_parent() -> None:
