@@ -120,9 +120,9 @@ class LocalInstance:
         return found
 
     def describe(self, namespaces: list[str]) -> str:
-        """What a failed test needs to see of the namespaces it worked in: each pod's phase and containers
-        (with the last lines of each container that is not ready), the latest Events, and the warnings of
-        the instance's own logs."""
+        """What a failed test needs to see of the namespaces it worked in: their Ray objects, each pod's phase
+        and containers (with the last lines of each container that is not ready), the latest Events, and
+        the warnings of the instance's own logs."""
         lines: list[str] = []
         for namespace in namespaces:
             lines.append(f"== namespace {namespace}")
@@ -130,24 +130,7 @@ class LocalInstance:
                          .splitlines())  # fmt: skip
             pods = json.loads(self.kubectl("get", "pods", "-n", namespace, "-o", "json", check=False) or "{}")
             for pod in pods.get("items", []):
-                name, status = pod["metadata"]["name"], pod.get("status") or {}
-                lines.append(f"pod {name}: {status.get('phase')} on {pod['spec'].get('nodeName')} "
-                             f"ip {status.get('podIP')}")  # fmt: skip
-                for container in status.get("containerStatuses") or []:
-                    lines.append(f"  {container['name']}: ready={container.get('ready')} "
-                                 f"restarts={container.get('restartCount')} {json.dumps(container.get('state'))}")  # fmt: skip
-                    if container.get("ready"):
-                        continue
-                    # The run before a restart is the one that says why the container went down.
-                    runs = (
-                        ["--previous", "--previous=false"]
-                        if container.get("restartCount")
-                        else ["--previous=false"]
-                    )
-                    for run in runs:
-                        tail = self.kubectl("logs", "-n", namespace, name, "-c", container["name"], run,
-                                            "--tail=15", check=False)  # fmt: skip
-                        lines.extend(f"    {run} | {line}" for line in tail.splitlines())
+                lines.extend(self._pod_lines(pod))
             events = self.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp", check=False)
             lines.append("events, the latest last:")
             lines.extend(events.splitlines()[-15:])
@@ -157,6 +140,28 @@ class LocalInstance:
             lines.append(f"== {name} log ({path}): its last warnings")
             lines.extend(warnings[-10:])
         return "\n".join(lines)
+
+    def _pod_lines(self, pod: dict[str, Any]) -> list[str]:
+        name, namespace, status = (
+            pod["metadata"]["name"],
+            pod["metadata"]["namespace"],
+            pod.get("status") or {},
+        )
+        lines = [
+            f"pod {name}: {status.get('phase')} on {pod['spec'].get('nodeName')} ip {status.get('podIP')}"
+        ]
+        for container in status.get("containerStatuses") or []:
+            restarts = container.get("restartCount")
+            lines.append(f"  {container['name']}: ready={container.get('ready')} restarts={restarts} "
+                         f"{json.dumps(container.get('state'))}")  # fmt: skip
+            if container.get("ready"):
+                continue
+            # The run before a restart is the one that says why the container went down.
+            for run in ("--previous", "--previous=false") if restarts else ("--previous=false",):
+                tail = self.kubectl("logs", "-n", namespace, name, "-c", container["name"], run, "--tail=15",
+                                    check=False)  # fmt: skip
+                lines.extend(f"    {run} | {line}" for line in tail.splitlines())
+        return lines
 
     def namespace(self, name: str) -> str:
         """Creates the namespace `name`, remembered in `namespaces` (for a fixture to delete it afterwards)."""
