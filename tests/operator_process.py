@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ports import free_port
+from kuberay.local.ports import free_port
 
 ALPHA_GATES = (
     "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,"

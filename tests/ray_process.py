@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from ports import free_port
+from kuberay.local.ports import free_port
 
 
 class RayHead:

@@ -40,10 +40,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from kuberay.local.ports import free_port
 from localkube.node.network import bridge_gateways
 from localkube.server.tls import issue
 from localkube_process import LocalKubeProcess
-from ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 NODE_NAME = "localkube-node"

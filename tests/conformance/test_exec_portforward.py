@@ -35,8 +35,8 @@ from websockets.sync.client import connect as ws_connect
 from websockets.typing import Subprotocol
 
 from conformance.support import run_kubectl, web_pod_and_service
+from kuberay.local.ports import free_port
 from localkube_process import LocalKubeProcess
-from ports import free_port
 
 POD = "web"
 # The official client's `stream(...)` never closes its TLS socket once the server has ended the session

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import yaml
 
 from conformance.support import run_kubectl, web_pod_and_service
+from kuberay.local.ports import free_port
 from localkube_process import LocalKubeProcess
-from ports import free_port
 
 
 def _running(pattern: str) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kuberay.local.ports import free_port
 from kuberay.rayclient.dashboard import (
     DashboardClient,
     DashboardError,
@@ -19,7 +20,6 @@ from kuberay.rayclient.dashboard import (
     SubmissionIdInUse,
 )
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url
-from ports import free_port
 from ray_process import RayHead
 
 SERVE_APPS = Path(__file__).parent / "serveapps"

@@ -25,8 +25,8 @@ import pytest
 import ray
 import yaml
 
+from kuberay.local.ports import free_port
 from local_instance import EXAMPLES, LocalInstance, until
-from ports import free_port
 
 # pytest-timeout's guard above the tests' own bounds (one RayJob may take READY_TIMEOUT, and there are three),
 # as for the other real-Ray files: under parallel load the guard fired before the test's informative bound.

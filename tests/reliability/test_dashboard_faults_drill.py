@@ -28,9 +28,9 @@ from typing import Any
 import httpx
 import pytest
 
+from kuberay.local.ports import free_port
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
-from ports import free_port
 from reliability import invariants
 
 pytestmark = pytest.mark.timers

@@ -21,6 +21,7 @@ from typing import Any, cast
 import httpx
 import pytest
 
+from kuberay.local.ports import free_port
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.cluster import ClusterRunner, cluster_controllers
 from localkube.controllers.endpoints import EndpointsController
@@ -37,7 +38,6 @@ from localkube.node.volumes import Token
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
-from ports import free_port
 
 # Slow: real processes, probes and restarts back-off in real time (~55 s).
 # Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.

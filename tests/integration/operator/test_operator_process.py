@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kuberay.local.ports import free_port
 from kuberay.runtime.resources import CONFIG_MAP, LEASE
-from ports import free_port
 
 from ..runtime.kube import client_for, eventually, new_namespace
 

@@ -24,9 +24,9 @@ import yaml
 
 from conformance.support import run_kubectl
 from conformance.webhookserver import make_certificates
+from kuberay.local.ports import free_port
 from localkube_process import LocalKubeProcess
 from operator_process import OperatorProcess
-from ports import free_port
 
 REPO = Path(__file__).resolve().parents[3]
 MINIMAL = REPO / "examples" / "ray-cluster.minimal.yaml"
