@@ -205,9 +205,8 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(local_process: LocalIn
                 del closed[mode]
         return not closed
 
-    # Each look is a few kubectl calls: not a busy loop beside three Ray heads.
     try:
-        until(open_where_waiting, TIMEOUT, "each mode seen waiting on its refusing dashboard", every=2.0)
+        until(open_where_waiting, TIMEOUT, "each mode seen waiting on its refusing dashboard")
     except AssertionError as error:
         error.args = (f"{error}; not seen waiting with a ready head: {', '.join(closed)}",)
         raise
