@@ -228,9 +228,8 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
 
 
 # The session's control plane's stop, for the hook to call after the last test on it (the fixture calls it
-# again at the session's end, when a second stop does nothing), and the file of the last test that ran on it.
+# again at the session's end, when a second stop does nothing).
 _stop_realkube: list[Callable[[], None]] = []
-_realkube_file: list[Path] = []
 
 
 @pytest.hookimpl(trylast=True)
@@ -240,11 +239,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     # Not while the next test is in the same file: run without xdist, a file's tests on both backends share a
     # worker, and its module fixture for the real control plane is finalized only when the next test's
     # parameter replaces it, after this teardown.
-    if _on_realkube(item.nodeid):
-        _realkube_file[:] = [item.path]
-    if not _stop_realkube or not _realkube_file or (nextitem and _on_realkube(nextitem.nodeid)):
-        return
-    if nextitem is None or nextitem.path not in _realkube_file:
+    if _stop_realkube and not (nextitem and (_on_realkube(nextitem.nodeid) or nextitem.path == item.path)):
         _stop_realkube.pop()()
 
 

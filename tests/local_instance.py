@@ -35,7 +35,7 @@ T = TypeVar("T")
 def until(check: Callable[[], T | None], timeout: float, what: str = "", every: float = 2.0) -> T:
     """Polls `check()` every `every` seconds until it returns something true and returns that; `timeout`
     is a bound, not a measurement. Most checks run kubectl, a process of ~0.07 core-s: polled every half
-    second through a minute-long wait for Ray, that was a tenth of the suite's real-Ray files' CPU."""
+    second through minute-long waits for Ray, 9 % of the CPU of the two heaviest real-Ray files."""
     deadline = time.monotonic() + timeout
     while not (result := check()):
         assert time.monotonic() < deadline, f"{what or check} not reached within {timeout} s"
