@@ -1,7 +1,7 @@
 """`localkube agent --node-mode process` attached over HTTP to a localkube without a node of its own
 (`localkube serve --no-node`): its pods are local processes with the in-pod API access they have on
-localkube (the `KUBERNETES_SERVICE_*` variables, a token from the TokenRequest API, the CA), and the minimal
-RayCluster, made by the real operator, is a real Ray cluster."""
+localkube (the `KUBERNETES_SERVICE_*` variables, a token from the TokenRequest API, the CA), and, on the real
+control plane, the minimal RayCluster, made by the real operator, is a real Ray cluster."""
 
 from __future__ import annotations
 
@@ -112,6 +112,9 @@ async def test_a_pod_reaches_the_api_server_as_its_service_account(
     assert any("status 200" in text for text in logs), logs
 
 
+# On the real control plane only: on localkube, the process node and the minimal cluster on real Ray are
+# tests/e2e/test_examples_run.py's, and a second Ray cluster here cost a head and a worker start.
+@pytest.mark.parametrize("attached", [pytest.param("realkube", marks=pytest.mark.realkube)], indirect=True)
 async def test_the_minimal_raycluster_is_a_real_ray_cluster(kube: tuple[Client, str]) -> None:
     client, namespace = kube
     manifest: dict[str, Any] = yaml.safe_load((REPO / "examples" / "ray-cluster.minimal.yaml").read_text())

@@ -3,15 +3,15 @@
 local processes, so `ray start` and `ray job submit` really run; the operator, on the host, reaches each
 dashboard through the API server's service proxy, which `kuberay local up` turns on.
 
-As root, the minimal RayCluster runs twice side by side in two namespaces (each pod has its own network
-namespace and address); without root only one Ray cluster can run at a time. `kubectl exec` and
-`kubectl port-forward` reach the head of the same clusters.
+The three submitting RayJobs run side by side, each head binding Ray's ports in a network namespace of its
+own (as root; without root only one Ray cluster can run at a time). `kubectl exec` and `kubectl
+port-forward` reach the minimal RayCluster's head, and the failing RayJob runs on that cluster through
+`clusterSelector`: every Ray cluster here costs a head start (about 10 core-seconds on CI's two cores).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import subprocess
@@ -87,22 +87,18 @@ def _state(local: LocalInstance, kind: str, name: str, namespace: str) -> dict[s
 
 
 @pytest.fixture(scope="module")
-def minimal_clusters(local_process: LocalInstance) -> Iterator[list[dict[str, Any]]]:
-    """examples/ray-cluster.minimal.yaml applied with kubectl in each namespace, until ready (starting Ray
-    clusters is the slow part, so this module's cluster tests share them); their RayCluster objects."""
-    namespaces = ["cluster-one", "cluster-two"] if os.geteuid() == 0 else ["cluster-one"]
-    for namespace in namespaces:
-        local_process.namespace(namespace)
-        local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
+def minimal_cluster(local_process: LocalInstance) -> Iterator[dict[str, Any]]:
+    """examples/ray-cluster.minimal.yaml applied with kubectl, until ready (starting a Ray cluster is the slow
+    part, so this module's cluster tests share it); its RayCluster object."""
+    namespace = local_process.namespace("cluster-one")
+    local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
     try:
-        yield [
-            until(lambda ns=ns: (c := local_process.get("raycluster", "minimal", ns)).get("status", {})
-                  .get("state") == "ready" and c, READY_TIMEOUT, f"RayCluster {ns}/minimal ready")
-            for ns in namespaces
-        ]  # fmt: skip
+        yield until(
+            lambda: (c := local_process.get("raycluster", "minimal", namespace)).get("status", {}).get("state")
+            == "ready" and c, READY_TIMEOUT, f"RayCluster {namespace}/minimal ready",
+        )  # fmt: skip
     finally:
-        for namespace in namespaces:
-            local_process.kubectl("delete", "raycluster", "minimal", "-n", namespace, "--wait=false")
+        local_process.kubectl("delete", "raycluster", "minimal", "-n", namespace, "--wait=false")
 
 
 def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) -> None:
@@ -127,38 +123,19 @@ def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) 
     local_process.kubectl("delete", "rayjobs", "--all", "-n", namespace, "--wait=false")
 
 
-def test_a_failing_entrypoint_ends_failed_with_rays_message(local_process: LocalInstance) -> None:
-    namespace = local_process.namespace("failing")
-    job = _example("ray-job.k8s-job-mode.yaml")
-    job["metadata"]["name"] = "fails"
-    job["spec"]["entrypoint"] = "python -c \"import sys; print('boom'); sys.exit(3)\""
-    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
-    failed = until(
-        lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
-        and s, READY_TIMEOUT, "RayJob fails Failed",
-    )  # fmt: skip
-    assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
-    assert failed["message"].startswith("Job entrypoint command failed with exit code 3")
-    assert "boom" in failed["message"]
-    local_process.kubectl("delete", "rayjob", "fails", "-n", namespace, "--wait=false")
-
-
-# Last in the file: the module's two clusters are made for these and removed at the module's end, so none
-# idles (a Ray head costs a third of a core doing nothing) while the RayJobs above run.
-async def test_the_minimal_raycluster_is_a_real_ray_cluster(minimal_clusters: list[dict[str, Any]]) -> None:
-    head_ips = [cluster["status"]["head"]["podIP"] for cluster in minimal_clusters]
-    assert len(set(head_ips)) == len(minimal_clusters)
-    for head_ip in head_ips:
-        text = await _ray_status_with(f"{head_ip}:6379", 2)
-        assert _nodes_in(text) == 2, text
+# Last in the file: the module's cluster is made for these and removed at the module's end, so it does not
+# idle while the RayJobs above run.
+async def test_the_minimal_raycluster_is_a_real_ray_cluster(minimal_cluster: dict[str, Any]) -> None:
+    text = await _ray_status_with(f"{minimal_cluster['status']['head']['podIP']}:6379", 2)
+    assert _nodes_in(text) == 2, text
 
 
 def test_kubectl_exec_and_port_forward_reach_the_head(
-    local_process: LocalInstance, minimal_clusters: list[dict[str, Any]]
+    local_process: LocalInstance, minimal_cluster: dict[str, Any]
 ) -> None:
     """`kubectl exec` into the head runs `ray status` there; `kubectl port-forward svc/<cluster>-head-svc
     8265` serves the dashboard; neither leaves a process or a listening port behind."""
-    cluster = minimal_clusters[0]
+    cluster = minimal_cluster
     namespace, head = cluster["metadata"]["namespace"], cluster["status"]["head"]["podName"]
     status = local_process.kubectl("exec", "-n", namespace, head, "--", "ray", "status")
     assert _nodes_in(status) == 2, status
@@ -181,3 +158,33 @@ def test_kubectl_exec_and_port_forward_reach_the_head(
         httpx.get(f"http://127.0.0.1:{port}/api/version", timeout=5)
     left = subprocess.run(["pgrep", "-f", "^ray status$"], capture_output=True, check=False)
     assert left.returncode != 0, "the exec's `ray status` is still running"
+
+
+def test_a_failing_entrypoint_ends_failed_with_rays_message(
+    local_process: LocalInstance, minimal_cluster: dict[str, Any]
+) -> None:
+    """A K8sJobMode RayJob whose entrypoint exits 3, on the minimal cluster (`clusterSelector`): it ends Failed
+    with Ray's own message, and the cluster it did not make is left running."""
+    namespace = minimal_cluster["metadata"]["namespace"]
+    example = _example("ray-job.k8s-job-mode.yaml")
+    job = {
+        "apiVersion": example["apiVersion"],
+        "kind": "RayJob",
+        "metadata": {"name": "fails"},
+        "spec": {
+            "submissionMode": "K8sJobMode",
+            "entrypoint": "python -c \"import sys; print('boom'); sys.exit(3)\"",
+            "clusterSelector": {"ray.io/cluster": minimal_cluster["metadata"]["name"]},
+        },
+    }
+    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
+    failed = until(
+        lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
+        and s, READY_TIMEOUT, "RayJob fails Failed",
+    )  # fmt: skip
+    assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
+    assert failed["message"].startswith("Job entrypoint command failed with exit code 3")
+    assert "boom" in failed["message"]
+    assert failed["rayClusterName"] == minimal_cluster["metadata"]["name"]
+    assert _state(local_process, "raycluster", "minimal", namespace).get("state") == "ready"
+    local_process.kubectl("delete", "rayjob", "fails", "-n", namespace, "--wait=false")
