@@ -166,9 +166,8 @@ def test_a_failing_entrypoint_ends_failed_with_rays_message(
     """A K8sJobMode RayJob whose entrypoint exits 3, on the minimal cluster (`clusterSelector`): it ends Failed
     with Ray's own message, and the cluster it did not make is left running."""
     namespace = minimal_cluster["metadata"]["namespace"]
-    example = _example("ray-job.k8s-job-mode.yaml")
     job = {
-        "apiVersion": example["apiVersion"],
+        "apiVersion": "ray.io/v1",
         "kind": "RayJob",
         "metadata": {"name": "fails"},
         "spec": {
