@@ -4,7 +4,8 @@ local processes, so `ray start` and `ray job submit` really run; the operator, o
 dashboard through the API server's service proxy, which `kuberay local up` turns on.
 
 The three submitting RayJobs run side by side, each head binding Ray's ports in a network namespace of its
-own (as root; without root only one Ray cluster can run at a time). `kubectl exec` and `kubectl
+own (process mode gives each pod one when run as root, as CI is; without root only one Ray cluster can run
+at a time). `kubectl exec` and `kubectl
 port-forward` reach the minimal RayCluster's head, and the failing RayJob runs on that cluster through
 `clusterSelector`: every Ray cluster here costs a head start (about 10 core-seconds on CI's two cores).
 """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,6 @@ UPSTREAM = UPSTREAM_CRDS
 MANIFESTS = {crd.file_name(manifest): manifest for manifest in crd.crds()}
 
 
-@functools.cache
-def rendered_files() -> dict[str, str]:
-    """The CRD files as rendered now: rendered on first use, not at collection (1.5 s of YAML dumping, which
-    every pytest-xdist worker would pay)."""
-    return crd.render_files()
-
-
 def load_yaml(text: str) -> list[Any]:
     return list(yaml.load_all(text, Loader=yaml.CSafeLoader))
 
@@ -37,7 +29,7 @@ def load_yaml(text: str) -> list[Any]:
 def test_committed_files_are_current() -> None:
     stale = [
         name
-        for name, text in rendered_files().items()
+        for name, text in crd.render_files().items()
         if not (DEPLOYED / name).is_file() or (DEPLOYED / name).read_text() != text
     ]
     assert not stale, (
@@ -109,7 +101,7 @@ def test_same_as_upstream(name: str) -> None:
 
 def test_rendered_like_controller_gen() -> None:
     # Upstream's files differ from ours only by controller-gen's version annotation.
-    for name, text in rendered_files().items():
+    for name, text in crd.render_files().items():
         upstream = (UPSTREAM / name).read_text()
         assert text == upstream.replace(
             "  annotations:\n    controller-gen.kubebuilder.io/version: v0.16.5\n", ""
@@ -289,7 +281,7 @@ def test_kuberay_crds_prints_four_documents(tmp_path: Path) -> None:
     ]
     result = CliRunner().invoke(app, ["crds", "--output-dir", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == rendered_files()
+    assert {p.name: p.read_text() for p in (tmp_path / "out").iterdir()} == crd.render_files()
 
 
 def test_k8s_expansion() -> None:
