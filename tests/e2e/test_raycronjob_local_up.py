@@ -1,15 +1,21 @@
-"""examples/ray-cronjob.yaml the README's way: `kuberay local up --feature-gates RayCronJob=true` (simulate
-mode), `kubectl apply`, and RayJobs appear on a real clock. The example runs every five minutes; the test moves
-its schedule to `@every 5s` with `kubectl patch`, as a user trying it out would, rather than wait."""
+"""examples/ray-cronjob.yaml the README's way: `KUBERAY_FEATURE_RAYCRONJOB=true kuberay local up` (simulate
+mode; the gate from the environment, `--feature-gates` being the integration tier's), `kubectl apply`, and
+RayJobs appear on a real clock. The example runs every five minutes; the test moves its schedule to
+`@every 5s` with `kubectl patch`, as a user trying it out would, rather than wait. A gate variable naming no
+gate, or holding neither true nor false, stops `kuberay local up` with exit 2 and one line."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from local_instance import EXAMPLES, LocalInstance, until
+import pytest
+
+from local_instance import EXAMPLES, KUBERAY, LocalInstance, until
 
 NAME = "every-five-minutes"
 
@@ -19,7 +25,7 @@ def minutes(moment: datetime) -> int:
 
 
 def test_the_cronjob_example_makes_rayjobs_with_the_gate_on(tmp_path: Path) -> None:
-    with LocalInstance(tmp_path / "cron", "--port", "0", "--feature-gates", "RayCronJob=true") as local:
+    with LocalInstance(tmp_path / "cron", "--port", "0", env={"KUBERAY_FEATURE_RAYCRONJOB": "true"}) as local:
         ns = local.namespace("cron")
         local.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cronjob.yaml"))
         local.kubectl("patch", "-n", ns, "raycronjob", NAME, "--type=merge",
@@ -53,3 +59,20 @@ def test_the_cronjob_example_makes_rayjobs_with_the_gate_on(tmp_path: Path) -> N
         assert "@every 5s" in local.kubectl("get", "raycronjob", NAME, "-n", ns)
         warnings = local.kubectl("get", "events", "-n", ns, "--field-selector", "reason=NoController")
         assert "NoController" not in warnings
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "reason"),
+    [
+        ("KUBERAY_FEATURE_NOSUCHGATE", "true", "unrecognized feature gate NOSUCHGATE"),
+        ("KUBERAY_FEATURE_RAYCRONJOB", "maybe", "expected true or false"),
+    ],
+)
+def test_a_bad_gate_variable_stops_local_up_with_one_line(tmp_path: Path, variable: str, value: str, reason: str) -> None:  # fmt: skip
+    result = subprocess.run(
+        [KUBERAY, "local", "up", "--port", "0", "--data-dir", str(tmp_path / "bad")],
+        env={**os.environ, variable: value}, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    [line] = (result.stdout + result.stderr).splitlines()
+    assert variable in line and reason in line

@@ -3,7 +3,9 @@
 A `FeatureGates` value is immutable and passed explicitly to whatever depends on a gate (builders,
 validation, controllers); nothing reads a global. `FeatureGates.parse` accepts the `--feature-gates`
 syntax (``Name=true,Other=false``) and refuses unknown names and non-boolean values, as upstream does at
-start-up.
+start-up. `FeatureGates.from_environment` reads the environment beside the flag: `KUBERAY_FEATURE_<GATE>=true|false`,
+the gate's name in upper case; the flag wins where both name a gate (`overlaid`), and every override remembers where it
+came from (`sources`) so the operator can say so at start.
 """
 
 from __future__ import annotations
@@ -45,8 +47,17 @@ DEFAULTS: Mapping[Feature, bool] = MappingProxyType(
 )
 
 
+ENV_PREFIX = "KUBERAY_FEATURE_"
+FLAG_SOURCE = "--feature-gates"
+DEFAULT_SOURCE = "default"
+
+
 class FeatureGateError(ValueError):
-    """A `--feature-gates` value names an unknown gate or is not boolean."""
+    """A `--feature-gates` value or a `KUBERAY_FEATURE_*` variable names an unknown gate or is not boolean."""
+
+
+def _known() -> str:
+    return ", ".join(sorted(f.value for f in Feature))
 
 
 @dataclass(frozen=True)
@@ -54,9 +65,18 @@ class FeatureGates:
     """The enabled state of every gate; gates not overridden keep upstream's default."""
 
     overrides: Mapping[Feature, bool] = field(default_factory=dict)
+    # Where each override came from: FLAG_SOURCE or the environment variable's name.
+    sources: Mapping[Feature, str] = field(default_factory=dict)
 
     def enabled(self, feature: Feature) -> bool:
         return self.overrides.get(feature, DEFAULTS[feature])
+
+    def source(self, feature: Feature) -> str:
+        return self.sources.get(feature, DEFAULT_SOURCE)
+
+    def describe(self) -> str:
+        """Every gate in force and where its value came from, e.g. `RayCronJob=true (--feature-gates)`."""
+        return ", ".join(f"{f.value}={str(self.enabled(f)).lower()} ({self.source(f)})" for f in Feature)
 
     @classmethod
     def parse(cls, spec: str) -> FeatureGates:
@@ -71,12 +91,43 @@ class FeatureGates:
             try:
                 feature = Feature(name)
             except ValueError:
-                known = ", ".join(sorted(f.value for f in Feature))
-                raise FeatureGateError(f"unrecognized feature gate: {name} (known gates: {known})") from None
+                raise FeatureGateError(
+                    f"unrecognized feature gate: {name} (known gates: {_known()})"
+                ) from None
             if not sep or raw.lower() not in ("true", "false"):
                 raise FeatureGateError(f"invalid value of {name}: {raw!r}, err: expected true or false")
             overrides[feature] = raw.lower() == "true"
-        return cls(MappingProxyType(overrides))
+        return cls(MappingProxyType(overrides), MappingProxyType(dict.fromkeys(overrides, FLAG_SOURCE)))
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> FeatureGates:
+        """The `KUBERAY_FEATURE_<GATE>` variables of `environ`; an unknown gate or a value other than
+        true/false (any case) is refused with a message naming the variable."""
+        by_variable = {ENV_PREFIX + f.value.upper(): f for f in Feature}
+        overrides: dict[Feature, bool] = {}
+        sources: dict[Feature, str] = {}
+        for variable in sorted(v for v in environ if v.startswith(ENV_PREFIX)):
+            raw = environ[variable]
+            feature = by_variable.get(variable)
+            if feature is None:
+                raise FeatureGateError(
+                    f"invalid environment variable {variable}: unrecognized feature gate "
+                    f"{variable.removeprefix(ENV_PREFIX)} (known gates: {_known()})"
+                )
+            if raw.lower() not in ("true", "false"):
+                raise FeatureGateError(
+                    f"invalid environment variable {variable}={raw!r}: expected true or false"
+                )
+            overrides[feature] = raw.lower() == "true"
+            sources[feature] = variable
+        return cls(MappingProxyType(overrides), MappingProxyType(sources))
+
+    def overlaid(self, winner: FeatureGates) -> FeatureGates:
+        """These gates with `winner`'s overrides on top (the flag's over the environment's)."""
+        return FeatureGates(
+            MappingProxyType({**self.overrides, **winner.overrides}),
+            MappingProxyType({**self.sources, **winner.sources}),
+        )
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, bool]) -> FeatureGates:

@@ -20,10 +20,12 @@ as an argument and nothing below the operator reads the environment. Every envir
 once, below, as a field of its branch: upstream's name, the default, the parsing rule and what it means.
 `Environment.variables()` lists them all; `kuberay-operator --help` prints them.
 
-Parsing follows upstream, with one deliberate difference: an integer variable that is not an integer
-(upstream silently falls back to the default) is refused with `EnvVarError`, naming the variable, so a
-typo stops the operator at start-up instead of being ignored. Boolean variables keep upstream's rules,
-under which every value has a meaning ("on unless `false`" or "off unless `true`", case-insensitive).
+Parsing follows upstream. Where upstream falls back on a value it cannot parse (`strconv.Atoi` of its
+integer variables; Go's runtime for `TZ`), so do we, and `Environment.read` reports each fallback as one
+line naming the variable, the bad value and the value used, for the operator to log as a Warning: a
+deployment that runs upstream's operator must not crash-loop with ours. A variable that is ours alone, with
+no upstream fallback to follow, is refused with `EnvVarError` naming it. Boolean variables keep upstream's
+rules, under which every value has a meaning ("on unless `false`" or "off unless `true`", case-insensitive).
 """
 
 from __future__ import annotations
@@ -88,11 +90,18 @@ class Variable:
     parse: Callable[[str], Any]
     rule: str
     meaning: str
+    # What upstream uses when the value does not parse; REFUSE: the value stops the operator.
+    fallback: Any
 
 
-def _variable(name: str, default: Any, parse: Callable[[str], Any], rule: str, meaning: str) -> Any:
+REFUSE: Final = object()
+
+
+def _variable(
+    name: str, default: Any, parse: Callable[[str], Any], rule: str, meaning: str, fallback: Any = REFUSE
+) -> Any:
     """A settings field read from the environment variable `name`; unset or empty keeps `default`."""
-    return field(default=default, metadata={"variable": Variable(name, parse, rule, meaning)})
+    return field(default=default, metadata={"variable": Variable(name, parse, rule, meaning, fallback)})
 
 
 ON_UNLESS_FALSE: Final = "on unless the value is `false` (any case)"
@@ -147,8 +156,9 @@ class RayClusterEnvironment:
         constants.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV,
         float(constants.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS),
         lambda raw: float(_atoi(raw)),
-        "integer seconds",
+        "integer seconds; not an integer: the default, as upstream",
         "the periodic resync of a settled RayCluster",
+        fallback=float(constants.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS),
     )
     random_pod_delete: bool = _switch(
         constants.ENABLE_RANDOM_POD_DELETE,
@@ -173,15 +183,17 @@ class RayJobEnvironment:
         constants.RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS,
         constants.DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS,
         _atoi,
-        "integer seconds (any integer, as upstream)",
+        "integer seconds (any integer, as upstream); not an integer: the default",
         "how long a finished job may wait for its deployment status to follow",
+        fallback=constants.DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS,
     )
     status_check_timeout: int = _variable(
         constants.RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS,
         constants.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS,
         _positive_or_default(constants.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS),
-        "integer seconds; 0 or less keeps the default",
+        "integer seconds; 0 or less, or not an integer: the default, as upstream",
         "how long job-status checks may keep failing before the RayJob fails",
+        fallback=constants.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS,
     )
     delete_after_job_finishes: bool = _switch(
         constants.DELETE_RAYJOB_CR_AFTER_JOB_FINISHES,
@@ -229,8 +241,9 @@ class RayCronJobEnvironment:
         "TZ",
         "Local",
         _zone_name,
-        "an IANA time zone name; unset: the machine's zone (/etc/localtime), as Go's time.Local",
+        "an IANA time zone name; unset: the machine's zone (/etc/localtime); unknown: UTC, as Go's time.Local",
         "the operator's local time zone: a RayCronJob without spec.timeZone is scheduled in it",
+        fallback="UTC",
     )
 
 
@@ -274,9 +287,11 @@ class Environment:
                 yield f"{name}.{leaf.name}", leaf.default, leaf.metadata["variable"]
 
     @classmethod
-    def from_mapping(cls, environ: Mapping[str, str]) -> Environment:
-        """Reads every declared variable from `environ`; raises `EnvVarError` naming a bad one."""
+    def read(cls, environ: Mapping[str, str]) -> tuple[Environment, list[str]]:
+        """Every declared variable from `environ`, and one line per value that fell back as upstream's
+        does; raises `EnvVarError` naming a bad value upstream refuses too (or that only we read)."""
         branches: dict[str, dict[str, Any]] = {}
+        fallbacks: list[str] = []
         for path, _, variable in cls.variables():
             raw = environ.get(variable.name, "")
             if not raw:
@@ -284,10 +299,21 @@ class Environment:
             try:
                 value = variable.parse(raw)
             except ValueError as e:
-                raise EnvVarError(f"invalid environment variable {variable.name}={raw!r}: {e}") from None
+                if variable.fallback is REFUSE:
+                    raise EnvVarError(f"invalid environment variable {variable.name}={raw!r}: {e}") from None
+                value = variable.fallback
+                shown = int(value) if isinstance(value, float) and value.is_integer() else value
+                fallbacks.append(
+                    f"invalid environment variable {variable.name}={raw!r} ({e}); using {shown!r} as upstream does"
+                )
             branch, leaf = path.split(".")
             branches.setdefault(branch, {})[leaf] = value
-        return cls(**{name: branch(**branches.get(name, {})) for name, branch in cls.branches()})
+        return cls(**{name: branch(**branches.get(name, {})) for name, branch in cls.branches()}), fallbacks
+
+    @classmethod
+    def from_mapping(cls, environ: Mapping[str, str]) -> Environment:
+        """`read`'s environment, the fallbacks left unsaid (tests, tools that print no log)."""
+        return cls.read(environ)[0]
 
 
 @dataclass(frozen=True)
@@ -335,6 +361,8 @@ class OperatorSettings:
     log_level: str = "info"
     config_file: str | None = None
     forced_cluster_upgrade: bool = False
+    # One line per environment value that fell back as upstream's does, logged as Warnings at start.
+    fallbacks: tuple[str, ...] = ()
 
     @property
     def watch_namespaces(self) -> list[str]:

@@ -98,7 +98,7 @@ def up(options: LocalOptions) -> int:
     try:
         operator_settings = settings.parse(flags)
     except settings.SettingsError as e:
-        log.error("invalid operator flags: %s", e)
+        log.error("invalid operator settings: %s", e)
         return 2
     if not options.operator and (options.operator_args or options.feature_gates or options.monitoring):
         log.error(

@@ -18,7 +18,6 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
-from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
 from kuberay.operator import logs, settings, webhooks
 from kuberay.operator.registry import BUILTIN, CACHE_SELECTORS, ControllerSetup
@@ -78,7 +77,9 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
     config = operator_settings.config
     if operator_settings.forced_cluster_upgrade:
         log.info("Deprecated feature flag forced-cluster-upgrade is enabled, which has no effect.")
-    log.info("feature gates: %s", {f.value: operator_settings.feature_gates.enabled(f) for f in Feature})
+    for fallback in operator_settings.fallbacks:
+        log.warning("%s", fallback)
+    log.info("feature gates: %s", operator_settings.feature_gates.describe())
     if config.enable_batch_scheduler:
         log.info(
             "Feature flag enable-batch-scheduler is deprecated and will not be supported soon. "

@@ -4,8 +4,9 @@
 Flags are Go-style, as upstream's: `-flag` or `--flag`, `--flag=value` or `--flag value`, and booleans as
 `--flag` or `--flag=false`. As upstream, when `--config` names a Configuration file every flag it covers is
 ignored (`--feature-gates`, `--kubeconfig` and the logging level still apply). A bad flag, an unreadable or
-invalid config file, an unknown feature gate, or an environment variable with an unusable value raises
-`SettingsError` with one line that names it; `main` prints it and exits with status 2. This is the only place
+invalid config file, an unknown feature gate or a non-boolean value (in `--feature-gates` or a
+`KUBERAY_FEATURE_<GATE>` variable), or an environment variable with an unusable value that upstream refuses too
+raises `SettingsError` with one line that names it; `main` prints it and exits with status 2. This is the only place
 the operator reads its environment.
 
 Flags beyond upstream's: `--kubeconfig` (controller-runtime's), `--zap-log-level`, and the leader-election
@@ -33,7 +34,7 @@ from kuberay.api.config import (
     ConfigError,
     Configuration,
 )
-from kuberay.api.features import FeatureGateError, FeatureGates
+from kuberay.api.features import ENV_PREFIX, FeatureGateError, FeatureGates
 from kuberay.api.settings import (
     Environment,
     EnvVarError,
@@ -85,6 +86,10 @@ def _environment_help() -> str:
     for _, default, variable in Environment.variables():
         lines.append(f"  {variable.name} (default {_shown(default)}; {variable.rule})")
         lines.append(f"      {variable.meaning}")
+    lines.append(
+        f"  {ENV_PREFIX}<GATE> (true or false; the gate's name in upper case, e.g. {ENV_PREFIX}RAYCRONJOB)"
+    )
+    lines.append("      a feature gate, as --feature-gates sets it; the flag wins where both name a gate")
     return "\n".join(lines)
 
 
@@ -187,11 +192,15 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Oper
     environ = os.environ if environ is None else environ
     args = _parser().parse_args(list(argv))
     try:
-        environment = Environment.from_mapping(environ)
+        environment, fallbacks = Environment.read(environ)
     except EnvVarError as e:
         raise SettingsError(str(e)) from None
     try:
-        gates = FeatureGates.parse(args.feature_gates)
+        environment_gates = FeatureGates.from_environment(environ)
+    except FeatureGateError as e:
+        raise SettingsError(str(e)) from None
+    try:
+        gates = environment_gates.overlaid(FeatureGates.parse(args.feature_gates))
     except FeatureGateError as e:
         raise SettingsError(f"invalid --feature-gates: {e}") from None
     try:
@@ -247,6 +256,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Oper
         log_level=args.zap_log_level,
         config_file=args.config or None,
         forced_cluster_upgrade=args.forced_cluster_upgrade,
+        fallbacks=tuple(fallbacks),
     )
 
 

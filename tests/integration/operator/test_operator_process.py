@@ -197,8 +197,17 @@ def test_a_bad_config_file_exits_2(tmp_path):
     assert done.returncode == 2 and "reconcileConcurency: unknown field" in done.stderr
 
 
-def test_a_bad_environment_value_exits_2_with_one_line():
-    environ = {**os.environ, "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV": "5m"}
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        ("RAYSERVICE_UPGRADE_TIMEOUT_SECONDS", "5m", "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS='5m': must be an integer "
+                                                     "number of seconds"),
+        ("KUBERAY_FEATURE_NOSUCHGATE", "true", "KUBERAY_FEATURE_NOSUCHGATE: unrecognized feature gate NOSUCHGATE"),
+        ("KUBERAY_FEATURE_RAYCRONJOB", "maybe", "KUBERAY_FEATURE_RAYCRONJOB='maybe': expected true or false"),
+    ],
+)  # fmt: skip
+def test_a_bad_environment_value_exits_2_with_one_line(variable, value, line):
+    environ = {**os.environ, variable: value}
     done = subprocess.run(
         [sys.executable, "-m", "kuberay.operator.main"],
         capture_output=True,
@@ -207,7 +216,5 @@ def test_a_bad_environment_value_exits_2_with_one_line():
         env=environ,
     )
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [
-        "kuberay-operator: invalid environment variable RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV='5m': "
-        "must be an integer number of seconds"
-    ]
+    [printed] = done.stderr.splitlines()
+    assert printed.startswith(f"kuberay-operator: invalid environment variable {line}")

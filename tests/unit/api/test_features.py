@@ -32,3 +32,31 @@ def test_parse_refuses_unknown_names_and_bad_values(spec: str, fragment: str) ->
 
 def test_from_mapping() -> None:
     assert FeatureGates.from_mapping({"RayClusterMTLS": True}).enabled(Feature.RAY_CLUSTER_MTLS)
+
+
+def test_the_environment_names_gates_in_upper_case_and_says_where_each_came_from() -> None:
+    gates = FeatureGates.from_environment(
+        {"KUBERAY_FEATURE_RAYSERVICEINCREMENTALUPGRADE": "false", "PATH": "/x"}
+    )
+    assert not gates.enabled(Feature.RAY_SERVICE_INCREMENTAL_UPGRADE)
+    assert (
+        gates.source(Feature.RAY_SERVICE_INCREMENTAL_UPGRADE)
+        == "KUBERAY_FEATURE_RAYSERVICEINCREMENTALUPGRADE"
+    )
+    assert gates.source(Feature.RAY_CRON_JOB) == "default"
+    overlaid = gates.overlaid(FeatureGates.parse("RayServiceIncrementalUpgrade=true"))
+    assert overlaid.enabled(Feature.RAY_SERVICE_INCREMENTAL_UPGRADE)
+    assert overlaid.source(Feature.RAY_SERVICE_INCREMENTAL_UPGRADE) == "--feature-gates"
+
+
+@pytest.mark.parametrize(
+    ("environ", "fragment"),
+    [
+        ({"KUBERAY_FEATURE_RayCronJob": "true"}, "KUBERAY_FEATURE_RayCronJob: unrecognized feature gate"),
+        ({"KUBERAY_FEATURE_RAYCRONJOB": ""}, "KUBERAY_FEATURE_RAYCRONJOB='': expected true or false"),
+        ({"KUBERAY_FEATURE_RAYCRONJOB": "1"}, "KUBERAY_FEATURE_RAYCRONJOB='1': expected true or false"),
+    ],
+)
+def test_the_environment_refuses_unknown_gates_and_bad_values(environ: dict[str, str], fragment: str) -> None:
+    with pytest.raises(FeatureGateError, match=fragment):
+        FeatureGates.from_environment(environ)

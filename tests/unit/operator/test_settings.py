@@ -1,9 +1,10 @@
+import json
 import os
 
 import pytest
 
 from kuberay.api.features import Feature
-from kuberay.api.settings import Environment
+from kuberay.api.settings import REFUSE, Environment
 from kuberay.operator.main import run
 from kuberay.operator.settings import SettingsError, parse
 
@@ -100,17 +101,51 @@ def test_every_environment_variable_is_declared_once_with_its_rule():
     assert all(variable.rule and variable.meaning for _, _, variable in variables)
 
 
+# Upstream's operator parses these with strconv.Atoi (or Go's runtime, TZ) and falls back on garbage.
+UPSTREAM_FALLBACKS = {
+    "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV": ("raycluster.requeue_seconds", 300),
+    "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": ("rayjob.status_check_timeout", 300),
+    "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS": ("rayjob.transition_grace_period", 300),
+    "TZ": ("raycronjob.local_time_zone", "UTC"),
+}
+
+
+def test_the_lenient_variables_are_exactly_upstreams():
+    lenient = {variable.name for _, _, variable in Environment.variables() if variable.fallback is not REFUSE}
+    assert lenient == set(UPSTREAM_FALLBACKS)
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_FALLBACKS))
+def test_garbage_in_an_upstream_lenient_variable_falls_back_with_one_warning(name):
+    path, used = UPSTREAM_FALLBACKS[name]
+    settings = parse([], environ={name: "invalid"})
+    branch, leaf = path.split(".")
+    assert getattr(getattr(settings.environment, branch), leaf) == used
+    [line] = settings.fallbacks
+    assert line.startswith(f"invalid environment variable {name}='invalid' (")
+    assert line.endswith(f"); using {used!r} as upstream does")
+
+
 @pytest.mark.parametrize(
-    ("environ", "message"),
-    [
-        ({"RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV": "soon"}, "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV='soon'"),
-        ({"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": "1.5"}, "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS='1.5'"),
-        ({"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": " 60"}, "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS=' 60'"),
-    ],
+    "environ",
+    [{"RAYSERVICE_UPGRADE_TIMEOUT_SECONDS": " 60"}, {"RAYJOB_CLUSTER_START_TIMEOUT_SECONDS": "1.5"}],
 )
-def test_a_bad_environment_value_names_the_variable(environ, message):
-    with pytest.raises(SettingsError, match=f"invalid environment variable {message}: must be an integer"):
+def test_a_bad_value_in_a_variable_only_we_read_is_refused(environ):
+    [(name, value)] = environ.items()
+    with pytest.raises(
+        SettingsError, match=f"invalid environment variable {name}='{value}': must be an integer"
+    ):
         parse([], environ=environ)
+
+
+def test_a_fallback_is_logged_as_one_warning_at_start(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS", "invalid")
+    # No kubeconfig to load: the operator stops after its start-up lines.
+    assert run([f"--kubeconfig={tmp_path / 'missing'}"], controllers=[]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    [warning] = [line for line in lines if line["level"] == "warning"]
+    assert "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS='invalid'" in warning["msg"]
+    assert warning["msg"].endswith("using 300 as upstream does")
 
 
 @pytest.mark.parametrize("argv", [["--reconcile-timeout=0"], ["--reconcile-timeout=soon"]])
@@ -120,12 +155,24 @@ def test_a_bad_reconcile_timeout_is_refused(argv):
 
 
 def test_a_bad_environment_value_stops_the_operator_with_one_line(monkeypatch, capsys):
-    monkeypatch.setenv("RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS", "5m")
+    monkeypatch.setenv("RAYJOB_CLUSTER_START_TIMEOUT_SECONDS", "5m")
     assert run([], controllers=[]) == 2
     assert capsys.readouterr().err == (
         "kuberay-operator: invalid environment variable "
-        "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS='5m': must be an integer number of seconds\n"
+        "RAYJOB_CLUSTER_START_TIMEOUT_SECONDS='5m': must be an integer number of seconds\n"
     )
+
+
+def test_feature_gates_from_the_environment_and_the_flag_the_flag_winning():
+    environ = {"KUBERAY_FEATURE_RAYCRONJOB": "true", "KUBERAY_FEATURE_RAYCLUSTERSTATUSCONDITIONS": "FALSE",
+               "KUBERAY_FEATURE_RAYCLUSTERMTLS": "true"}  # fmt: skip
+    gates = parse(["--feature-gates=RayClusterMTLS=false"], environ=environ).feature_gates
+    assert gates.enabled(Feature.RAY_CRON_JOB) and not gates.enabled(Feature.RAY_CLUSTER_STATUS_CONDITIONS)
+    assert not gates.enabled(Feature.RAY_CLUSTER_MTLS)
+    described = gates.describe()
+    assert "RayCronJob=true (KUBERAY_FEATURE_RAYCRONJOB)" in described
+    assert "RayClusterMTLS=false (--feature-gates)" in described
+    assert "RayJobDeletionPolicy=true (default)" in described
 
 
 def test_help_lists_every_environment_variable(capsys):
