@@ -156,10 +156,12 @@ async def test_serve_api_errors_carry_the_status_line(serve_client: DashboardCli
         await serve_client.update_serve_applications({"applications": "not a list"})
 
 
-async def test_an_unparsable_dashboard_url_is_upstreams_error() -> None:
+@pytest.mark.parametrize("url", ["http://head-svc:dashboard", "://invalid-url"])
+async def test_an_unparsable_dashboard_url_is_upstreams_error(url: str) -> None:
+    # A connection tried would fail with the transport's error instead: this one comes from parsing.
     async with httpx.AsyncClient(timeout=1) as http:
         with pytest.raises(DashboardError, match="^failed to parse dashboard URL: "):
-            await DashboardClient(http, "http://head-svc:dashboard").get_serve_details()
+            await DashboardClient(http, url).get_serve_details()
 
 
 async def test_unreachable_dashboard_is_a_dashboard_error() -> None:

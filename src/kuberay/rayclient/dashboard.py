@@ -188,10 +188,14 @@ class DashboardClient:
         headers = self._headers
         if method in ("POST", "PUT"):
             headers = {**headers, "Content-Type": "application/json"}
+        raw = self._base + path
         try:
-            url = httpx.URL(self._base + path)
+            url = httpx.URL(raw)
         except httpx.InvalidURL as err:
             raise DashboardError(f"failed to parse dashboard URL: {err}") from err
+        if not url.scheme:
+            # httpx reads `://host` as a relative URL; Go's url.Parse, upstream's, refuses it.
+            raise DashboardError(f'failed to parse dashboard URL: parse "{raw}": missing protocol scheme')
         try:
             return await self._http.request(method, url, headers=headers, content=content, params=params)
         except httpx.TimeoutException as err:

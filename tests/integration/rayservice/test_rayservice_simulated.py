@@ -302,7 +302,12 @@ async def test_suspend_deletes_everything_and_resume_starts_over(localkube):
                 return change
 
             await replace_spec(op, "sleepy", suspend(True))
-            await op.wait_condition("sleepy", "Suspended", "True", timeout=60)
+            suspended_obj = await op.wait_condition("sleepy", "Suspended", "True", timeout=60)
+            # As upstream's setCondition: each condition of the suspension carries the generation it observed.
+            generation = suspended_obj["metadata"]["generation"]
+            kinds = ("Ready", "UpgradeInProgress", "RollbackInProgress", "Suspending", "Suspended")
+            observed = {c["type"]: c.get("observedGeneration") for c in suspended_obj["status"]["conditions"]}
+            assert observed == dict.fromkeys(kinds, generation)
             assert await op.clusters("sleepy") == []
             assert await op.get(SERVICE, "sleepy-serve-svc") is None
             await replace_spec(op, "sleepy", suspend(False))

@@ -434,7 +434,6 @@ class _Pass:
         if not suspending and not suspended:
             if not wants:
                 return None
-            st.stamp_generation(self.status, self.obj["metadata"].get("generation") or 0)
             set_condition(
                 conditions,
                 Type.SUSPENDING,
@@ -445,6 +444,8 @@ class _Pass:
             )
             self._set_all(Reason.SUSPEND_IN_PROGRESS, "RayService is suspending.", "No upgrade in progress.",
                           "No rollback in progress.")  # fmt: skip
+            # After the conditions are set, so the new Suspending condition carries the generation too.
+            st.stamp_generation(self.status, self.obj["metadata"].get("generation") or 0)
             st.reset_for_suspend(self.status)
             await self._write_status()
             return Result(requeue_after=REQUEUE)
@@ -465,6 +466,8 @@ class _Pass:
                               "All owned resources have been deleted.", stamp)  # fmt: skip
                 self._set_all(Reason.SUSPEND_COMPLETE, "RayService is suspended.", "No upgrade in progress.",
                               "No rollback in progress.")  # fmt: skip
+                # Upstream's conditions carry the status's observedGeneration, the one the suspension began at.
+                st.stamp_generation(self.status, self.status.get("observedGeneration") or 0)
             if st.changed(self.old, self.status):
                 await self._write_status()
             return Result(requeue_after=REQUEUE)
