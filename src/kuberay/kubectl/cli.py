@@ -1,12 +1,15 @@
 """The `kubectl-ray` command line (click): upstream's command tree, flags, defaults and aliases, wired to the
-modules that do the work.
+modules that do the work. Command bodies only hand their arguments on; what a command checks, computes and
+prints lives in the module named after it (`create`, `listing`, `log`, `session`, ...). An option that
+several commands share (the head's and workers' resources, `--ray-version`, `--image`) is declared once in
+`SHARED_OPTIONS` and taken by name with `shared_options(...)`.
 
 kubectl's config flags (`--kubeconfig`, `--context`, `-n/--namespace`) are accepted before or after the
 subcommand, as cobra's persistent flags are; the last one given wins. A `PluginError` is printed as
 `Error: <message>` on stderr with exit code 1; usage errors exit 2 with click's usage text.
 Shell completion: kubectl (1.26+) completes `kubectl ray ...` by running `kubectl_complete-ray ARGS... WORD`
 and reading cobra's protocol (one candidate a line, then `:<directive>`); `complete_main` answers it with
-click's completion of the same command tree, RayCluster names included. For `kubectl-ray` called directly,
+click's completion of the same command tree, the names of RayClusters, RayJobs and RayServices included. For `kubectl-ray` called directly,
 `_KUBECTL_RAY_COMPLETE=bash_source kubectl-ray` prints click's own script.
 """
 
@@ -15,22 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import yaml
 from click.shell_completion import ShellComplete
 
 from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
-from kuberay.kubectl import generation, job, kube, session
+from kuberay.kubectl import generation, job, kube, listing, session
 from kuberay.kubectl import get as get_ops
 from kuberay.kubectl import log as log_ops
 from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
 from kuberay.kubectl.kube import KubeFlags, PluginError
+from kuberay.runtime.resources import Resource
 from kubesemantics import goparse
 
 T = TypeVar("T")
@@ -70,17 +73,36 @@ def run(work: Callable[[kube.Kube], Awaitable[T]], flags: KubeFlags | None = Non
     return asyncio.run(main())
 
 
-def _cluster_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-    """RayClusters of the namespace for completion; nothing when the cluster cannot be asked."""
+def _names(resource: Resource) -> Callable[[click.Context, click.Parameter, str], list[str]]:
+    """Completion of the names of `resource` in the namespace; nothing when the cluster cannot be asked."""
 
-    async def names(k: kube.Kube) -> list[str]:
-        found = await k.client.list(kube.RAYCLUSTER, k.namespace)
-        return [c["metadata"]["name"] for c in found.items if c["metadata"]["name"].startswith(incomplete)]
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+        async def names(k: kube.Kube) -> list[str]:
+            found = await k.client.list(resource, k.namespace)
+            return [
+                o["metadata"]["name"] for o in found.items if o["metadata"]["name"].startswith(incomplete)
+            ]
 
-    try:
-        return run(names, _flags(ctx))
-    except Exception:  # completion must never fail the shell; an unreachable cluster simply offers nothing
+        try:
+            return run(names, _flags(ctx))
+        except (
+            Exception
+        ):  # completion must never fail the shell; an unreachable cluster simply offers nothing
+            return []
+
+    return complete
+
+
+_cluster_names = _names(kube.RAYCLUSTER)
+
+
+def _target_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """`NAME`, `TYPE/NAME` or `TYPE NAME`: after a type word, names of that kind; else RayCluster names."""
+    before: Sequence[str] = ctx.params.get(param.name or "") or ()
+    kind = session.TYPE_WORDS.get(before[-1].lower()) if len(before) == 1 else None
+    if len(before) > 1 or (before and kind is None):
         return []
+    return _names(delete_ops.KINDS[kind or "raycluster"])(ctx, param, incomplete)
 
 
 def _key_values(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, str]:
@@ -102,18 +124,11 @@ def key_value_option(name: str, help_text: str) -> Callable[[F], F]:
 
 
 class AliasGroup(click.Group):
-    """A group whose commands also answer to upstream's aliases (`clusters`, `nodes`, `list`, `logs`), and
-    which prints its help when run without a subcommand."""
+    """A group whose commands also answer to upstream's aliases (`list`, `logs`, `clusters`, ...), given per
+    group, and which prints its help when run without a subcommand."""
 
-    aliases: dict[str, str] = {
-        "clusters": "cluster",
-        "nodes": "node",
-        "workergroups": "workergroup",
-        "list": "get",
-        "logs": "log",
-    }
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, aliases: dict[str, str] | None = None, **kwargs: Any) -> None:
+        self.aliases = aliases or {}
         # Without a subcommand a group prints its help and succeeds, as cobra's do.
         kwargs["invoke_without_command"] = True
         super().__init__(*args, **kwargs)
@@ -136,7 +151,58 @@ class AliasGroup(click.Group):
         return (command.name if command else name), command, rest
 
 
-@click.group(cls=AliasGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _aliases(**spellings: Sequence[str]) -> dict[str, str]:
+    return {alias: command for command, aliases in spellings.items() for alias in aliases}
+
+
+def _quantity(name: str, default: str, help_text: str) -> Callable[[F], F]:
+    return click.option(name, default=default, show_default=bool(default), help=help_text)
+
+
+# Options several commands take, declared once; `shared_options` applies them by name, in the order given.
+SHARED_OPTIONS: dict[str, Callable[[F], F]] = {
+    "ray-version": click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use"),
+    "image": click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use"),
+    "head-cpu": _quantity("--head-cpu", generation.DEFAULT_HEAD_CPU, "number of CPUs in the Ray head"),
+    "head-memory": _quantity("--head-memory", generation.DEFAULT_HEAD_MEMORY, "amount of memory in the Ray head"),
+    "head-gpu": _quantity("--head-gpu", "0", "number of GPUs in the Ray head"),
+    "head-ephemeral-storage": _quantity("--head-ephemeral-storage", "", "amount of ephemeral storage in the Ray head"),
+    "head-ray-start-params": key_value_option("--head-ray-start-params", "arguments to the Ray head's 'ray start'"),
+    "head-node-selectors": key_value_option("--head-node-selectors", "node selectors of the head pod"),
+    "worker-replicas": click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas"),
+    "num-of-hosts": click.option("--num-of-hosts", default=1, show_default=True, help="number of hosts per worker group replica"),
+    "worker-cpu": _quantity("--worker-cpu", generation.DEFAULT_WORKER_CPU, "number of CPUs in each worker replica"),
+    "worker-memory": _quantity("--worker-memory", generation.DEFAULT_WORKER_MEMORY, "amount of memory in each worker replica"),
+    "worker-gpu": _quantity("--worker-gpu", "0", "number of GPUs in each worker replica"),
+    "worker-tpu": _quantity("--worker-tpu", "0", "number of TPUs in each worker replica"),
+    "worker-ephemeral-storage": _quantity("--worker-ephemeral-storage", "", "amount of ephemeral storage in each worker replica"),
+    "worker-ray-start-params": key_value_option("--worker-ray-start-params", "arguments to the Ray workers' 'ray start'"),
+    "worker-node-selectors": key_value_option("--worker-node-selectors", "node selectors of the worker pods"),
+    "all-namespaces": click.option("-A", "--all-namespaces", is_flag=True, help="If present, list across all namespaces."),
+    "ray-cluster": click.option("-c", "--ray-cluster", default=None, help="Ray cluster", shell_complete=_cluster_names),
+    "output": click.option("-o", "--output", type=click.Choice(listing.OUTPUT_FORMATS), default=None, help="Output format."),
+}  # fmt: skip
+
+
+def shared_options(*names: str) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        for name in reversed(names):
+            f = SHARED_OPTIONS[name](f)
+        return f
+
+    return apply
+
+
+def _target(args: Sequence[str]) -> tuple[str, str]:
+    """(kind, name) of `NAME`, `TYPE/NAME` or `TYPE NAME` (`log`'s and `session`'s)."""
+    try:
+        return session.parse_target(session.joined(args))
+    except session.UsageError as e:
+        raise click.UsageError(str(e)) from e
+
+
+@click.group(cls=AliasGroup, aliases=_aliases(get=["list"], log=["logs"]),
+             context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 @kube_options
 def ray() -> None:
     """Manage Ray resources on Kubernetes."""
@@ -149,36 +215,34 @@ def version() -> None:
     click.echo(run(version_ops.version), nl=False)
 
 
-@ray.group(cls=AliasGroup)
+@ray.group(cls=AliasGroup, aliases=_aliases(
+    cluster=["clusters", "raycluster", "rayclusters"], job=["jobs", "rayjob", "rayjobs"],
+    service=["services", "rayservice", "rayservices"], node=["nodes"], workergroup=["workergroups"],
+))  # fmt: skip
 @kube_options
 def get() -> None:
     """Display one or many Ray resources."""
 
 
-all_namespaces = click.option(
-    "-A", "--all-namespaces", is_flag=True, help="If present, list across all namespaces."
-)
-ray_cluster = click.option(
-    "-c", "--ray-cluster", default=None, help="Ray cluster", shell_complete=_cluster_names
-)
+def _get_command(name: str, shown: listing.Listing, help_text: str) -> None:
+    """`get cluster|job|service [NAME]`: one `listing.Listing` each."""
+
+    @get.command(name, help=help_text)
+    @click.argument("name", required=False, shell_complete=_names(shown.resource))
+    @shared_options("all-namespaces", "output")
+    @kube_options
+    def command(name: str | None, all_namespaces: bool, output: str | None) -> None:
+        click.echo(run(lambda k: listing.show(k, shown, name, all_namespaces, output)), nl=False)
 
 
-@get.command("cluster")
-@click.argument("name", required=False, shell_complete=_cluster_names)
-@all_namespaces
-@click.option(
-    "-o", "--output", type=click.Choice(get_ops.OUTPUT_FORMATS), default=None, help="Output format."
-)
-@kube_options
-def get_cluster(name: str | None, all_namespaces: bool, output: str | None) -> None:
-    """Get cluster information."""
-    click.echo(run(lambda k: get_ops.clusters(k, name, all_namespaces, output)), nl=False)
+_get_command("cluster", listing.CLUSTERS, "Get cluster information.")
+_get_command("job", listing.JOBS, "Get RayJobs: job and deployment status, cluster, start and end time.")
+_get_command("service", listing.SERVICES, "Get RayServices: service status, active and pending cluster, ready applications.")  # fmt: skip
 
 
 @get.command("node")
 @click.argument("node", required=False)
-@ray_cluster
-@all_namespaces
+@shared_options("ray-cluster", "all-namespaces")
 @kube_options
 def get_node(node: str | None, ray_cluster: str | None, all_namespaces: bool) -> None:
     """Get Ray nodes."""
@@ -187,8 +251,7 @@ def get_node(node: str | None, ray_cluster: str | None, all_namespaces: bool) ->
 
 @get.command("workergroup")
 @click.argument("group", required=False)
-@ray_cluster
-@all_namespaces
+@shared_options("ray-cluster", "all-namespaces")
 @kube_options
 def get_workergroup(group: str | None, ray_cluster: str | None, all_namespaces: bool) -> None:
     """Get Ray worker groups."""
@@ -209,10 +272,6 @@ def create() -> None:
     """Create Ray resources."""
 
 
-# Flags that may accompany --file: they say how to create, not what.
-ALLOWED_WITH_FILE = {"file", "dry_run", "wait", "timeout"}
-
-
 def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
     try:
         return goparse.parse_duration(value) / 1e9
@@ -220,188 +279,63 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(e)) from e
 
 
+def _given(ctx: click.Context) -> list[str]:
+    """The options of this command set on the command line (kubectl's config flags aside)."""
+    return [
+        p.name
+        for p in ctx.command.params
+        if isinstance(p, click.Option) and p.name and p.expose_value
+        and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
+    ]  # fmt: skip
+
+
 @create.command("cluster")
 @click.argument("name", required=False)
 @key_value_option("--labels", "K8s labels (e.g. --labels app=ray,env=dev)")
 @key_value_option("--annotations", "K8s annotations (e.g. --annotations ttl-hours=24,owner=chthulu)")
-@click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
-@click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
-@click.option("--head-cpu", default="2", show_default=True, help="number of CPUs in the Ray head")
-@click.option("--head-memory", default="4Gi", show_default=True, help="amount of memory in the Ray head")
-@click.option("--head-gpu", default="0", show_default=True, help="number of GPUs in the Ray head")
-@click.option("--head-ephemeral-storage", default="", help="amount of ephemeral storage in the Ray head")
-@key_value_option("--head-ray-start-params", "arguments to the Ray head's 'ray start'")
-@key_value_option("--head-node-selectors", "node selectors of the head pod")
-@click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
-@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker replica")
-@click.option(
-    "--worker-memory", default="4Gi", show_default=True, help="amount of memory in each worker replica"
-)
-@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker replica")
-@click.option("--worker-tpu", default="0", show_default=True, help="number of TPUs in each worker replica")
-@click.option(
-    "--worker-ephemeral-storage", default="", help="amount of ephemeral storage in each worker replica"
-)
-@key_value_option("--worker-ray-start-params", "arguments to the Ray workers' 'ray start'")
-@key_value_option("--worker-node-selectors", "node selectors of the worker pods")
-@click.option(
-    "--num-of-hosts", default=1, show_default=True, help="number of hosts in default worker group per replica"
-)
-@click.option(
-    "--autoscaler",
-    type=click.Choice(["v1", "v2"], case_sensitive=False),
-    default=None,
-    help="autoscaler to use",
-)
-@click.option(
-    "--file",
-    "file",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="path to a YAML file containing Ray cluster configuration",
-)
+@shared_options("ray-version", "image", "head-cpu", "head-memory", "head-gpu", "head-ephemeral-storage",
+                "head-ray-start-params", "head-node-selectors", "worker-replicas", "worker-cpu", "worker-memory",
+                "worker-gpu", "worker-tpu", "worker-ephemeral-storage", "worker-ray-start-params",
+                "worker-node-selectors", "num-of-hosts")  # fmt: skip
+@click.option("--autoscaler", type=click.Choice(["v1", "v2"], case_sensitive=False), default=None, help="autoscaler to use")  # fmt: skip
+@click.option("--file", "file", type=click.Path(dir_okay=False), default=None,
+              help="path to a YAML file containing Ray cluster configuration")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="print the generated YAML instead of creating the cluster")
 @click.option("--wait", is_flag=True, help="wait for the cluster to be provisioned before returning")
 @click.option("--timeout", default="5m", callback=_duration, show_default=True, help="the timeout for --wait")
 @kube_options
-def create_cluster(name: str | None, **flags: Any) -> None:  # fmt: skip
+def create_cluster(name: str | None, **flags: Any) -> None:
     """Create a Ray cluster with the given name and options."""
-    ctx = click.get_current_context()
+    given = _given(click.get_current_context())
     kube_flags = _flags()
     if flags["file"]:
-        changed = [
-            p.name
-            for p in ctx.command.params
-            if isinstance(p, click.Option) and p.name and p.name not in ALLOWED_WITH_FILE and p.expose_value
-            and ctx.get_parameter_source(p.name) != click.core.ParameterSource.DEFAULT
-        ]  # fmt: skip
-        if changed:
-            raise PluginError(f"the following flags are incompatible with --file: {[c.replace('_', '-') for c in changed]}")  # fmt: skip
-        config = _config_file(Path(flags["file"]))
-        if config.name and name and config.name != name:
-            raise PluginError(
-                f'the cluster name in the config file "{config.name}" does not match the cluster name "{name}". '
-                "You must use the same name to perform this operation"
-            )
-        name = name or config.name
-        if not name:
-            raise PluginError("the cluster name is required")
-        namespace = _file_namespace(config, kube_flags)
+        create_ops.check_with_file(given)
+        config = create_ops.config_file(Path(flags["file"]))
+        name, namespace = create_ops.file_target(config, name, kube_flags.namespace)
+    elif not name:
+        raise click.UsageError("cluster [CLUSTERNAME]")
     else:
-        if not name:
-            raise click.UsageError("cluster [CLUSTERNAME]")
-        config = _config_from_flags(ctx, flags)
+        config = create_ops.config_from_flags(flags, given)
         namespace = kube_flags.namespace or ""
-        first = config.worker_groups[0]
-        try:
-            generation.validate_tpu(first.tpu, first.num_of_hosts, first.node_selectors)
-        except generation.ConfigError as e:
-            raise PluginError(str(e)) from e
-
     if flags["dry_run"]:
         click.echo(create_ops.dry_run(config, name, namespace or kube.namespace(kube_flags)), nl=False)
         return
     run(lambda k: create_ops.cluster(k, config, name, namespace or k.namespace, wait=flags["wait"], timeout=flags["timeout"]))  # fmt: skip
 
 
-def _config_file(path: Path) -> generation.ClusterConfig:
-    if not path.exists():
-        raise PluginError(f"failed to parse config file: config file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-        config = generation.parse_config(data)
-    except (yaml.YAMLError, generation.ConfigError) as e:
-        raise PluginError(f"failed to parse config file: {e}") from e
-    try:
-        generation.validate_config(config)
-    except generation.ConfigError as e:
-        raise PluginError(f"failed to validate config file: {e}") from e
-    return config
-
-
-def _file_namespace(config: generation.ClusterConfig, flags: KubeFlags) -> str:
-    if flags.namespace and config.namespace and flags.namespace != config.namespace:
-        raise PluginError(
-            f'the namespace in the config file "{config.namespace}" does not match the namespace "{flags.namespace}". '
-            f"You must pass --namespace={config.namespace} to perform this operation"
-        )
-    return config.namespace or flags.namespace or ""
-
-
-def _config_from_flags(ctx: click.Context, flags: dict[str, Any]) -> generation.ClusterConfig:
-    for name in ("head_cpu", "head_gpu", "head_memory", "head_ephemeral_storage", "worker_cpu", "worker_gpu",
-                 "worker_tpu", "worker_memory", "worker_ephemeral_storage"):  # fmt: skip
-        source = ctx.get_parameter_source(name)
-        if flags[name] != "" or source != click.core.ParameterSource.DEFAULT:
-            try:
-                generation.validate_quantity(flags[name], name.replace("_", "-"))
-            except generation.ConfigError as e:
-                raise PluginError(str(e)) from e
-    image = flags["image"] or f"rayproject/ray:{flags['ray_version']}"
-    if image == generation.RAY_IMAGE and flags["ray_version"] != generation.RAY_VERSION:
-        image = f"rayproject/ray:{flags['ray_version']}"
-    return generation.ClusterConfig(
-        labels=flags["labels"],
-        annotations=flags["annotations"],
-        ray_version=flags["ray_version"],
-        image=image,
-        head=generation.Head(
-            cpu=flags["head_cpu"], memory=flags["head_memory"], gpu=flags["head_gpu"],
-            ephemeral_storage=flags["head_ephemeral_storage"],
-            ray_start_params=flags["head_ray_start_params"], node_selectors=flags["head_node_selectors"],
-        ),
-        worker_groups=[generation.WorkerGroup(
-            name="default-group", replicas=flags["worker_replicas"], num_of_hosts=flags["num_of_hosts"],
-            cpu=flags["worker_cpu"], memory=flags["worker_memory"], gpu=flags["worker_gpu"], tpu=flags["worker_tpu"],
-            ephemeral_storage=flags["worker_ephemeral_storage"],
-            ray_start_params=flags["worker_ray_start_params"], node_selectors=flags["worker_node_selectors"],
-        )],
-        autoscaler=generation.Autoscaler(version=flags["autoscaler"].lower()) if flags["autoscaler"] else None,
-    )  # fmt: skip
-
-
 @create.command("workergroup")
 @click.argument("name")
-@click.option(
-    "-c",
-    "--ray-cluster",
-    required=True,
-    help="Ray cluster to add the worker group to",
-    shell_complete=_cluster_names,
-)
-@click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
-@click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
-@click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
-@click.option("--num-of-hosts", default=1, show_default=True, help="number of hosts per replica")
+@click.option("-c", "--ray-cluster", required=True, help="Ray cluster to add the worker group to",
+              shell_complete=_cluster_names)  # fmt: skip
+@shared_options("ray-version", "image", "worker-replicas", "num-of-hosts")
 @click.option("--worker-min-replicas", default=1, show_default=True, help="minimum worker group replicas")
 @click.option("--worker-max-replicas", default=10, show_default=True, help="maximum worker group replicas")
-@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker replica")
-@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker replica")
-@click.option("--worker-tpu", default="0", show_default=True, help="number of TPUs in each worker replica")
-@click.option(
-    "--worker-memory", default="4Gi", show_default=True, help="amount of memory in each worker replica"
-)
-@key_value_option("--worker-ray-start-params", "arguments to the Ray workers' 'ray start'")
-@key_value_option("--worker-node-selectors", "node selectors of the worker pods")
+@shared_options("worker-cpu", "worker-gpu", "worker-tpu", "worker-memory", "worker-ray-start-params",
+                "worker-node-selectors")  # fmt: skip
 @kube_options
 def create_workergroup(name: str, ray_cluster: str, **flags: Any) -> None:
     """Create a worker group in an existing Ray cluster."""
-    for flag in ("worker_cpu", "worker_gpu", "worker_tpu", "worker_memory"):
-        try:
-            generation.validate_quantity(flags[flag], flag.replace("_", "-"))
-        except generation.ConfigError as e:
-            raise PluginError(str(e)) from e
-    try:
-        generation.validate_tpu(flags["worker_tpu"], flags["num_of_hosts"], flags["worker_node_selectors"])
-    except generation.ConfigError as e:
-        raise PluginError(str(e)) from e
-    group = create_ops.worker_group_spec(
-        name, image=flags["image"] or f"rayproject/ray:{flags['ray_version']}",
-        replicas=flags["worker_replicas"], num_of_hosts=flags["num_of_hosts"],
-        min_replicas=flags["worker_min_replicas"], max_replicas=flags["worker_max_replicas"],
-        cpu=flags["worker_cpu"], memory=flags["worker_memory"], gpu=flags["worker_gpu"], tpu=flags["worker_tpu"],
-        ray_start_params=flags["worker_ray_start_params"], node_selectors=flags["worker_node_selectors"],
-    )  # fmt: skip
+    group = create_ops.worker_group_from_flags(name, flags)
     run(lambda k: create_ops.workergroup(k, ray_cluster, group))
 
 
@@ -447,22 +381,13 @@ def scale_cluster(
 
 
 @ray.command("session")
-@click.argument("target", shell_complete=_cluster_names)
+@click.argument("target", nargs=-1, required=True, shell_complete=_target_names)
 @click.option("-v", "--verbose", is_flag=True, help="verbose output")
 @kube_options
-def session_command(target: str, verbose: bool) -> None:
-    """Forward local ports to the Ray resources (RAYCLUSTER or TYPE/NAME)."""
-    try:
-        kind, name = session.parse_target(target)
-    except session.UsageError as e:
-        raise click.UsageError(str(e)) from e
-
-    async def resolve(k: kube.Kube) -> tuple[str, list[str]]:
-        service = await session.head_service(k, kind, name)
-        context = _flags().context or k.context
-        return service, session.kubectl_args(_flags(), context, k.namespace, service, session.PORTS[kind])
-
-    service, args = run(resolve)
+def session_command(target: tuple[str, ...], verbose: bool) -> None:
+    """Forward local ports to the Ray resources (RAYCLUSTER, TYPE/NAME or TYPE NAME)."""
+    kind, name = _target(target)
+    service, args = run(lambda k: session.forward_target(k, _flags(), kind, name))
     click.echo(f"Forwarding ports to service {service}")
     for label, port in session.PORTS[kind]:
         click.echo(f"{label}: http://localhost:{port}")
@@ -496,27 +421,13 @@ def job_group() -> None:
 @click.option("--entrypoint-memory", default=0, help="memory (bytes) reserved for the entrypoint")
 @click.option("--no-wait", is_flag=True, help="do not wait for the job to finish")
 @click.option("--name", default="", help="the RayJob's name (without -f)")
-@click.option("--ray-version", default=generation.RAY_VERSION, show_default=True, help="Ray version to use")
-@click.option("--image", default=generation.RAY_IMAGE, show_default=True, help="container image to use")
-@click.option("--head-cpu", default="2", show_default=True, help="number of CPUs in the Ray head")
-@click.option("--head-memory", default="4Gi", show_default=True, help="amount of memory in the Ray head")
-@click.option("--head-gpu", default="0", show_default=True, help="number of GPUs in the Ray head")
-@click.option("--worker-replicas", default=1, show_default=True, help="desired worker group replicas")
-@click.option("--worker-cpu", default="2", show_default=True, help="number of CPUs in each worker replica")
-@click.option(
-    "--worker-memory", default="4Gi", show_default=True, help="amount of memory in each worker replica"
-)
-@click.option("--worker-gpu", default="0", show_default=True, help="number of GPUs in each worker replica")
+@shared_options("ray-version", "image", "head-cpu", "head-memory", "head-gpu", "worker-replicas", "worker-cpu",
+                "worker-memory", "worker-gpu")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="print the generated RayJob instead of creating it")
 @click.option("-v", "--verbose", is_flag=True, help="verbose output")
-@key_value_option("--head-node-selectors", "node selectors of the head pod")
-@key_value_option("--worker-node-selectors", "node selectors of the worker pods")
-@click.option(
-    "--ttl-seconds-after-finished",
-    type=int,
-    default=None,
-    help="delete the cluster this long after the job ends",
-)
+@shared_options("head-node-selectors", "worker-node-selectors")
+@click.option("--ttl-seconds-after-finished", type=int, default=None,
+              help="delete the cluster this long after the job ends")  # fmt: skip
 @kube_options
 def job_submit(
     entrypoint: tuple[str, ...], log_style: str | None, log_color: str | None, **flags: Any
@@ -528,39 +439,21 @@ def job_submit(
 
 
 @ray.command("log")
-@click.argument("target", shell_complete=_cluster_names)
+@click.argument("target", nargs=-1, required=True, shell_complete=_target_names)
 @click.option("--out-dir", default=None, help="directory to save the logs to")
 @click.option("--node-type", type=click.Choice(log_ops.NODE_TYPES, case_sensitive=False), default="all",
               show_default=True, help="type of Ray node from which to download logs")  # fmt: skip
 @click.option("--link", default=None, help="print a link to a cloud console to view logs, supports: 'gke'")
 @kube_options
-def log_command(target: str, out_dir: str | None, node_type: str, link: str | None) -> None:
-    """Download the logs of a Ray cluster's nodes (RAYCLUSTER or TYPE/NAME)."""
+def log_command(target: tuple[str, ...], out_dir: str | None, node_type: str, link: str | None) -> None:
+    """Download the logs of a Ray resource (RAYCLUSTER, TYPE/NAME or TYPE NAME); a RayJob's include its
+    driver's output and its submitter's log."""
     try:
-        [(kind, name)] = delete_ops.parse_targets([target])
-    except delete_ops.UsageError as e:
+        [(kind, name)] = delete_ops.parse_targets([session.joined(target)])
+    except (delete_ops.UsageError, session.UsageError) as e:
         raise click.UsageError(str(e)) from e
-    node_type = node_type.lower()
-    if link is not None:
-        if link != "gke":
-            raise PluginError(f'unsupported link type "{link}", only "gke" is supported')
-        if out_dir is not None:
-            raise PluginError("--out-dir is incompatible with --link")
-
-    async def work(k: kube.Kube) -> None:
-        cluster = await log_ops.cluster_name(k, kind, name)
-        if link is not None:
-            click.echo(log_ops.gke_link(k.namespace, cluster, node_type, _flags().context or k.context))
-            return
-        created = out_dir is None
-        directory = Path(out_dir or name)
-        if created:
-            directory.mkdir(parents=True, exist_ok=True)
-        elif not directory.is_dir():
-            raise PluginError("Path is not a directory. Please input a directory and try again")
-        await log_ops.download(k, _flags(), cluster, node_type, directory, created)
-
-    run(work)
+    log_ops.check_link(link, out_dir)
+    run(lambda k: log_ops.logs(k, _flags(), kind, name, out_dir, node_type.lower(), link))
 
 
 SHELL_COMP_DIRECTIVE_NO_FILE_COMP = 4  # cobra's ShellCompDirectiveNoFileComp

@@ -1,11 +1,10 @@
-"""`kubectl ray get cluster|node|workergroup|token`: upstream's queries, columns and not-found messages.
+"""`kubectl ray get node|workergroup|token`: upstream's queries, columns and not-found messages (`get cluster`,
+`get job` and `get service` are `kuberay.kubectl.listing`'s).
 
-Clusters are listed with a `metadata.name` field selector when named; nodes are the pods labelled
+Nodes are the pods labelled
 `ray.io/is-ray-node=yes` (and `ray.io/cluster`); a worker group's replicas count its worker pods that are
 Running and Ready, and its resources are one pod's (each container's requests, a limit where no request)
 times the group's replicas, zero for a suspended group. Quantities print in Go's canonical form.
-Beyond upstream, `get cluster -o json|yaml|wide`: the objects as kubectl prints them, or two more columns
-(the head pod's and head service's IPs, the CRD's priority-1 printer columns).
 """
 
 from __future__ import annotations
@@ -17,79 +16,12 @@ from typing import Any
 from kuberay.kubectl import printer
 from kuberay.kubectl.generation import GOOGLE_TPU, NVIDIA_GPU
 from kuberay.kubectl.kube import RAYCLUSTER, Kube, PluginError, describe
+from kuberay.kubectl.listing import canonical, scope
 from kuberay.runtime import errors
 from kuberay.runtime.resources import POD, SECRET
 from kubesemantics import quantity
 
 MAX_INT32 = 2147483647
-# RayCluster conditions in the order upstream picks the one to show.
-CONDITION_PRECEDENCE = (
-    "RayClusterProvisioned",
-    "HeadPodReady",
-    "ReplicaFailure",
-    "RayClusterSuspended",
-    "RayClusterSuspending",
-)
-OUTPUT_FORMATS = ("json", "yaml", "wide")
-
-
-def _canonical(value: Any) -> str:
-    if value is None or value == "":
-        return "0"
-    return quantity.canonical(quantity.parse(value), quantity.is_binary(str(value)))
-
-
-def _scope(namespace: str, all_namespaces: bool) -> str:
-    return " in any namespace" if all_namespaces else f" in namespace {namespace}"
-
-
-def relevant_condition(cluster: dict[str, Any]) -> str:
-    true = {
-        c.get("type")
-        for c in (cluster.get("status") or {}).get("conditions") or []
-        if c.get("status") == "True"
-    }
-    return next((kind for kind in CONDITION_PRECEDENCE if kind in true), "")
-
-
-async def clusters(kube: Kube, name: str | None, all_namespaces: bool, output: str | None) -> str:
-    namespace = None if all_namespaces else kube.namespace
-    selector = f"metadata.name={name}" if name else None
-    try:
-        found = (await kube.client.list_all(RAYCLUSTER, namespace, field_selector=selector)).items
-    except errors.KubeError as e:
-        where = "all namespaces" if all_namespaces else f"namespace {kube.namespace}"
-        raise PluginError(f"unable to retrieve Ray clusters for {where}: {describe(e, RAYCLUSTER)}") from e
-    if name and not found:
-        raise PluginError(f"Ray cluster {name} not found{_scope(kube.namespace, all_namespaces)}")
-    if output in ("json", "yaml"):
-        document: Any = found[0] if name else {"apiVersion": "v1", "kind": "List", "items": found, "metadata": {"resourceVersion": ""}}  # fmt: skip
-        return printer.to_json(document) if output == "json" else printer.to_yaml(document)
-    headers = ["Name", "Namespace", "Desired Workers", "Available Workers", "CPUs", "GPUs", "TPUs",
-               "Memory", "Condition", "Status", "Age"]  # fmt: skip
-    if output == "wide":
-        headers += ["Head Pod IP", "Head Service IP"]
-    rows = []
-    for cluster in found:
-        status = cluster.get("status") or {}
-        row = [
-            cluster["metadata"]["name"],
-            cluster["metadata"].get("namespace", ""),
-            status.get("desiredWorkerReplicas", 0),
-            status.get("availableWorkerReplicas", 0),
-            _canonical(status.get("desiredCPU")),
-            _canonical(status.get("desiredGPU")),
-            _canonical(status.get("desiredTPU")),
-            _canonical(status.get("desiredMemory")),
-            relevant_condition(cluster),
-            status.get("state", ""),
-            printer.age(cluster),
-        ]
-        if output == "wide":
-            head = status.get("head") or {}
-            row += [head.get("podIP", ""), head.get("serviceIP", "")]
-        rows.append(row)
-    return printer.table(headers, rows)
 
 
 def _labels(**selectors: str | None) -> str:
@@ -102,7 +34,7 @@ def _not_found(
     kind: str, name: str, cluster: str | None, namespace: str, all_namespaces: bool
 ) -> PluginError:
     where = f" in Ray cluster {cluster}" if cluster else " in any Ray cluster"
-    return PluginError(f"Ray {kind} {name} not found{_scope(namespace, all_namespaces)}{where}")
+    return PluginError(f"Ray {kind} {name} not found{scope(namespace, all_namespaces)}{where}")
 
 
 async def nodes(kube: Kube, name: str | None, cluster: str | None, all_namespaces: bool) -> str:
@@ -129,10 +61,10 @@ async def nodes(kube: Kube, name: str | None, cluster: str | None, all_namespace
             ([pod["metadata"].get("namespace", "")] if all_namespaces else [])
             + [
                 pod["metadata"]["name"],
-                _canonical(requests.get("cpu")),
-                _canonical(requests.get(NVIDIA_GPU)),
-                _canonical(requests.get(GOOGLE_TPU)),
-                _canonical(requests.get("memory")),
+                canonical(requests.get("cpu")),
+                canonical(requests.get(NVIDIA_GPU)),
+                canonical(requests.get(GOOGLE_TPU)),
+                canonical(requests.get("memory")),
                 labels.get("ray.io/cluster", ""),
                 labels.get("ray.io/node-type", ""),
                 labels.get("ray.io/group", ""),

@@ -6,7 +6,14 @@ that container and unpacked under `<out>/<pod>/`, directories and regular files 
 are skipped, and no member may leave the pod's directory). Both go through the real `kubectl logs` and
 `kubectl exec`, so they work on any cluster kubectl reaches. A RayJob or RayService names its cluster in
 its status. The default directory is the resource's name in the working directory, removed again when
-the cluster has no pods.
+nothing was written to it.
+
+A RayJob's own output comes first, beside the nodes' directories: the Ray job's logs (its driver's output)
+read from the head's dashboard (`GET /api/jobs/<jobId>/logs` through a `kubectl port-forward`) into
+`job-driver-<jobId>.log`, and the submitter's log (`kubectl logs job/<name>`, K8sJobMode, or the head's
+`ray-job-submitter` container, SidecarMode) into `submitter.log`. Either may be missing (no dashboard once
+the cluster is deleted, no submitter in HTTPMode and InteractiveMode): a line says why, and the command
+fails only when nothing at all was found.
 """
 
 from __future__ import annotations
@@ -18,12 +25,18 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
+import httpx
+
+from kuberay.api.constants import SUBMITTER_CONTAINER_NAME
 from kuberay.kubectl import delete, session
-from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import RAYJOB, Kube, KubeFlags, PluginError, describe
+from kuberay.rayclient.dashboard import DashboardClient, DashboardError
 from kuberay.runtime import errors
 from kuberay.runtime.resources import POD
 
 LOG_DIR = "/tmp/ray/session_latest/logs/"
+# A finished job's dashboard answers at once; one that does not is not waited for as `job submit` waits.
+DASHBOARD_TIMEOUT = 6.0
 NODE_TYPES = ("all", "head", "worker")
 # Where each kind's status names its RayCluster.
 CLUSTER_PATH = {
@@ -98,17 +111,14 @@ async def _kubectl(flags: KubeFlags, kube: Kube, *args: str) -> bytes:
     return out
 
 
-async def download(kube: Kube, flags: KubeFlags, cluster: str, node_type: str, out_dir: Path, created: bool) -> None:  # fmt: skip
+async def download(kube: Kube, flags: KubeFlags, cluster: str, node_type: str, out_dir: Path) -> int:
+    """Each node's logs under `out_dir/<pod>/`; the number of nodes."""
     try:
         pods = (
             await kube.client.list_all(POD, kube.namespace, label_selector=selector(cluster, node_type))
         ).items
     except errors.KubeError as e:
         raise PluginError(f"failed to retrieve head node for Ray cluster {cluster}: {describe(e)}") from e
-    if not pods:
-        if created:
-            out_dir.rmdir()
-        raise PluginError(f"No Ray nodes found for resource {cluster}")
     for pod in pods:
         name = pod["metadata"]["name"]
         container = pod["spec"]["containers"][0]["name"]
@@ -127,3 +137,87 @@ async def download(kube: Kube, flags: KubeFlags, cluster: str, node_type: str, o
             unpack(io.BytesIO(packed), target)
         except tarfile.TarError as e:
             raise PluginError(f"error will extracting head tar file for Ray head {name}: {e}") from e
+    return len(pods)
+
+
+async def _driver_log(kube: Kube, flags: KubeFlags, job: dict[str, Any]) -> bytes:
+    status = job.get("status") or {}
+    job_id = status.get("jobId") or (job.get("spec") or {}).get("jobId")
+    service = ((status.get("rayClusterStatus") or {}).get("head") or {}).get("serviceName")
+    if not job_id or not service:
+        raise PluginError("the RayJob names no Ray job or no head service yet")
+    forwarder, address = await session.forward_dashboard(flags, kube, str(service), DASHBOARD_TIMEOUT)
+    try:
+        async with httpx.AsyncClient(timeout=30.0) as http:
+            return (await DashboardClient(http, address).get_job_logs(str(job_id))).encode()
+    except DashboardError as e:
+        raise PluginError(str(e)) from e
+    finally:
+        if forwarder.returncode is None:
+            forwarder.terminate()
+        await forwarder.wait()
+
+
+async def _submitter_log(kube: Kube, flags: KubeFlags, job: dict[str, Any]) -> bytes:
+    mode = (job.get("spec") or {}).get("submissionMode") or "K8sJobMode"
+    if mode == "K8sJobMode":
+        return await _kubectl(flags, kube, "logs", f"job/{job['metadata']['name']}")
+    if mode == "SidecarMode":
+        head = ((job.get("status") or {}).get("rayClusterStatus") or {}).get("head") or {}
+        if not head.get("podName"):
+            raise PluginError("the RayJob's head pod is not known yet")
+        return await _kubectl(flags, kube, "logs", str(head["podName"]), "-c", SUBMITTER_CONTAINER_NAME)
+    raise PluginError(f"a RayJob in {mode} has no submitter")
+
+
+async def job_output(kube: Kube, flags: KubeFlags, name: str, out_dir: Path) -> int:
+    """The RayJob's driver output and submitter log into `out_dir`; the number of files written."""
+    try:
+        job = await kube.client.get(RAYJOB, name, kube.namespace)
+    except errors.KubeError as e:
+        raise PluginError(f"failed to retrieve Ray job info for {name}: {describe(e, RAYJOB)}") from e
+    job_id = (job.get("status") or {}).get("jobId") or (job.get("spec") or {}).get("jobId") or name
+    written = 0
+    for what, path, read in (
+        ("Ray job logs", out_dir / f"job-driver-{job_id}.log", _driver_log),
+        ("submitter log", out_dir / "submitter.log", _submitter_log),
+    ):
+        try:
+            path.write_bytes(await read(kube, flags, job))
+        except PluginError as e:
+            print(f"No {what} for RayJob {name}: {e}", flush=True)
+            continue
+        print(f"Downloaded {what} of RayJob {name} to {path}", flush=True)
+        written += 1
+    return written
+
+
+def check_link(link: str | None, out_dir: str | None) -> None:
+    if link is None:
+        return
+    if link != "gke":
+        raise PluginError(f'unsupported link type "{link}", only "gke" is supported')
+    if out_dir is not None:
+        raise PluginError("--out-dir is incompatible with --link")
+
+
+async def logs(
+    kube: Kube, flags: KubeFlags, kind: str, name: str, out_dir: str | None, node_type: str, link: str | None
+) -> None:
+    """The whole command: a GKE link, or the logs of `kind/name` downloaded into `out_dir` (else `./name`)."""
+    cluster = await cluster_name(kube, kind, name)
+    if link is not None:
+        print(gke_link(kube.namespace, cluster, node_type, flags.context or kube.context))
+        return
+    created = out_dir is None
+    directory = Path(out_dir or name)
+    if created:
+        directory.mkdir(parents=True, exist_ok=True)
+    elif not directory.is_dir():
+        raise PluginError("Path is not a directory. Please input a directory and try again")
+    found = await job_output(kube, flags, name, directory) if kind == "rayjob" else 0
+    found += await download(kube, flags, cluster, node_type, directory) if cluster or not found else 0
+    if not found:
+        if created:
+            directory.rmdir()
+        raise PluginError(f"No Ray nodes found for resource {cluster or name}")

@@ -5,7 +5,8 @@ padding 3, spaces), the last cell of a line unpadded, and nothing at all (not ev
 Ages are apimachinery's `HumanDuration`, `<unknown>` without a creationTimestamp.
 
 YAML: keys sorted and strings that would read as another type double-quoted, as Go's yaml marshaller
-writes them; `-o json` is kubectl's indented JSON.
+writes them; `-o json` is kubectl's indented JSON. A list inside a message reads as Go's `%v` prints a
+slice: `[a b c]`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
         padded = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
         out.append("".join(padded) + line[-1] + "\n")
     return "".join(out)
+
+
+def go_list(items: Sequence[object]) -> str:
+    """A slice as Go's `%v` prints it: `[a b]`, not Python's `['a', 'b']`."""
+    return "[" + " ".join(str(item) for item in items) + "]"
 
 
 def age(obj: dict[str, Any], now: datetime.datetime | None = None) -> str:

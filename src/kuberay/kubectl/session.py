@@ -4,19 +4,29 @@ As upstream, the forward is the real `kubectl port-forward service/<head service
 so it works on any cluster kubectl reaches, and it is started again 3 s after each failure: kubectl resolves
 the service to a pod once, so when the head pod is replaced the old forward fails and the next one finds
 the new head. Ports: a RayCluster's dashboard (8265) and client (10001), a RayJob's dashboard, a
-RayService's dashboard and Serve (8000).
+RayService's dashboard and Serve (8000). `forward_dashboard` is the one-off kind for other commands: the
+dashboard on a free local port, for as long as the caller holds the process.
+
+A target is `NAME` (a RayCluster), `TYPE/NAME`, or beside it the two words `TYPE NAME` (`job NAME`,
+`service NAME`, `cluster NAME`, and the `ray...`/plural spellings), which `joined` turns into the first form.
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
+from collections.abc import Sequence
 from typing import Any
+
+import httpx
 
 from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, KubeFlags, PluginError, describe
 from kuberay.runtime import errors
 
 RECONNECT_DELAY = 3.0
+POLL = 2.0
+PORT_FORWARD_TIMEOUT = 60.0
 DASHBOARD = ("Ray Dashboard", 8265)
 CLIENT = ("Ray Interactive Client", 10001)
 SERVE = ("Ray Serve", 8000)
@@ -30,8 +40,30 @@ SERVICE_PATH = {
 }
 
 
+# The first word of the two-word form, and the kind it names.
+TYPE_WORDS = {
+    word: kind
+    for kind, words in (("raycluster", ("cluster", "raycluster")), ("rayjob", ("job", "rayjob")),
+                        ("rayservice", ("service", "rayservice")))
+    for singular in words
+    for word in (singular, singular + "s")
+}  # fmt: skip
+
+
 class UsageError(ValueError):
     pass
+
+
+def joined(args: Sequence[str]) -> str:
+    """`TYPE NAME` as `TYPE/NAME`; one argument as it is."""
+    if len(args) == 1:
+        return args[0]
+    if len(args) != 2:
+        raise UsageError(f"accepts NAME, TYPE/NAME or TYPE NAME, received {len(args)} arguments")
+    kind = TYPE_WORDS.get(args[0].lower())
+    if kind is None:
+        raise UsageError(f"unsupported resource type: {args[0]}")
+    return f"{kind}/{args[1]}"
 
 
 def parse_target(arg: str) -> tuple[str, str]:
@@ -56,6 +88,12 @@ async def head_service(kube: Kube, kind: str, name: str) -> str:
     for key in SERVICE_PATH[kind]:
         value = (value or {}).get(key) if isinstance(value, dict) else None
     return str(value or "")
+
+
+async def forward_target(kube: Kube, flags: KubeFlags, kind: str, name: str) -> tuple[str, list[str]]:
+    """The head service of the target and the `kubectl port-forward` command line to it."""
+    service = await head_service(kube, kind, name)
+    return service, kubectl_args(flags, flags.context or kube.context, kube.namespace, service, PORTS[kind])
 
 
 def kubectl(flags: KubeFlags, context: str) -> list[str]:
@@ -91,3 +129,39 @@ def forward(args: list[str], verbose: bool) -> None:
             return
         print(f"failed to port-forward: exit status {code}. Retrying in 3s ...\n", flush=True)
         time.sleep(RECONNECT_DELAY)
+
+
+async def forward_dashboard(
+    flags: KubeFlags, kube: Kube, service: str, timeout: float = PORT_FORWARD_TIMEOUT
+) -> tuple[asyncio.subprocess.Process, str]:
+    """`kubectl port-forward service/<svc> :8265`, its local port read from kubectl's first line, and the
+    dashboard probed until it answers 2xx (each for up to `timeout` seconds)."""
+    args = kubectl_args(
+        flags, flags.context or kube.context, kube.namespace, service, [DASHBOARD], local_port=0
+    )
+    process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    try:
+        line = (await asyncio.wait_for(process.stdout.readline(), timeout)).decode()
+    except TimeoutError:
+        line = ""
+    if not line.startswith("Forwarding from "):
+        process.terminate()
+        await process.wait()
+        raise PluginError("Timed out waiting for port forwarding")
+    port = line.split(" -> ")[0].rsplit(":", 1)[1]
+    address = f"http://localhost:{port}"
+    print("Waiting for port forwarding...", end="", flush=True)
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        while time.monotonic() <= deadline:
+            await asyncio.sleep(POLL)
+            try:
+                if 200 <= (await http.get(address)).status_code < 300:
+                    print(flush=True)
+                    return process, address
+            except httpx.HTTPError as e:
+                print(f"Error occurred when waiting for port forwarding: {e}", flush=True)
+    process.terminate()
+    await process.wait()
+    raise PluginError("Timed out waiting for port forwarding")

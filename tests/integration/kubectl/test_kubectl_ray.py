@@ -142,7 +142,7 @@ def test_create_cluster_from_a_config_file(ray_cli: RayCli, namespace: str, tmp_
         "limits": {},
     }
     fails(ray_cli("create", "cluster", "--file", str(config), "--head-cpu", "3"),
-          "the following flags are incompatible with --file: ['head-cpu']")  # fmt: skip
+          "the following flags are incompatible with --file: [head-cpu]")  # fmt: skip
     config.write_text("worker-groups:\n- cpu: 1\n  colour: red\n")
     done = ray_cli("create", "cluster", "x", "--file", str(config))
     fails(done, "failed to parse config file")
