@@ -108,7 +108,10 @@ class LocalInstance:
         return self._kubeconfig
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        env = {**os.environ, "KUBECONFIG": self.kubeconfig}
+        """`kubectl ARGS` with the instance's kubeconfig; this environment's bin first on PATH, where kubectl
+        finds the `kubectl-ray` plugin (`kubectl("ray", ...)`) as it would for a user who installed kuberay."""
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        env = {**os.environ, "KUBECONFIG": self.kubeconfig, "PATH": path}
         result = subprocess.run(
             ["kubectl", *args], capture_output=True, text=True, env=env, input=input, timeout=120, check=False
         )

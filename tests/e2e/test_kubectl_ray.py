@@ -1,6 +1,7 @@
 """`kubectl ray` on real Ray (process mode, the session's `kuberay local up`): `job submit` uploads a working
-directory and runs a script that imports from it, `log` downloads each node's Ray logs, and `session`
-makes the dashboard answer on localhost:8265, again after the head pod is replaced."""
+directory and runs a script that imports from it, `get job` shows it succeeded, `log job NAME` saves the
+driver's output and each node's Ray logs, and `session` makes the dashboard answer on localhost:8265, again
+after the head pod is replaced."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import httpx
 import pytest
 import yaml
 
+from integration.kubectl import tables
 from local_instance import EXAMPLES, LocalInstance, until
 
 pytestmark = pytest.mark.slow
@@ -57,14 +59,22 @@ def test_job_submit_log_and_session_on_real_ray(local_process: LocalInstance, tm
     assert "Submitted RayJob submitted." in done.stdout
     assert "hello from the working directory" in done.stdout
     assert "finished with status SUCCEEDED." in done.stdout
-    cluster = local_process.get("rayjob", "submitted", namespace)["status"]["rayClusterName"]
+    status = local_process.get("rayjob", "submitted", namespace)["status"]
+    cluster = status["rayClusterName"]
+    [row] = tables.parse(local_process.kubectl("ray", "get", "job", "-n", namespace))
+    assert (row["NAME"], row["JOB STATUS"], row["DEPLOYMENT STATUS"], row["RAY CLUSTER"]) == (
+        "submitted", "SUCCEEDED", status["jobDeploymentStatus"], cluster)  # fmt: skip
+    assert row["START TIME"] == status["startTime"] and row["END TIME"] == status.get("endTime", "")
 
+    # `log job NAME`: the driver's output through the dashboard, beside each node's logs.
     out = tmp_path / "logs"
     out.mkdir()
-    done = subprocess.run(["kubectl", "ray", "log", cluster, "-n", namespace, "--out-dir", str(out)],
+    done = subprocess.run(["kubectl", "ray", "log", "job", "submitted", "-n", namespace, "--out-dir", str(out)],
                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert done.returncode == 0, (done.stdout, done.stderr)
-    pods = [p.name for p in out.iterdir()]
+    driver = out / f"job-driver-{status['jobId']}.log"
+    assert "hello from the working directory" in driver.read_text()
+    pods = [p.name for p in out.iterdir() if p.is_dir()]
     assert pods and all((out / pod / "raylet.out").is_file() for pod in pods), list(out.rglob("*"))
     assert all((out / pod / "stdout.log").is_file() for pod in pods)
 

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from e2e.rayservice.users import UsersService, rayservice, serve_config, set_cluster_env, wait
+from integration.kubectl import tables
 from local_instance import LocalInstance
 
 pytestmark = [
@@ -32,6 +33,11 @@ async def test_serve_upgrade_without_a_failed_request(
     ready = await service.wait_condition("Ready", 400, status="True")
     first = ready["status"]["activeServiceStatus"]["rayClusterName"]
     assert await wait(service.answer, 120, "an answer through the serve Service") == "hello v1"
+    [row] = tables.parse(
+        local_process.kubectl("ray", "get", "service", service.name, "-n", service.namespace)
+    )
+    assert (row["SERVICE STATUS"], row["ACTIVE CLUSTER"], row["PENDING CLUSTER"]) == ("Running", first, "")
+    assert row["READY APPLICATIONS"] == "1/1"
 
     answers: list[str] = []
     failures: list[str] = []
@@ -59,6 +65,10 @@ async def test_serve_upgrade_without_a_failed_request(
         upgrading = await service.wait_condition("UpgradeInProgress", 60, status="True")
         second = upgrading["status"]["pendingServiceStatus"]["rayClusterName"]
         assert second != first
+        listed = local_process.kubectl("ray", "get", "rayservices", "-n", service.namespace)
+        assert {(r["ACTIVE CLUSTER"], r["PENDING CLUSTER"]) for r in tables.parse(listed)} == {
+            (first, second)
+        }
         await service.wait_condition("UpgradeInProgress", 400, status="False", reason="NoPendingCluster")
         await wait(lambda: service.clusters_are([second]), 120, "the old cluster deleted")
         await wait(lambda: answered("hello v2"), 60, "an answer from the new cluster")

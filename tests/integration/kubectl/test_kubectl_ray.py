@@ -143,6 +143,9 @@ def test_create_cluster_from_a_config_file(ray_cli: RayCli, namespace: str, tmp_
     }
     fails(ray_cli("create", "cluster", "--file", str(config), "--head-cpu", "3"),
           "the following flags are incompatible with --file: [head-cpu]")  # fmt: skip
+    # As Go's %v prints the slice cobra's flag visit builds: sorted, space-separated.
+    fails(ray_cli("create", "cluster", "--file", str(config), "--worker-cpu", "1", "--labels", "a=b", "--wait"),
+          "the following flags are incompatible with --file: [labels worker-cpu]")  # fmt: skip
     config.write_text("worker-groups:\n- cpu: 1\n  colour: red\n")
     done = ray_cli("create", "cluster", "x", "--file", str(config))
     fails(done, "failed to parse config file")
