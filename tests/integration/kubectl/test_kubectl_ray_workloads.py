@@ -154,6 +154,10 @@ def test_log_and_session_take_type_and_name_as_two_words(
     assert missing.returncode == 1 and "Error: failed to retrieve Ray job info for nope: " in missing.stderr
     wrong = ray_cli("log", "pod", "x")
     assert wrong.returncode == 2 and "unsupported resource type: pod" in wrong.stderr
-    # `session job NAME` looks the RayJob up as `session rayjob/NAME` does (a forward that works is the e2e tier's).
+    missing = ray_cli("log", "service", "nope")
+    assert missing.returncode == 1 and "Error: failed to retrieve Ray job info for nope: " in missing.stderr
+
+    # `session job NAME` looks the RayJob up as `session rayjob/NAME` does; a working forward binds localhost:8265,
+    # which only the e2e tier's session test may hold.
     unknown = ray_cli("session", "job", "nope")
     assert unknown.returncode == 1 and "Error: unable to find RayJob nope" in unknown.stderr
