@@ -243,9 +243,8 @@ async def submit(kube: Kube, flags: KubeFlags, options: Submit) -> None:
         print("Running Ray submit job command...", flush=True)
         await _submit_with_sdk(options, address, job_id)
     finally:
-        if forwarder is not None and forwarder.returncode is None:
-            forwarder.terminate()
-            await forwarder.wait()
+        if forwarder is not None:
+            await session.stop(forwarder)
     if options.no_wait:
         print(f"Ray job submitted with ID {job_id}")
         return

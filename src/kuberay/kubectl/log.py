@@ -153,9 +153,7 @@ async def _driver_log(kube: Kube, flags: KubeFlags, job: dict[str, Any]) -> byte
     except DashboardError as e:
         raise PluginError(str(e)) from e
     finally:
-        if forwarder.returncode is None:
-            forwarder.terminate()
-        await forwarder.wait()
+        await session.stop(forwarder)
 
 
 async def _submitter_log(kube: Kube, flags: KubeFlags, job: dict[str, Any]) -> bytes:

@@ -14,6 +14,7 @@ A target is `NAME` (a RayCluster), `TYPE/NAME`, or beside it the two words `TYPE
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import time
 from collections.abc import Sequence
@@ -146,8 +147,7 @@ async def forward_dashboard(
     except TimeoutError:
         line = ""
     if not line.startswith("Forwarding from "):
-        process.terminate()
-        await process.wait()
+        await stop(process)
         raise PluginError("Timed out waiting for port forwarding")
     port = line.split(" -> ")[0].rsplit(":", 1)[1]
     address = f"http://localhost:{port}"
@@ -162,6 +162,12 @@ async def forward_dashboard(
                     return process, address
             except httpx.HTTPError as e:
                 print(f"Error occurred when waiting for port forwarding: {e}", flush=True)
-    process.terminate()
-    await process.wait()
+    await stop(process)
     raise PluginError("Timed out waiting for port forwarding")
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    """Ends a forward; one that already exited (kubectl gives up when the pod goes) is only reaped."""
+    with contextlib.suppress(ProcessLookupError):
+        process.terminate()
+    await process.wait()
