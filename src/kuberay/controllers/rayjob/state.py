@@ -38,7 +38,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, cast
 
 from kuberay.api import constants
 from kuberay.api.features import Feature, FeatureGates
@@ -48,6 +48,8 @@ from kuberay.api.rayjob import (
     JobStatus,
     JobSubmissionMode,
     RayJob,
+    RayJobStatusDict,
+    RayJobStatusInfoDict,
 )
 from kuberay.api.validation import validate_rayjob
 from kuberay.controllers.podproblems import StartupProblem
@@ -60,7 +62,7 @@ SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30  # upstream DefaultSubmitterFinishedTime
 CLUSTER_START_FAILED = "ClusterStartFailed"  # our reason for a cluster that cannot start
 HEAD_POD_LOST = "HeadPodLost"  # our reason for an attempt whose head pod went away under it
 
-Status = dict[str, Any]
+Status = RayJobStatusDict
 
 
 class Action(StrEnum):
@@ -217,7 +219,7 @@ def _ms_time(milliseconds: int) -> str:
 
 def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | None = None) -> Decision:
     """The next status of `job` and the actions that lead there (see the module docstring)."""
-    old: Status = job.status.dump() if job.status is not None else {}
+    old = cast(Status, job.status.dump()) if job.status is not None else Status()
     decision = Decision(copy.deepcopy(old))
     metadata = job.metadata
     if job.spec.managed_by is not None and job.spec.managed_by != constants.KUBERAY_CONTROLLER:
@@ -281,8 +283,8 @@ def _dispatch(job: RayJob, facts: Facts, settings: Settings, decision: Decision,
         return True
     if state == JobDeploymentStatus.VALIDATION_FAILED:
         # Valid again (validation ran before the dispatch): start over.
-        for key in ("reason", "message"):
-            decision.status.pop(key, None)
+        decision.status.pop("reason", None)
+        decision.status.pop("message", None)
         decision.status["jobDeploymentStatus"] = JobDeploymentStatus.NEW.value
         return False
     decision.requeue_after = REQUEUE_SECONDS  # an unknown state: upstream logs and looks again
@@ -469,7 +471,7 @@ def _copy_job_info(info: JobInfo, facts: Facts, status: Status, with_submitter: 
     status["jobDeploymentStatus"] = deployment.value
     _set_or_drop(status, "reason", reason)
     _set_or_drop(status, "message", info.message)
-    times = dict(status.get("rayJobInfo") or {})
+    times = copy.copy(status.get("rayJobInfo", RayJobStatusInfoDict()))
     if info.start_time:
         times["startTime"] = _ms_time(info.start_time)
     if info.end_time:
@@ -496,15 +498,12 @@ def _releasing(job: RayJob, facts: Facts, settings: Settings, decision: Decision
     if settings.batch_scheduler:
         decision.actions.append(Action.CLEANUP_BATCH_SCHEDULER)
     status = decision.status
-    for key in (
-        "rayClusterName",
-        "dashboardURL",
-        "jobId",
-        "message",
-        "reason",
-        "jobStatusCheckFailureStartTime",
-    ):
-        status.pop(key, None)
+    status.pop("rayClusterName", None)
+    status.pop("dashboardURL", None)
+    status.pop("jobId", None)
+    status.pop("message", None)
+    status.pop("reason", None)
+    status.pop("jobStatusCheckFailureStartTime", None)
     status["rayClusterStatus"] = {}
     status["rayJobInfo"] = {}
     status.pop("jobStatus", None)
@@ -709,8 +708,8 @@ def _zero(value: Any) -> Any:
     return value if value not in (None, "", 0, {}, []) else None
 
 
-def _set_or_drop(status: Status, key: str, value: str) -> None:
+def _set_or_drop(status: Status, key: Literal["reason", "message"], value: str) -> None:
     if value:
         status[key] = value
-    else:
-        status.pop(key, None)
+    elif key in status:
+        del status[key]
