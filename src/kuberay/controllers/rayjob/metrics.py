@@ -18,7 +18,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kuberay.api.rayjob import JobDeploymentStatus, RayJobStatusDict
-from kuberay.controllers.rayjob.state import deployment_terminal, parse_time
+from kuberay.controllers.rayjob.decision import deployment_terminal
+from kuberay.controllers.rayjob.state import parse_time
 
 DURATION_HELP = (
     "Duration from when the RayJob CR’s JobDeploymentStatus transitions from Initializing to either the "

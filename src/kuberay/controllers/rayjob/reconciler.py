@@ -40,9 +40,7 @@ from kuberay.controllers.dashboards import DashboardAccess, auth_token, dashboar
 from kuberay.controllers.podproblems import startup_problem
 from kuberay.controllers.rayjob import cluster as rayjob_cluster
 from kuberay.controllers.rayjob import submitter as submitter_facts
-from kuberay.controllers.rayjob.metrics import RayJobMetrics
-from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
-from kuberay.controllers.rayjob.state import (
+from kuberay.controllers.rayjob.decision import (
     Action,
     ClusterFacts,
     Decision,
@@ -50,8 +48,10 @@ from kuberay.controllers.rayjob.state import (
     Observation,
     Settings,
     SubmitterFacts,
-    step,
 )
+from kuberay.controllers.rayjob.metrics import RayJobMetrics
+from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
+from kuberay.controllers.rayjob.state import step
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobSubmitRequest
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
