@@ -20,20 +20,26 @@ from __future__ import annotations
 import copy
 import itertools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 import orjson
 
+from kuberay.api import constants
+from kuberay.api.raycluster import RayCluster
+from kuberay.builders import service as service_builder
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store, prepare
 from kuberay.runtime.client import ObjectList
 from kuberay.runtime.clock import FakeClock
-from kuberay.runtime.resources import ObjectKey, Resource
+from kuberay.runtime.controller import Result, TemporaryError
+from kuberay.runtime.resources import POD, SERVICE, ObjectKey, Resource
 from kubesemantics.selectors import label_matcher
 from localkube.patch.json_patch import merge_patch
 
 JSON = dict[str, Any]
+RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 
 
 class FakeClient:
@@ -57,15 +63,15 @@ class FakeClient:
         return {k.name: copy.deepcopy(v) for k, v in found.items() if k.namespace == namespace}
 
     def put(self, resource: Resource, obj: Mapping[str, Any]) -> JSON:
-        """Stores `obj` (status included) as another party would have: the test's setup."""
+        """Stores `obj` (status included, no resourceVersion check) as another party would have: the test's
+        setup. A changed spec bumps the generation."""
         body = _wire(obj)
-        key = _key(body)
-        existing = self._objects.get(resource.plural, {}).get(key)
+        existing = self._objects.get(resource.plural, {}).get(_key(body))
         metadata = body["metadata"]
         if existing is None:
-            metadata.setdefault("uid", str(uuid.uuid4()))
-            metadata.setdefault("generation", 1)
-            metadata.setdefault("creationTimestamp", self._stamp())
+            metadata.update(uid=str(uuid.uuid4()), generation=1, creationTimestamp=self._stamp())
+        elif body.get("spec") != existing.get("spec"):
+            metadata["generation"] = existing["metadata"]["generation"] + 1
         return self._save(resource, body)
 
     # --- the client's interface -------------------------------------------------------------------------
@@ -182,6 +188,56 @@ class FakeClient:
     def _remove(self, resource: Resource, key: ObjectKey) -> None:
         self._objects.get(resource.plural, {}).pop(key, None)
         self.store(resource).remove(key)
+
+
+class Bench:
+    """What a controller's test world starts from: a fake clock, the fake API server on it, and a recorder."""
+
+    def __init__(self, start: datetime) -> None:
+        self.clock = FakeClock(start)
+        self.kube = FakeClient(self.clock)
+        self.events = Events()
+
+    def bring_up(self, cluster_name: str, namespace: str = "ns") -> None:
+        """What the RayCluster controller and the node would do for a cluster: the head Service, a running
+        and ready head pod, and the cluster `ready` with `HeadPodReady`."""
+        cluster = self.kube.objects(RAYCLUSTER, namespace)[cluster_name]
+        self.kube.put(SERVICE, service_builder.build_head_service(RayCluster.parse(cluster)))
+        head = f"{cluster_name}-head"
+        labels = {
+            constants.RAY_CLUSTER_LABEL: cluster_name,
+            constants.RAY_NODE_TYPE_LABEL: constants.HEAD_NODE,
+        }
+        ready = {"type": "Ready", "status": "True"}
+        pod_status = {"phase": "Running", "podIP": f"10.0.0.{len(self.kube.objects(POD, namespace)) + 1}"}
+        self.kube.put(
+            POD,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": head, "namespace": namespace, "labels": labels},
+                "status": {**pod_status, "conditions": [ready]},
+            },
+        )
+        head_ready = {
+            "type": "HeadPodReady",
+            "status": "True",
+            "reason": "HeadPodRunningAndReady",
+            "message": "",
+            "lastTransitionTime": self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        status = {"state": "ready", "head": {"podName": head}, "conditions": [head_ready]}
+        self.kube.put(RAYCLUSTER, {**cluster, "status": status})
+
+    @staticmethod
+    async def run(
+        reconcile: Callable[[ObjectKey], Awaitable[Result]], key: ObjectKey
+    ) -> Result | TemporaryError:
+        """One pass; a temporary error is returned, as the controller would back off and retry."""
+        try:
+            return await reconcile(key)
+        except TemporaryError as e:
+            return e
 
 
 class Events:

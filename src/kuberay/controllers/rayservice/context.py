@@ -8,8 +8,8 @@
   (`suspend`, `serving`, `gateway`, `status`) take a `Pass`; only the reconciler makes one.
 
 Reads of owned kinds come from the caches; the Gateway API objects (whose CRDs need not be installed) are
-read with the client, as upstream reads them. Every write goes through the client; a write's Events are
-recorded by `Pass.recorded` (and deletes by `Pass.delete`), so their reasons and messages follow one rule.
+read with the client, as upstream reads them. Every write goes through the client, with its Events recorded by `writes.recorded` (deletes by
+`Pass.delete`, so that all of them follow one rule).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -145,8 +145,7 @@ class Pass:
 
     @property
     def serve_service_name(self) -> str:
-        custom = ((self.model.spec.serve_service or {}).get("metadata") or {}).get("name")
-        return str(custom or self.key.name + constants.SERVE_SERVICE_SUFFIX)
+        return service_builder.rayservice_serve_service_name(self.model)
 
     def upgrade_options(self) -> ClusterUpgradeOptions:
         strategy = self.model.spec.upgrade_strategy
@@ -161,23 +160,13 @@ class Pass:
         if self.ctx.recorder is not None:
             self.ctx.recorder.record(self.obj, type, reason, message, action)
 
-    async def recorded(
-        self,
-        write: Callable[[], Awaitable[object]],
-        action: str,
-        done: tuple[str, str],
-        failed: tuple[str, str],
-        *,
-        already: type[errors.KubeError] | None = None,
-    ) -> None:
-        await writes.recorded(write, self.event, action, done, failed, already=already)
-
     async def delete(self, resource: Resource, name: str, *, why: str = "") -> None:
         """Deletes one object in the background with `Deleted<Kind>` / `FailedToDelete<Kind>` Events (`why`
         ends the success message); an object already gone is no Event."""
         ns, kind = self.key.namespace, resource.kind
-        await self.recorded(
+        await writes.recorded(
             functools.partial(self.ctx.client.delete, resource, name, ns, propagation_policy="Background"),
+            self.event,
             "Delete",
             (f"Deleted{kind}", f"Deleted the {kind} {ns}/{name}{why}"),
             (f"FailedToDelete{kind}", f"Failed to delete the {kind} {ns}/{name}: {{error}}"),

@@ -44,18 +44,9 @@ async def reconcile_per_cluster_serve_service(p: Pass, cluster: JSON) -> None:
 async def reconcile_gateway(p: Pass, active: JSON | None, pending: JSON | None, pending_ready: bool) -> None:
     """The Gateway, then (once an active cluster exists) the HTTPRoute with this pass's weights; both kept
     on the pass for the capacity step, the weights for the status."""
-    ns = p.key.namespace
     options = p.upgrade_options()
     desired = gateway_builder.build_gateway(p.model, options.gateway_class_name)
-    name = desired["metadata"]["name"]
-    p.gateway = await _create_or_update(
-        p,
-        GATEWAY,
-        desired,
-        gateway_builder.gateway_differs,
-        created=f"Created Gateway for RayService {ns}/{name}",
-        create_failed=f"Failed to create Gateway for RayService {ns}/{name}: {{error}}",
-    )
+    p.gateway = await _create_or_update(p, GATEWAY, desired, gateway_builder.gateway_differs)
     if active is None:
         return
     w_active, w_pending = incremental.route_weights(
@@ -65,15 +56,7 @@ async def reconcile_gateway(p: Pass, active: JSON | None, pending: JSON | None, 
     if pending is not None:
         backends.append((pending["metadata"]["name"], serve_port(pending), w_pending))
     route = gateway_builder.build_http_route(p.model, backends)
-    route_name = route["metadata"]["name"]
-    p.route = await _create_or_update(
-        p,
-        HTTP_ROUTE,
-        route,
-        gateway_builder.route_differs,
-        created=f"Created HTTPRoute for RayService {ns}/{route_name}",
-        create_failed=f"Failed to create the HTTPRoute for RayService {ns}/{route_name}: {{error}}",
-    )
+    p.route = await _create_or_update(p, HTTP_ROUTE, route, gateway_builder.route_differs, article="the ")
     p.route_weights = dict(gateway_builder.route_weights(route))
 
 
@@ -83,17 +66,20 @@ async def _create_or_update(
     desired: JSON,
     differs: Callable[[Mapping[str, Any], Mapping[str, Any]], bool],
     *,
-    created: str,
-    create_failed: str,
+    article: str = "",
 ) -> JSON | None:
-    """A Gateway API object read from the API server: created when missing (`created`/`create_failed`,
-    the messages of the `Created<Kind>`/`FailedToCreate<Kind>` Events), its spec replaced when `differs`
-    says so. The object as read (with the desired spec), or None when it was just created."""
+    """A Gateway API object read from the API server: created when missing (`Created<Kind>` /
+    `FailedToCreate<Kind>` Events with upstream's messages, which name the HTTPRoute with an `article`
+    and the Gateway without), its spec replaced when `differs` says so. The object as read (with the
+    desired spec), or None when it was just created."""
     ns, name, kind = p.key.namespace, desired["metadata"]["name"], resource.kind
+    created = f"Created {kind} for RayService {ns}/{name}"
+    create_failed = f"Failed to create {article}{kind} for RayService {ns}/{name}: {{error}}"
     existing = await p.get_or_none(resource, name)
     if existing is None:
-        await p.recorded(
+        await writes.recorded(
             lambda: p.ctx.client.create(resource, desired),
+            p.event,
             "Create",
             (f"Created{kind}", created),
             (f"FailedToCreate{kind}", create_failed),
@@ -101,8 +87,9 @@ async def _create_or_update(
         )
     elif differs(existing, desired):
         existing["spec"] = desired["spec"]
-        await p.recorded(
+        await writes.recorded(
             lambda: p.ctx.client.update(resource, existing),
+            p.event,
             "Update",
             (f"Updated{kind}", f"Updated the {kind} {ns}/{name}"),
             (f"FailedToUpdate{kind}", f"Failed to update the {kind} {ns}/{name}: {{error}}"),

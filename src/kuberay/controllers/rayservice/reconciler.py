@@ -167,26 +167,18 @@ async def _serve_pass(p: Pass) -> Result:
             await _reconcile_services(p, target)
 
     facts = st.Facts(
-        generation=p.obj["metadata"].get("generation") or 0,
+        service=p.model,
         now=p.now,
-        stamp=p.stamp,
         incremental=p.incremental,
-        goal=p.goal,
-        active=active,
-        pending=pending,
-        active_outcome=active_outcome,
-        pending_outcome=pending_outcome,
+        new_name=lambda: f"{p.key.name}-{random_suffix(p.ctx.rng)}",
+        active=st.Seen(active, active_outcome, _why_not_ready(p, active, active_outcome)),
+        pending=st.Seen(pending, pending_outcome, _why_not_ready(p, pending, pending_outcome)),
         selected=selected,
-        why_active=_why_not_ready(p, active, active_outcome),
-        why_pending=_why_not_ready(p, pending, pending_outcome),
         route_weights=p.route_weights,
         cached={name: c for name in (p.active_name, p.pending_name) if (c := p.cluster(name)) is not None},
         endpoints=_endpoints(p),
-        serve_service=p.serve_service_name,
         new_on_change=_new_on_change(p),
         abandoned_hash=p.ctx.abandoned.get(str(p.key)),
-        initializing_timeout=p.model.annotations.get(constants.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION),
-        new_name=lambda: f"{p.key.name}-{random_suffix(p.ctx.rng)}",
     )
     for type, reason, message in st.calculate(p.status, facts):
         p.event(type, reason, message, "Reconcile")
@@ -223,8 +215,9 @@ async def _reconcile_clusters(p: Pass) -> tuple[JSON | None, JSON | None]:
 
 async def _create_cluster(p: Pass, body: JSON) -> None:
     ns, name = p.key.namespace, body["metadata"]["name"]
-    await p.recorded(
+    await writes.recorded(
         lambda: p.ctx.client.create(RAYCLUSTER, body),
+        p.event,
         "Create",
         ("CreatedRayCluster", f"Created the RayCluster {ns}/{name}"),
         ("FailedToCreateRayCluster", f"Failed to create the RayCluster {ns}/{name}: {{error}}"),
@@ -240,8 +233,9 @@ async def _update_cluster(p: Pass, cluster: JSON, which: str) -> JSON:
     async def update() -> None:
         written.update(await p.ctx.client.update(RAYCLUSTER, updated))
 
-    await p.recorded(
+    await writes.recorded(
         update,
+        p.event,
         "Update",
         ("UpdatedRayCluster", f"Updated the {which} RayCluster {ns}/{name}"),
         ("FailedToUpdateRayCluster", f"Failed to update the {which} RayCluster {ns}/{name}: {{error}}"),

@@ -22,6 +22,7 @@ import yaml
 from kuberay.api import constants
 from kuberay.api.features import Feature
 from kuberay.api.rayservice import ApplicationStatus, ServeSide
+from kuberay.controllers import writes
 from kuberay.controllers.dashboards import auth_token, dashboard_address, head_service_name
 from kuberay.controllers.raycluster.conditions import is_condition_true
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, ServeDetails
@@ -238,8 +239,9 @@ async def label_head_pod(p: Pass, cluster: JSON) -> None:
         return
     pod_name = pod["metadata"]["name"]
     patch = {"metadata": {"labels": {constants.RAY_CLUSTER_SERVING_SERVICE_LABEL: value}}}
-    await p.recorded(
+    await writes.recorded(
         lambda: p.ctx.client.patch(POD, pod_name, patch, ns),
+        p.event,
         "Update",
         (
             "UpdatedHeadPodServeLabel",

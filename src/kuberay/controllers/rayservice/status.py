@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from kuberay.api import constants
+from kuberay.api.rayservice import RayService, RayServiceStatusDict, ServeSide, ServeSideDict, ServiceStatus
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
-from kuberay.api.rayservice import RayServiceStatusDict, ServeSide, ServeSideDict, ServiceStatus
+from kuberay.builders import service as service_builder
 from kuberay.controllers.raycluster.conditions import is_condition_true, set_condition
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice.incremental import ACTIVE, PENDING
@@ -47,51 +48,63 @@ _UNCOMPARED = ("rayClusterStatus", "lastTrafficMigratedTime")
 
 
 @dataclass(frozen=True)
-class Facts:
-    """What a pass saw, for its status: the clusters it reconciled (`active`, `pending`, as written this
-    pass), Serve's answers from them, the cluster the Services point at (`selected`), why a cluster is not
-    serving yet, and the cache's view of the clusters and serve endpoints."""
+class Seen:
+    """One of the pass's clusters as the pass left it (written this pass, maybe not cached yet), Serve's
+    answer from it, and why it does not serve yet ("" when nothing lasting stands in the way)."""
 
-    generation: int
+    cluster: JSON | None = None
+    outcome: ServeOutcome | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a pass saw, for its status: the RayService, the time, its active and pending clusters, the
+    cluster its Services point at (`selected`), the HTTPRoute's weights, and the cache's view of the
+    clusters the status names and of the serve endpoints."""
+
+    service: RayService
     now: datetime
-    stamp: str
     incremental: bool
-    goal: JSON
-    active: JSON | None = None
-    pending: JSON | None = None
-    active_outcome: ServeOutcome | None = None
-    pending_outcome: ServeOutcome | None = None
+    new_name: Callable[[], str]  # a new pending cluster's name
+    active: Seen = Seen()
+    pending: Seen = Seen()
     selected: str = ""
-    why_active: str = ""
-    why_pending: str = ""
     route_weights: Mapping[str, int] | None = None
-    cached: Mapping[str, JSON] | None = None  # the clusters the status names, as the cache holds them
-    endpoints: Mapping[str, int] | None = None  # ready serve endpoints, by serve Service name
-    serve_service: str = ""
+    cached: Mapping[str, JSON] = field(default_factory=dict)  # the clusters named in the status
+    endpoints: Mapping[str, int] = field(default_factory=dict)  # ready serve endpoints, by serve Service
     new_on_change: bool = True  # whether a changed spec makes a new cluster (`zero_downtime_enabled`)
     abandoned_hash: str | None = None  # the goal hash of the last upgrade abandoned for its timeout
-    initializing_timeout: str | None = None  # `ray.io/initializing-timeout`
-    new_name: Callable[[], str] = str
+
+    @property
+    def stamp(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @property
+    def generation(self) -> int:
+        return self.service.metadata.generation or 0
+
+    @property
+    def goal(self) -> JSON:
+        return clusters.goal_spec(self.service)
 
 
 def calculate(status: RayServiceStatusDict, facts: Facts) -> list[Note]:
     """The status after a pass (upstream `calculateStatus`), in place; the Events it calls for."""
     notes: list[Note] = []
     status["observedGeneration"] = facts.generation
-    sides: tuple[tuple[ServeSide, JSON | None, ServeOutcome | None], ...] = (
-        (ACTIVE, facts.active, facts.active_outcome),
-        (PENDING, facts.pending, facts.pending_outcome),
-    )
-    for side, cluster, outcome in sides:
+    sides: tuple[tuple[ServeSide, Seen], ...] = ((ACTIVE, facts.active), (PENDING, facts.pending))
+    for side, seen in sides:
         entry = incremental.entry(status, side)
+        cluster, outcome = seen.cluster, seen.outcome
         if cluster is not None and cluster.get("status"):
             entry["rayClusterStatus"] = cluster["status"]
         if outcome is not None and outcome.applications:
             entry["applicationStatuses"] = outcome.applications
         else:
             entry.pop("applicationStatuses", None)
-    pending = facts.pending
-    why_pending, why_active = facts.why_pending, facts.why_active
+    pending = facts.pending.cluster
+    why_pending, why_active = facts.pending.why, facts.active.why
     pending_serving = False
     if facts.incremental:
         if facts.route_weights is not None:
@@ -99,7 +112,7 @@ def calculate(status: RayServiceStatusDict, facts: Facts) -> list[Note]:
                 status, facts.route_weights, facts.stamp, pending_exists=pending is not None
             )
         # The first cluster is promoted once it serves; later ones once traffic and capacity have moved.
-        outcome = facts.pending_outcome
+        outcome = facts.pending.outcome
         first = not _name(status, ACTIVE) and outcome is not None and outcome.ready
         if first or incremental.should_promote(status, pending is not None):
             promote(status)
@@ -142,7 +155,7 @@ def _new_cluster_due(status: RayServiceStatusDict, facts: Facts, *, pending_serv
     if pending_serving or is_true(status, Type.ROLLBACK_IN_PROGRESS):
         return False
     active_name = _name(status, ACTIVE)
-    cached = facts.cached or {}
+    cached = facts.cached
     if not clusters.should_prepare_new_cluster(
         cached.get(active_name),
         cached.get(_name(status, PENDING)),
@@ -155,13 +168,12 @@ def _new_cluster_due(status: RayServiceStatusDict, facts: Facts, *, pending_serv
 
 
 def _endpoints(status: RayServiceStatusDict, facts: Facts) -> int:
-    names = [facts.serve_service]
+    names = [service_builder.rayservice_serve_service_name(facts.service)]
     if facts.incremental:
         names = [
             n + constants.SERVE_SERVICE_SUFFIX for n in (_name(status, ACTIVE), _name(status, PENDING)) if n
         ]
-    counts = facts.endpoints or {}
-    return sum(counts.get(name, 0) for name in names)
+    return sum(facts.endpoints.get(name, 0) for name in names)
 
 
 def _initializing_timeout(status: RayServiceStatusDict, facts: Facts) -> list[Note]:
@@ -171,7 +183,7 @@ def _initializing_timeout(status: RayServiceStatusDict, facts: Facts) -> list[No
     ready = condition(status, Type.READY)
     if ready is None or ready.get("status") != "False" or ready.get("reason") != Reason.INITIALIZING:
         return []
-    timeout = _timeout(facts.initializing_timeout)
+    timeout = _timeout(facts.service.annotations.get(constants.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION))
     if timeout is None or not ready.get("lastTransitionTime"):
         return []
     since = datetime.fromisoformat(str(ready["lastTransitionTime"]).replace("Z", "+00:00"))

@@ -54,5 +54,4 @@ async def running(poller: JobStatusPoller) -> AsyncIterator[None]:
         yield
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await asyncio.gather(task, return_exceptions=True)

@@ -55,6 +55,7 @@ async def test_a_new_service_gets_a_cluster_which_is_promoted_once_it_serves() -
     await world.reconcile()
     assert world.service()["metadata"]["finalizers"] == ["ray.io/rayservice-finalizer"]
     await world.reconcile()
+    assert world.status()["observedGeneration"] == 1
     name = pending(world)
     assert name.startswith("svc-") and not active(world)
     assert condition(world.status(), "Ready")["reason"] == "Initializing"
@@ -92,6 +93,7 @@ async def test_a_cluster_change_makes_a_pending_cluster_promoted_once_it_serves_
     await world.reconcile()
     second = pending(world)
     assert second and second != first and active(world) == first
+    assert world.status()["observedGeneration"] == 2
     assert condition(world.status(), "UpgradeInProgress")["status"] == "True"
     await world.reconcile()
     assert set(world.clusters()) == {first, second}

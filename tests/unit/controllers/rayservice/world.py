@@ -1,6 +1,6 @@
 """A RayService reconciler wired to the fake API server (`fakekube`), a fake clock and a fake Ray head,
 and the steps of the controllers it leans on that do not run here (the RayCluster controller bringing a
-cluster up, the EndpointSlice controller counting serve endpoints).
+cluster up: `Bench.bring_up`; the EndpointSlice controller counting serve endpoints: `endpoints`).
 
 `FakeServe` is a fake, and says so: it answers the dashboard's Serve API (keeping each cluster's last
 declarative config, reporting every application in it RUNNING) and the Serve proxy's health check, on an
@@ -17,15 +17,12 @@ from typing import Any
 import httpx
 
 from kuberay.api.features import FeatureGates
-from kuberay.api.raycluster import RayCluster
-from kuberay.builders import service as service_builder
 from kuberay.controllers.dashboards import DashboardAccess
 from kuberay.controllers.rayservice.context import ENDPOINT_SLICE, RAYCLUSTER, RAYSERVICE, Caches, Options
 from kuberay.controllers.rayservice.reconciler import RayServiceReconciler
-from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.resources import POD, SERVICE, ObjectKey
-from unit.controllers.fakekube import Events, FakeClient
+from unit.controllers.fakekube import Bench
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 NS = "ns"
@@ -92,11 +89,9 @@ class FakeServe:
         return httpx.Response(200, json={"applications": apps})
 
 
-class World:
+class World(Bench):
     def __init__(self, gates: FeatureGates | None = None) -> None:
-        self.clock = FakeClock(START)
-        self.kube = FakeClient(self.clock)
-        self.events = Events()
+        super().__init__(START)
         self.serve = FakeServe()
         self.http = httpx.AsyncClient(transport=httpx.MockTransport(self.serve.handle))
         caches = Caches(*(self.kube.store(r) for r in (RAYSERVICE, RAYCLUSTER, POD, SERVICE, ENDPOINT_SLICE)))
@@ -106,11 +101,7 @@ class World:
         )
 
     async def reconcile(self, name: str = "svc") -> Result | TemporaryError:
-        """One pass; a temporary error is returned, as the controller would back off and retry."""
-        try:
-            return await self.reconciler.reconcile(ObjectKey(NS, name))
-        except TemporaryError as e:
-            return e
+        return await self.run(self.reconciler.reconcile, ObjectKey(NS, name))
 
     def service(self, name: str = "svc") -> dict[str, Any]:
         return self.kube.objects(RAYSERVICE)[name]
@@ -120,36 +111,6 @@ class World:
 
     def clusters(self) -> dict[str, dict[str, Any]]:
         return self.kube.objects(RAYCLUSTER)
-
-    def bring_up(self, cluster_name: str) -> None:
-        """What the RayCluster controller and the node would do: a running, ready head pod, the head
-        Service, and `HeadPodReady` on the cluster."""
-        cluster = self.clusters()[cluster_name]
-        model = RayCluster.parse(cluster)
-        self.kube.put(SERVICE, service_builder.build_head_service(model))
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{cluster_name}-head",
-                "namespace": NS,
-                "labels": {"ray.io/cluster": cluster_name, "ray.io/node-type": "head"},
-            },
-            "status": {
-                "phase": "Running",
-                "podIP": f"10.0.0.{len(self.clusters())}",
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
-        self.kube.put(POD, pod)
-        ready = {
-            "type": "HeadPodReady",
-            "status": "True",
-            "reason": "HeadPodRunningAndReady",
-            "message": "",
-            "lastTransitionTime": "2026-01-01T00:00:00Z",
-        }
-        self.kube.put(RAYCLUSTER, {**cluster, "status": {"state": "ready", "conditions": [ready]}})
 
     def endpoints(self, service: str, ready: int) -> None:
         """What the EndpointSlice controller would write for `service`: `ready` ready pods."""
