@@ -2,14 +2,16 @@
 
 - `Context`, one per controller: where it reads (caches), where it writes (the client), whom it tells (the
   Event recorder), how it reaches dashboards, its options, and what it remembers between passes (the
-  submitted Serve configs, dangling clusters' deletion times, abandoned upgrades).
+  submitted Serve configs (`ServeConfigCache`: a config is submitted again only when it changed, or after
+  a restart), dangling clusters' deletion times, abandoned upgrades).
 - `Pass`, one per reconcile of one RayService: the object as read, its parsed model, the status as it was
   and as this pass makes it, the pass's time, and the Gateway API objects it has seen. The step modules
-  (`suspend`, `serving`, `gateway`, `status`) take a `Pass`; only the reconciler makes one.
+  (`suspend`, `serving`, `gateway`) take a `Pass`; only the reconciler makes one (`status` takes the facts
+  the reconciler gathers from it).
 
 Reads of owned kinds come from the caches; the Gateway API objects (whose CRDs need not be installed) are
-read with the client, as upstream reads them. Every write goes through the client, with its Events recorded by `writes.recorded` (deletes by
-`Pass.delete`, so that all of them follow one rule).
+read with the client, as upstream reads them. Every write goes through the client, its Events recorded
+by `writes.recorded` (a delete's by `Pass.delete`, so that every delete's Events follow one rule).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import copy
 import functools
 import random
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +33,6 @@ from kuberay.builders import service as service_builder
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess
 from kuberay.controllers.rayservice import clusters
-from kuberay.controllers.rayservice.serving import ServeConfigCache
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -48,6 +50,7 @@ ENDPOINT_SLICE = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpointslice
 GATEWAY = Resource(gateway.GATEWAY_API_VERSION, "Gateway", "gateways")
 HTTP_ROUTE = Resource(gateway.GATEWAY_API_VERSION, "HTTPRoute", "httproutes")
 REQUEUE = 2.0
+SERVE_CONFIG_CACHE_SIZE = 1000
 JSON = dict[str, Any]
 
 
@@ -67,6 +70,35 @@ class Options:
     zero_downtime: bool = True  # ENABLE_ZERO_DOWNTIME
     cluster_ip_head_service: bool = False
     upgrade_timeout: float | None = None  # RAYSERVICE_UPGRADE_TIMEOUT_SECONDS; None: no limit
+
+
+class ServeConfigCache:
+    """The last `serveConfigV2` submitted per (RayService, cluster); the least recently used RayServices
+    are forgotten past `size` (an operator restart forgets everything, so configs are re-submitted once)."""
+
+    def __init__(self, size: int = SERVE_CONFIG_CACHE_SIZE) -> None:
+        self._size = size
+        self._by_service: OrderedDict[str, dict[str, str]] = OrderedDict()
+
+    def get(self, service: str, cluster: str) -> str | None:
+        clusters = self._by_service.get(service)
+        if clusters is None:
+            return None
+        self._by_service.move_to_end(service)
+        return clusters.get(cluster)
+
+    def put(self, service: str, cluster: str, config: str) -> None:
+        self._by_service.setdefault(service, {})[cluster] = config
+        self._by_service.move_to_end(service)
+        while len(self._by_service) > self._size:
+            self._by_service.popitem(last=False)
+
+    def keep_only(self, service: str, clusters: set[str]) -> None:
+        """Forgets the clusters of `service` that are neither active nor pending."""
+        cached = self._by_service.get(service)
+        if cached is not None:
+            for name in [name for name in cached if name not in clusters]:
+                del cached[name]
 
 
 @dataclass

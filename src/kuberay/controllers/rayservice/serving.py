@@ -1,6 +1,6 @@
 """Serve on one of a RayService's clusters: its applications (upstream `reconcileServe`,
-`updateServeDeployment`, `getAndCheckServeStatus`), the config cache that decides when to submit, and the
-head pod's `ray.io/serve` label (upstream `updateHeadPodServeLabel`), which puts the head behind the serve
+`updateServeDeployment`, `getAndCheckServeStatus`), submitted when the controller's config cache
+(`context.ServeConfigCache`) says so, and the head pod's `ray.io/serve` label (upstream `updateHeadPodServeLabel`), which puts the head behind the serve
 Service while its Serve proxy answers its health check.
 
 A pass reads the applications first (readiness comes from that read, before any submission), then submits
@@ -12,10 +12,9 @@ The calls are bounded by the dashboard client's short timeout.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -25,19 +24,16 @@ from kuberay.api.rayservice import ApplicationStatus, ServeSide
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import auth_token, dashboard_address, head_service_name
 from kuberay.controllers.raycluster.conditions import is_condition_true
+from kuberay.controllers.rayservice.context import Pass, ServeConfigCache
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, ServeDetails
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url, proxied_health_url
 from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.resources import POD, ObjectKey
 
-if TYPE_CHECKING:  # the pass context holds this module's config cache
-    from kuberay.controllers.rayservice.context import Pass
-
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 
-CACHE_SIZE = 1000
 TROUBLESHOOTING = (
     "Please see the troubleshooting guide https://docs.ray.io/en/latest/cluster/kubernetes/"
     "troubleshooting/rayservice-troubleshooting.html"
@@ -47,35 +43,6 @@ TROUBLESHOOTING = (
 class ServeUpdateError(DashboardError):
     """Submitting `serveConfigV2` failed (upstream's longer message): the failure the controller reports
     with a `FailedToUpdateServeApplications` Event."""
-
-
-class ServeConfigCache:
-    """The last `serveConfigV2` submitted per (RayService, cluster); the least recently used RayServices
-    are forgotten past `size` (an operator restart forgets everything, so configs are re-submitted once)."""
-
-    def __init__(self, size: int = CACHE_SIZE) -> None:
-        self._size = size
-        self._by_service: OrderedDict[str, dict[str, str]] = OrderedDict()
-
-    def get(self, service: str, cluster: str) -> str | None:
-        clusters = self._by_service.get(service)
-        if clusters is None:
-            return None
-        self._by_service.move_to_end(service)
-        return clusters.get(cluster)
-
-    def put(self, service: str, cluster: str, config: str) -> None:
-        self._by_service.setdefault(service, {})[cluster] = config
-        self._by_service.move_to_end(service)
-        while len(self._by_service) > self._size:
-            self._by_service.popitem(last=False)
-
-    def keep_only(self, service: str, clusters: set[str]) -> None:
-        """Forgets the clusters of `service` that are neither active nor pending."""
-        cached = self._by_service.get(service)
-        if cached is not None:
-            for name in [name for name in cached if name not in clusters]:
-                del cached[name]
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from kuberay.api.rayservice import ClusterUpgradeOptions
 from kuberay.controllers.raycluster.recreate import OMITEMPTY
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice import status as st
+from kuberay.controllers.rayservice.context import ServeConfigCache
 from kuberay.controllers.rayservice.serving import (
-    ServeConfigCache,
     ServeOutcome,
     ServeUpdateError,
     config_body,
