@@ -146,16 +146,15 @@ async def _serve_pass(p: Pass) -> Result:
         submit = not (p.incremental and upgrading and pending is not None and not rolling_back)
         active_outcome = await serving.serve(p, active, "activeServiceStatus", submit=submit)
 
+    pending_ready = pending_outcome is not None and pending_outcome.ready
     if p.incremental:
         for cluster in (active, pending):
             if cluster is not None and cluster["metadata"].get("uid"):
                 await gateway.reconcile_per_cluster_serve_service(p, cluster)
-        pending_ready = pending_outcome is not None and pending_outcome.ready
         await gateway.reconcile_gateway(p, active, pending, pending_ready)
         if upgrading and (active_outcome is not None or pending_outcome is not None):
             await gateway.reconcile_target_capacity(p, active, pending)
 
-    pending_ready = pending_outcome is not None and pending_outcome.ready
     active_ready = active_outcome is not None and active_outcome.ready
     selected = ""
     if pending_ready or active_ready:
