@@ -9,7 +9,7 @@ are `str` and the `StrEnum`s below give their known values.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypedDict
 
 from pydantic import Field
 
@@ -189,6 +189,31 @@ class RayJobStatus(KubeModel):
         default=None, alias="jobStatusCheckFailureStartTime"
     )
     observed_generation: Int64 | None = Field(default=None, alias="observedGeneration")
+
+
+# The wire form the controller reads and writes (`status` as a dict, as the cache holds it), typed so that a
+# misspelt key is a type error; the models above are the schema, and a test holds the two to the same keys.
+class RayJobStatusInfoDict(TypedDict, total=False):
+    startTime: str
+    endTime: str
+
+
+class RayJobStatusDict(TypedDict, total=False):
+    rayJobInfo: RayJobStatusInfoDict
+    jobId: str
+    rayClusterName: str
+    dashboardURL: str
+    jobStatus: str
+    jobDeploymentStatus: str
+    reason: str
+    message: str
+    startTime: str
+    endTime: str
+    succeeded: int
+    failed: int
+    rayClusterStatus: dict[str, Any]
+    jobStatusCheckFailureStartTime: str
+    observedGeneration: int
 
 
 # --- The kind ---------------------------------------------------------------------------------------------

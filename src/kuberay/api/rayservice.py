@@ -8,7 +8,7 @@ application and deployment statuses) are `StrEnum`s; the fields that hold them a
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, Literal, TypedDict
 
 from pydantic import Field
 
@@ -143,6 +143,30 @@ class RayServiceStatuses(KubeModel):
     pending_service_status: RayServiceStatus | None = Field(default=None, alias="pendingServiceStatus")
     num_serve_endpoints: Int32 | None = Field(default=None, alias="numServeEndpoints")
     observed_generation: Int64 | None = Field(default=None, alias="observedGeneration")
+
+
+# The wire form the controller reads and writes (`status` as a dict, as the cache holds it), typed so that a
+# misspelt key is a type error; the models above are the schema, and a test holds the two to the same keys.
+class ServeSideDict(TypedDict, total=False):
+    rayClusterName: str
+    rayClusterStatus: dict[str, Any]
+    applicationStatuses: dict[str, dict[str, Any]]
+    targetCapacity: int
+    trafficRoutedPercent: int
+    lastTrafficMigratedTime: str
+
+
+class RayServiceStatusDict(TypedDict, total=False):
+    conditions: list[dict[str, Any]]
+    lastUpdateTime: str
+    serviceStatus: str
+    activeServiceStatus: ServeSideDict
+    pendingServiceStatus: ServeSideDict
+    numServeEndpoints: int
+    observedGeneration: int
+
+
+ServeSide = Literal["activeServiceStatus", "pendingServiceStatus"]
 
 
 # --- The kind ---------------------------------------------------------------------------------------------

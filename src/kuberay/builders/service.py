@@ -257,6 +257,12 @@ def needs_headless_service(cluster: RayCluster) -> bool:
     return any(group.num_of_hosts > 1 for group in cluster.spec.worker_group_specs or ())
 
 
+def rayservice_serve_service_name(service: RayService) -> str:
+    """The name of a RayService's own serve Service: its `serveService`'s, else `<rayservice>-serve-svc`."""
+    custom = ((service.spec.serve_service or {}).get("metadata") or {}).get("name")
+    return str(custom or _serve_name(service.name))
+
+
 def _serve_name(owner_name: str) -> str:
     return owner_name + constants.SERVE_SERVICE_SUFFIX
 

@@ -6,7 +6,9 @@ The hash covers the spec minus what the autoscaler or admission controllers chan
 itself, so only a user's real change to the cluster's shape recreates it. It is a SHA-1 of the muted spec's
 canonical JSON in base32 "extended hex" (upstream's encoding); the JSON is ours, not Go's, so a head pod
 made by another implementation is recognised by its `ray.io/kuberay-version` annotation and re-stamped
-instead of recreated.
+instead of recreated. Upstream hashes Go's JSON of its spec struct, where a value field tagged `omitempty`
+(a string, number, slice or map, not a pointer) is left out when empty: such a field empty and missing
+hash alike here too (`OMITEMPTY`); a pointer field (`suspend: false`) is not empty, and counts.
 """
 
 from __future__ import annotations
@@ -22,6 +24,44 @@ import orjson
 from kuberay.api import constants
 
 RECREATE = "Recreate"
+# upstream's ray.io value fields tagged `omitempty`, by the path of the object holding them ("*": each item
+# of a list). Kubernetes' own types inside (pod templates, Services) are hashed as they are.
+OMITEMPTY: Mapping[tuple[str, ...], frozenset[str]] = {
+    (): frozenset({"headServiceAnnotations", "rayVersion", "workerGroupSpecs"}),
+    ("authOptions",): frozenset({"mode"}),
+    ("autoscalerOptions",): frozenset({"env", "envFrom", "volumeMounts", "command", "args"}),
+    ("gcsFaultToleranceOptions",): frozenset({"backend", "externalStorageNamespace", "redisAddress"}),
+    ("gcsFaultToleranceOptions", "redisUsername"): frozenset({"value"}),
+    ("gcsFaultToleranceOptions", "redisPassword"): frozenset({"value"}),
+    ("gcsFaultToleranceOptions", "storage"): frozenset({"claimName", "accessModes", "subPath"}),
+    ("historyServerOptions", "collectorOptions"): frozenset({"env"}),
+    ("networkPolicy",): frozenset({"workerGroups"}),
+    ("networkPolicy", "head"): frozenset({"ingressRules", "egressRules"}),
+    ("networkPolicy", "worker"): frozenset({"ingressRules", "egressRules"}),
+    ("networkPolicy", "workerGroups", "*"): frozenset({"ingressRules", "egressRules"}),
+    ("headGroupSpec",): frozenset({"resources", "labels", "serviceType"}),
+    ("headGroupSpec", "ingressOptions"): frozenset({"tls"}),
+    ("workerGroupSpecs", "*"): frozenset({"resources", "labels", "numOfHosts"}),
+}
+_EMPTY: tuple[Any, ...] = (None, "", 0, [], {})
+
+
+def _holders(spec: Any, path: tuple[str, ...]) -> list[dict[str, Any]]:
+    found = [spec]
+    for step in path:
+        if step == "*":
+            found = [item for holder in found if isinstance(holder, list) for item in holder]
+        else:
+            found = [holder.get(step) for holder in found if isinstance(holder, dict)]
+    return [holder for holder in found if isinstance(holder, dict)]
+
+
+def _omit_empty(spec: dict[str, Any]) -> None:
+    for path, names in OMITEMPTY.items():
+        for holder in _holders(spec, path):
+            for name in names & holder.keys():
+                if holder[name] in _EMPTY:
+                    del holder[name]
 
 
 def _mute_template(group: dict[str, Any]) -> None:
@@ -43,6 +83,7 @@ def spec_hash(spec: Mapping[str, Any]) -> str:
         strategy = {k: v for k, v in (group.get("scaleStrategy") or {}).items() if k != "workersToDelete"}
         group["scaleStrategy"] = strategy
         _mute_template(group)
+    _omit_empty(muted)
     digest = hashlib.sha1(orjson.dumps(muted, option=orjson.OPT_SORT_KEYS)).digest()
     return base64.b32hexencode(digest).decode()
 

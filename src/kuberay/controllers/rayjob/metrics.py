@@ -17,8 +17,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kuberay.api.rayjob import JobDeploymentStatus
-from kuberay.controllers.rayjob.state import deployment_terminal, parse_time
+from kuberay.api.rayjob import JobDeploymentStatus, RayJobStatusDict
+from kuberay.controllers.rayjob.decision import deployment_terminal
+from kuberay.controllers.rayjob.state import parse_time
 
 DURATION_HELP = (
     "Duration from when the RayJob CR’s JobDeploymentStatus transitions from Initializing to either the "
@@ -39,7 +40,7 @@ class RayJobMetrics(Collector):
         return self
 
     def observe_transition(
-        self, rayjob: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any], now: datetime
+        self, rayjob: Mapping[str, Any], old: RayJobStatusDict, new: RayJobStatusDict, now: datetime
     ) -> None:
         """Records the attempt's duration if this status write ended it (upstream `emitRayJobExecutionDuration`)."""
         after = new.get("jobDeploymentStatus") or ""

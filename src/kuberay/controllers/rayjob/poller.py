@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from kuberay.controllers.rayjob.state import Observation
+from kuberay.controllers.rayjob.decision import Observation
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobNotFound, JobSubmitRequest
 from kuberay.runtime.clock import Clock, SystemClock
 from kuberay.runtime.resources import ObjectKey

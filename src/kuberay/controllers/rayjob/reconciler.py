@@ -25,14 +25,14 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from kuberay.api import constants
 from kuberay.api.features import Feature
 from kuberay.api.raycluster import RayCluster
-from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode, RayJob
+from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode, RayJob, RayJobStatusDict
 from kuberay.builders import service
 from kuberay.builders import submitter as submitter_builder
 from kuberay.controllers import writes
@@ -40,9 +40,7 @@ from kuberay.controllers.dashboards import DashboardAccess, auth_token, dashboar
 from kuberay.controllers.podproblems import startup_problem
 from kuberay.controllers.rayjob import cluster as rayjob_cluster
 from kuberay.controllers.rayjob import submitter as submitter_facts
-from kuberay.controllers.rayjob.metrics import RayJobMetrics
-from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
-from kuberay.controllers.rayjob.state import (
+from kuberay.controllers.rayjob.decision import (
     Action,
     ClusterFacts,
     Decision,
@@ -50,8 +48,10 @@ from kuberay.controllers.rayjob.state import (
     Observation,
     Settings,
     SubmitterFacts,
-    step,
 )
+from kuberay.controllers.rayjob.metrics import RayJobMetrics
+from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
+from kuberay.controllers.rayjob.state import step
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobSubmitRequest
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
@@ -137,8 +137,9 @@ class _Pass:
         self.key = key
         self.obj = obj
         self.job = job
-        status = obj.get("status") or {}
-        self.cluster_name: str = status.get("rayClusterName") or ""
+        # The status as read (the decision's is the one written).
+        self.status = cast(RayJobStatusDict, obj.get("status") or {})
+        self.cluster_name: str = self.status.get("rayClusterName") or ""
         cached_cluster = (
             owner.caches.clusters.get(ObjectKey(key.namespace, self.cluster_name))
             if self.cluster_name
@@ -165,7 +166,7 @@ class _Pass:
         if decision.write:
             with named_step("UpdateStatus"):
                 await self._write_status(decision.status)
-            before = (self.obj.get("status") or {}).get("jobDeploymentStatus") or "New"
+            before = self.status.get("jobDeploymentStatus") or "New"
             after = decision.status.get("jobDeploymentStatus") or "New"
             if before != after:
                 log.info(
@@ -177,9 +178,7 @@ class _Pass:
                     decision.status.get("reason") or "",
                 )
             if self.reconciler.metrics is not None:
-                self.reconciler.metrics.observe_transition(
-                    self.obj, self.obj.get("status") or {}, decision.status, now
-                )
+                self.reconciler.metrics.observe_transition(self.obj, self.status, decision.status, now)
         if decision.requeue_after is None:
             return Result()
         return Result(requeue_after=decision.requeue_after)
@@ -235,7 +234,7 @@ class _Pass:
         return SubmitterFacts()
 
     async def _observation(self) -> Observation | None:
-        status = self.obj.get("status") or {}
+        status = self.status
         if status.get("jobDeploymentStatus") != JobDeploymentStatus.RUNNING or not status.get("dashboardURL"):
             return None
         if not status.get("jobId"):
@@ -247,7 +246,7 @@ class _Pass:
             return Observation(error=e)
         return self.reconciler.poller.latest(self.key, self.target)
 
-    async def _poll_target(self, status: Mapping[str, Any]) -> PollTarget:
+    async def _poll_target(self, status: RayJobStatusDict) -> PollTarget:
         job = self.job
         base_url = self.reconciler.dashboard.base_url(
             self.key.namespace, status["dashboardURL"], self.cluster
@@ -299,7 +298,7 @@ class _Pass:
             await self.reconciler.client.update(RAYJOB, self.obj)
 
     async def _stop_job(self, decision: Decision) -> None:
-        status = self.obj.get("status") or {}
+        status = self.status
         if not status.get("dashboardURL") or not status.get("jobId"):
             return  # nothing was ever submitted to a dashboard
         try:
@@ -492,7 +491,7 @@ class _Pass:
         with contextlib.suppress(errors.NotFound):
             await self.reconciler.client.delete(RAYJOB, self.key.name, self.key.namespace)
 
-    async def _write_status(self, status: dict[str, Any]) -> None:
+    async def _write_status(self, status: RayJobStatusDict) -> None:
         body = {**self.obj, "status": status}
         await self.reconciler.client.update_status(RAYJOB, body)
 

@@ -18,6 +18,7 @@ import httpx
 
 from kuberay.api.settings import OperatorSettings
 from kuberay.controllers.dashboards import dashboard_access
+from kuberay.controllers.rayjob.decision import Settings
 from kuberay.controllers.rayjob.metrics import RayJobMetrics
 from kuberay.controllers.rayjob.poller import JobStatusPoller
 from kuberay.controllers.rayjob.reconciler import (
@@ -27,7 +28,6 @@ from kuberay.controllers.rayjob.reconciler import (
     Options,
     RayJobReconciler,
 )
-from kuberay.controllers.rayjob.state import Settings
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, SERVICE

@@ -2,8 +2,8 @@
 
 `step(job, facts, settings)` reads one RayJob and the facts the reconciler gathered for it (its RayCluster,
 its submitter, the latest dashboard observation, the time) and returns a `Decision`: the new status, the
-actions to perform in order, the Events to record, whether the status is written, and when to look again.
-The reconciler performs the actions; if one fails the pass fails (retried with back-off) and the status is
+actions to perform in order, the Events to record, whether the status is written, and when to look again
+(those types are in `decision`). The reconciler performs the actions; if one fails the pass fails (retried with back-off) and the status is
 not written, which is upstream's "requeue + error" everywhere.
 
 Upstream's reconcile, row by row (spec §1.3-§1.10), with its quirks kept on purpose:
@@ -35,154 +35,39 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, cast
 
 from kuberay.api import constants
-from kuberay.api.features import Feature, FeatureGates
+from kuberay.api.features import Feature
 from kuberay.api.rayjob import (
     JobDeploymentStatus,
     JobFailedReason,
     JobStatus,
     JobSubmissionMode,
     RayJob,
+    RayJobStatusInfoDict,
 )
 from kuberay.api.validation import validate_rayjob
-from kuberay.controllers.podproblems import StartupProblem
 from kuberay.controllers.rayjob import deletion
-from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
+from kuberay.controllers.rayjob.decision import (
+    POLICY_ACTIONS,
+    Action,
+    Decision,
+    EventNote,
+    Facts,
+    Settings,
+    Status,
+    deployment_terminal,
+    job_terminal,
+)
+from kuberay.rayclient.dashboard import JobInfo, JobNotFound
 from kubesemantics.names import random_suffix
 
 REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration
 SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30  # upstream DefaultSubmitterFinishedTimeout
 CLUSTER_START_FAILED = "ClusterStartFailed"  # our reason for a cluster that cannot start
 HEAD_POD_LOST = "HeadPodLost"  # our reason for an attempt whose head pod went away under it
-
-Status = dict[str, Any]
-
-
-class Action(StrEnum):
-    """Things the reconciler does for a decision, in the order listed in `Decision.actions`."""
-
-    ADD_FINALIZER = "AddFinalizer"
-    REMOVE_FINALIZER = "RemoveFinalizer"
-    STOP_JOB = "StopJob"  # ask the dashboard to stop the Ray job (failure only logged)
-    CREATE_CLUSTER = "CreateCluster"
-    CREATE_SUBMITTER = "CreateSubmitter"
-    RECONCILE_HEAD_SERVICE = "ReconcileHeadService"
-    POLL = "Poll"  # keep the job's status polled (and, in HTTPMode, submitted)
-    STOP_POLLING = "StopPolling"
-    DELETE_CLUSTER = "DeleteCluster"
-    DELETE_SUBMITTER = "DeleteSubmitter"
-    SUSPEND_WORKERS = "SuspendWorkers"
-    DELETE_SELF = "DeleteSelf"
-    BATCH_SCHEDULE = "BatchSchedule"  # the batch scheduler's work before the cluster is made (PodGroups)
-    # Give back what the batch scheduler holds for the job; its failure fails the pass while releasing,
-    # and is only logged once the job has finished.
-    CLEANUP_BATCH_SCHEDULER = "CleanupBatchScheduler"
-
-
-POLICY_ACTIONS: dict[str, Action] = {
-    "DeleteCluster": Action.DELETE_CLUSTER,
-    "DeleteWorkers": Action.SUSPEND_WORKERS,
-    "DeleteSelf": Action.DELETE_SELF,
-}
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The operator-wide knobs of the state machine (upstream reads the first three from its environment)."""
-
-    gates: FeatureGates = field(default_factory=FeatureGates)
-    transition_grace_period: int = constants.DEFAULT_RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS
-    status_check_timeout: int = constants.DEFAULT_RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
-    delete_rayjob_after_job_finishes: bool = False
-    # None: wait for a stuck cluster forever, as upstream does.
-    cluster_start_timeout: float | None = 300.0
-    # A batch scheduler is configured (`--batch-scheduler`, `KubernetesWAS`): its actions are taken.
-    batch_scheduler: bool = False
-
-
-@dataclass(frozen=True)
-class ClusterFacts:
-    """The job's RayCluster as the cache shows it (`exists=False`: not there)."""
-
-    exists: bool
-    deleting: bool = False
-    status: dict[str, Any] = field(default_factory=dict)
-    # `<svc>.<ns>.svc.<domain>:<port>` once the head Service has a dashboard port.
-    dashboard_address: str | None = None
-    workers_suspended: bool = False
-    problem: StartupProblem | None = None
-    # The names of the cluster's head pods that exist and are not being deleted.
-    live_heads: frozenset[str] = frozenset()
-
-    @property
-    def ready(self) -> bool:
-        return self.status.get("state") == "ready"
-
-
-@dataclass(frozen=True)
-class SubmitterFacts:
-    """The submitter: the K8sJobMode Job or the SidecarMode head-pod container."""
-
-    exists: bool = False
-    deleting: bool = False
-    failure: str | None = None  # the SubmissionFailed message, when the submitter failed
-    head_pod_missing: bool = False  # SidecarMode: no head pod (always an app failure)
-    finished_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Observation:
-    """The latest answer of the dashboard about the job: its info, or the error of asking.
-
-    `submitted`: the dashboard did not know an HTTPMode job, so it was submitted (again); `error` is then the
-    submission's error, if it failed, and the job's status is read by a later poll (upstream
-    `reconcileHTTPModeJobNotFound`)."""
-
-    info: JobInfo | None = None
-    error: DashboardError | None = None
-    submitted: bool = False
-
-
-@dataclass(frozen=True)
-class Facts:
-    now: datetime
-    cluster: ClusterFacts = field(default_factory=lambda: ClusterFacts(exists=False))
-    submitter: SubmitterFacts = field(default_factory=SubmitterFacts)
-    observation: Observation | None = None
-
-
-@dataclass(frozen=True)
-class EventNote:
-    type: str
-    reason: str
-    message: str
-    action: str
-
-
-@dataclass
-class Decision:
-    status: Status
-    actions: list[Action] = field(default_factory=list)
-    events: list[EventNote] = field(default_factory=list)
-    write: bool = False
-    requeue_after: float | None = None
-    # Set: the pass fails after the actions (retried with back-off); the status is not written.
-    error: str | None = None
-
-
-def job_terminal(job_status: str | None) -> bool:
-    """A Ray job status that never changes again (any other string, known or not, may)."""
-    return job_status in (JobStatus.STOPPED, JobStatus.SUCCEEDED, JobStatus.FAILED)
-
-
-def deployment_terminal(deployment_status: str | None) -> bool:
-    return deployment_status in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED)
-
 
 # --- time -------------------------------------------------------------------------------------------------------
 
@@ -217,7 +102,7 @@ def _ms_time(milliseconds: int) -> str:
 
 def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | None = None) -> Decision:
     """The next status of `job` and the actions that lead there (see the module docstring)."""
-    old: Status = job.status.dump() if job.status is not None else {}
+    old = cast(Status, job.status.dump()) if job.status is not None else Status()
     decision = Decision(copy.deepcopy(old))
     metadata = job.metadata
     if job.spec.managed_by is not None and job.spec.managed_by != constants.KUBERAY_CONTROLLER:
@@ -281,8 +166,8 @@ def _dispatch(job: RayJob, facts: Facts, settings: Settings, decision: Decision,
         return True
     if state == JobDeploymentStatus.VALIDATION_FAILED:
         # Valid again (validation ran before the dispatch): start over.
-        for key in ("reason", "message"):
-            decision.status.pop(key, None)
+        decision.status.pop("reason", None)
+        decision.status.pop("message", None)
         decision.status["jobDeploymentStatus"] = JobDeploymentStatus.NEW.value
         return False
     decision.requeue_after = REQUEUE_SECONDS  # an unknown state: upstream logs and looks again
@@ -469,7 +354,7 @@ def _copy_job_info(info: JobInfo, facts: Facts, status: Status, with_submitter: 
     status["jobDeploymentStatus"] = deployment.value
     _set_or_drop(status, "reason", reason)
     _set_or_drop(status, "message", info.message)
-    times = dict(status.get("rayJobInfo") or {})
+    times = copy.copy(status.get("rayJobInfo", RayJobStatusInfoDict()))
     if info.start_time:
         times["startTime"] = _ms_time(info.start_time)
     if info.end_time:
@@ -496,15 +381,12 @@ def _releasing(job: RayJob, facts: Facts, settings: Settings, decision: Decision
     if settings.batch_scheduler:
         decision.actions.append(Action.CLEANUP_BATCH_SCHEDULER)
     status = decision.status
-    for key in (
-        "rayClusterName",
-        "dashboardURL",
-        "jobId",
-        "message",
-        "reason",
-        "jobStatusCheckFailureStartTime",
-    ):
-        status.pop(key, None)
+    status.pop("rayClusterName", None)
+    status.pop("dashboardURL", None)
+    status.pop("jobId", None)
+    status.pop("message", None)
+    status.pop("reason", None)
+    status.pop("jobStatusCheckFailureStartTime", None)
     status["rayClusterStatus"] = {}
     status["rayJobInfo"] = {}
     status.pop("jobStatus", None)
@@ -709,8 +591,8 @@ def _zero(value: Any) -> Any:
     return value if value not in (None, "", 0, {}, []) else None
 
 
-def _set_or_drop(status: Status, key: str, value: str) -> None:
+def _set_or_drop(status: Status, key: Literal["reason", "message"], value: str) -> None:
     if value:
         status[key] = value
-    else:
-        status.pop(key, None)
+    elif key in status:
+        del status[key]

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kuberay.api import constants
-from kuberay.controllers.rayjob.state import SubmitterFacts, parse_time
+from kuberay.controllers.rayjob.decision import SubmitterFacts
+from kuberay.controllers.rayjob.state import parse_time
 
 # The restart limit of a sidecar submitter (upstream passes the K8s Job default; the submitterConfig cannot be
 # set in SidecarMode).

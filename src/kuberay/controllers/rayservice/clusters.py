@@ -69,6 +69,26 @@ def should_update_in_place(cluster: Mapping[str, Any], goal: Mapping[str, Any]) 
     return not full_hash_equal(cluster, goal) and partial_hash_equal(cluster, goal)
 
 
+def should_prepare_new_cluster(
+    active: Mapping[str, Any] | None,
+    pending: Mapping[str, Any] | None,
+    goal: Mapping[str, Any],
+    *,
+    new_on_change: bool,
+) -> bool:
+    """Whether a new pending cluster is due: none exists yet, or the goal differs from the newest cluster
+    beyond appended worker groups and a changed spec makes a new cluster (`new_on_change`, from
+    `zero_downtime_enabled`). The caller rules out the times none is made (a rollback, a pending cluster
+    that already serves)."""
+    if active is None and pending is None:
+        return True
+    reference = pending if pending is not None else active
+    assert reference is not None
+    if full_hash_equal(reference, goal) or partial_hash_equal(reference, goal):
+        return False
+    return new_on_change
+
+
 def stale_operator_version(cluster: Mapping[str, Any]) -> bool:
     return _annotations(cluster).get(constants.KUBERAY_VERSION_ANNOTATION) != constants.KUBERAY_VERSION
 

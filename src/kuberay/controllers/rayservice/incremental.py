@@ -15,34 +15,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from kuberay.api import constants
-from kuberay.api.rayservice import ClusterUpgradeOptions
+from kuberay.api.rayservice import ClusterUpgradeOptions, RayServiceStatusDict, ServeSide, ServeSideDict
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
-from kuberay.controllers.raycluster.conditions import remove_condition, set_condition
+from kuberay.controllers.raycluster.conditions import is_condition_true, remove_condition, set_condition
 from kuberay.controllers.rayservice import clusters
-from kuberay.controllers.rayservice import status as st
 
 JSON = dict[str, Any]
-ACTIVE = "activeServiceStatus"
-PENDING = "pendingServiceStatus"
+ACTIVE: Final = "activeServiceStatus"
+PENDING: Final = "pendingServiceStatus"
 REVERTED = "Goal state reverted to original cluster, rolling back."
 CHANGED = "Goal state changed mid-upgrade, rolling back to original cluster."
 ROLLBACK_COMPLETE = "Rollback complete, active Ray cluster exists and no pending Ray cluster"
 
 
-def _side(status: Mapping[str, Any], side: str) -> Mapping[str, Any]:
-    return status.get(side) or {}
+def _side(status: RayServiceStatusDict, side: ServeSide) -> ServeSideDict:
+    return status.get(side) or ServeSideDict()
 
 
-def rolling_back(status: Mapping[str, Any]) -> bool:
-    return st.is_true(status, Type.ROLLBACK_IN_PROGRESS)
+def entry(status: RayServiceStatusDict, side: ServeSide) -> ServeSideDict:
+    """The status entry of one side, made when missing."""
+    if side == ACTIVE:
+        return status.setdefault(ACTIVE, ServeSideDict())
+    return status.setdefault(PENDING, ServeSideDict())
+
+
+def rolling_back(status: RayServiceStatusDict) -> bool:
+    return is_condition_true(status, Type.ROLLBACK_IN_PROGRESS)
 
 
 def decide_rollback(
-    status: JSON, active: Mapping[str, Any], pending: Mapping[str, Any], goal: Mapping[str, Any], now: str
+    status: RayServiceStatusDict,
+    active: Mapping[str, Any],
+    pending: Mapping[str, Any],
+    goal: Mapping[str, Any],
+    now: str,
 ) -> None:
     """Starts or cancels a rollback from where the goal spec now points."""
     goal_hash = clusters.cluster_hash(goal)
@@ -71,7 +81,7 @@ def decide_rollback(
 
 
 def route_weights(
-    status: Mapping[str, Any],
+    status: RayServiceStatusDict,
     options: ClusterUpgradeOptions,
     *,
     pending_exists: bool,
@@ -104,34 +114,36 @@ def route_weights(
     return w_active, w_pending
 
 
-def record_weights(status: JSON, weights: Mapping[str, int], stamp: str, *, pending_exists: bool) -> None:
+def record_weights(
+    status: RayServiceStatusDict, weights: Mapping[str, int], stamp: str, *, pending_exists: bool
+) -> None:
     """Traffic percentages read back from the route; the migration time moves when a value changed."""
-    sides = [ACTIVE, PENDING] if pending_exists else [ACTIVE]
+    sides: list[ServeSide] = [ACTIVE, PENDING] if pending_exists else [ACTIVE]
     for side in sides:
-        entry = status.setdefault(side, {})
-        name = entry.get("rayClusterName")
+        values = entry(status, side)
+        name = values.get("rayClusterName")
         if not name:
             continue
         weight = next((w for backend, w in weights.items() if name in backend), None)
         if weight is None:
             continue
-        if entry.get("trafficRoutedPercent") != weight:
-            entry["trafficRoutedPercent"] = weight
-            entry["lastTrafficMigratedTime"] = stamp
+        if values.get("trafficRoutedPercent") != weight:
+            values["trafficRoutedPercent"] = weight
+            values["lastTrafficMigratedTime"] = stamp
 
 
 @dataclass(frozen=True)
 class CapacityStep:
     """Set `cluster`'s Serve `target_capacity` to `goal` (side: which status entry it is)."""
 
-    side: str
+    side: ServeSide
     goal: int
 
 
-def capacity_step(status: JSON, options: ClusterUpgradeOptions) -> CapacityStep | None:
+def capacity_step(status: RayServiceStatusDict, options: ClusterUpgradeOptions) -> CapacityStep | None:
     """The next target-capacity move, if traffic has caught up with the last one. Fills in unset
     capacities (active 100, pending 0), as upstream writes them."""
-    active, pending = status.setdefault(ACTIVE, {}), status.setdefault(PENDING, {})
+    active, pending = entry(status, ACTIVE), entry(status, PENDING)
     active.setdefault("targetCapacity", 100)
     pending.setdefault("targetCapacity", 0)
     tc_active, tc_pending = int(active["targetCapacity"]), int(pending["targetCapacity"])
@@ -149,7 +161,7 @@ def capacity_step(status: JSON, options: ClusterUpgradeOptions) -> CapacityStep 
     return CapacityStep(PENDING, min(100, tc_pending + surge))
 
 
-def capacity_update_needed(status: Mapping[str, Any]) -> bool:
+def capacity_update_needed(status: RayServiceStatusDict) -> bool:
     active, pending = _side(status, ACTIVE), _side(status, PENDING)
     if not (active.get("rayClusterName") and pending.get("rayClusterName")):
         return False
@@ -161,14 +173,14 @@ def capacity_update_needed(status: Mapping[str, Any]) -> bool:
     return not (active["targetCapacity"] == 0 and pending["targetCapacity"] == 100)
 
 
-def should_promote(status: Mapping[str, Any], pending_exists: bool) -> bool:
-    if not st.is_true(status, Type.UPGRADE_IN_PROGRESS) or rolling_back(status) or not pending_exists:
+def should_promote(status: RayServiceStatusDict, pending_exists: bool) -> bool:
+    if not is_condition_true(status, Type.UPGRADE_IN_PROGRESS) or rolling_back(status) or not pending_exists:
         return False
     active, pending = _side(status, ACTIVE), _side(status, PENDING)
     return active.get("targetCapacity") == 0 and pending.get("trafficRoutedPercent") == 100
 
 
-def rollback_complete(status: Mapping[str, Any], pending_head_ready: bool) -> bool:
+def rollback_complete(status: RayServiceStatusDict, pending_head_ready: bool) -> bool:
     if not rolling_back(status):
         return False
     active, pending = _side(status, ACTIVE), _side(status, PENDING)
@@ -179,7 +191,7 @@ def rollback_complete(status: Mapping[str, Any], pending_head_ready: bool) -> bo
     )
 
 
-def finish_rollback(status: JSON, now: str) -> None:
+def finish_rollback(status: RayServiceStatusDict, now: str) -> None:
     status[PENDING] = {}
     conditions: list[JSON] = status.setdefault("conditions", [])
     remove_condition(conditions, Type.ROLLBACK_IN_PROGRESS)

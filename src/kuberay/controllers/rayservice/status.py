@@ -1,8 +1,10 @@
 """A RayService's status, computed from what a pass saw (upstream `calculateStatus`,
-`calculateConditions`, `isSuspend…`): promotion, serve endpoints, the `Ready` / `UpgradeInProgress`
-conditions with upstream's reasons and messages, and whether the status changed enough to be written.
+`calculateConditions`, `isSuspend…`): promotion, a new pending cluster, serve endpoints, the `Ready` /
+`UpgradeInProgress` conditions with upstream's reasons and messages, the initializing timeout, and whether
+the status changed enough to be written.
 
-Pure functions over status dicts (wire form); the time is passed in.
+Pure functions over status dicts (wire form): `calculate` takes the pass's `Facts` (the clusters, Serve's
+answers, endpoint counts, the time, all read before) and returns the Events to record.
 
 Beyond upstream: when a cluster or its Serve applications cannot become ready, the `why` a pass found
 (a pod's failure, Serve's own message) is appended to the message of the condition that is waiting on it
@@ -12,15 +14,25 @@ Beyond upstream: when a cluster or its Serve applications cannot become ready, t
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from kuberay.api import constants
+from kuberay.api.rayservice import RayService, RayServiceStatusDict, ServeSide, ServeSideDict, ServiceStatus
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
-from kuberay.api.rayservice import ServiceStatus
-from kuberay.controllers.raycluster.conditions import set_condition
+from kuberay.builders import service as service_builder
+from kuberay.controllers.raycluster.conditions import is_condition_true, set_condition
+from kuberay.controllers.rayservice import clusters, incremental
+from kuberay.controllers.rayservice.incremental import ACTIVE, PENDING
+from kuberay.controllers.rayservice.serving import ServeOutcome
+from kuberay.runtime.events import WARNING
+from kubesemantics.goparse import GoParseError, atoi, format_seconds, parse_duration
 
 JSON = dict[str, Any]
+Note = tuple[str, str, str]  # an Event's (type, reason, message)
 
 INITIALIZING_MESSAGE = "RayService is initializing"
 READY_MESSAGE = "Number of serve endpoints is greater than 0"
@@ -33,6 +45,181 @@ NO_ACTIVE_MESSAGE = (
 )
 # Fields whose change alone does not make a status write (upstream compares everything else).
 _UNCOMPARED = ("rayClusterStatus", "lastTrafficMigratedTime")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One of the pass's clusters as the pass left it (written this pass, maybe not cached yet), Serve's
+    answer from it, and why it does not serve yet ("" when nothing lasting stands in the way)."""
+
+    cluster: JSON | None = None
+    outcome: ServeOutcome | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a pass saw, for its status: the RayService, the time, its active and pending clusters, the
+    cluster its Services point at (`selected`), the HTTPRoute's weights, and the cache's view of the
+    clusters the status names and of the serve endpoints."""
+
+    service: RayService
+    now: datetime
+    incremental: bool
+    new_name: Callable[[], str]  # a new pending cluster's name
+    active: Seen = Seen()
+    pending: Seen = Seen()
+    selected: str = ""
+    route_weights: Mapping[str, int] | None = None
+    cached: Mapping[str, JSON] = field(default_factory=dict)  # the clusters named in the status
+    endpoints: Mapping[str, int] = field(default_factory=dict)  # ready serve endpoints, by serve Service
+    new_on_change: bool = True  # whether a changed spec makes a new cluster (`zero_downtime_enabled`)
+    abandoned_hash: str | None = None  # the goal hash of the last upgrade abandoned for its timeout
+
+    @property
+    def stamp(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @property
+    def generation(self) -> int:
+        return self.service.metadata.generation or 0
+
+    @property
+    def goal(self) -> JSON:
+        return clusters.goal_spec(self.service)
+
+
+def calculate(status: RayServiceStatusDict, facts: Facts) -> list[Note]:
+    """The status after a pass (upstream `calculateStatus`), in place; the Events it calls for."""
+    notes: list[Note] = []
+    status["observedGeneration"] = facts.generation
+    sides: tuple[tuple[ServeSide, Seen], ...] = ((ACTIVE, facts.active), (PENDING, facts.pending))
+    for side, seen in sides:
+        entry = incremental.entry(status, side)
+        cluster, outcome = seen.cluster, seen.outcome
+        if cluster is not None and cluster.get("status"):
+            entry["rayClusterStatus"] = cluster["status"]
+        if outcome is not None and outcome.applications:
+            entry["applicationStatuses"] = outcome.applications
+        else:
+            entry.pop("applicationStatuses", None)
+    pending = facts.pending.cluster
+    why_pending, why_active = facts.pending.why, facts.active.why
+    pending_serving = False
+    if facts.incremental:
+        if facts.route_weights is not None:
+            incremental.record_weights(
+                status, facts.route_weights, facts.stamp, pending_exists=pending is not None
+            )
+        # The first cluster is promoted once it serves; later ones once traffic and capacity have moved.
+        outcome = facts.pending.outcome
+        first = not _name(status, ACTIVE) and outcome is not None and outcome.ready
+        if first or incremental.should_promote(status, pending is not None):
+            promote(status)
+            pending, why_pending = None, ""
+        pending_head_ready = pending is not None and is_condition_true(
+            pending.get("status") or {}, "HeadPodReady"
+        )
+        if incremental.rollback_complete(status, pending_head_ready):
+            incremental.finish_rollback(status, facts.stamp)
+            pending, why_pending = None, ""
+    elif facts.selected:
+        active_name, pending_name = _name(status, ACTIVE), _name(status, PENDING)
+        pending_serving = facts.selected == pending_name and facts.selected != active_name
+        if pending_serving:
+            promote(status)
+            why_pending = ""
+    active_name, pending_name = _name(status, ACTIVE), _name(status, PENDING)
+    if _new_cluster_due(status, facts, pending_serving=pending_serving):
+        entry = ServeSideDict(rayClusterName=facts.new_name())
+        if facts.incremental:
+            entry["targetCapacity"] = 0 if active_name else 100
+        status[PENDING] = entry
+    status["numServeEndpoints"] = _endpoints(status, facts)
+    why_not_ready = why_active or why_pending if not active_name else why_active
+    if why_pending:
+        notes.append((WARNING, "PendingRayClusterNotReady", why_pending))
+    if why_not_ready and not status["numServeEndpoints"]:
+        notes.append((WARNING, "RayServiceNotReady", why_not_ready))
+    set_conditions(status, facts.stamp, why_not_ready=why_not_ready, why_pending_not_ready=why_pending)
+    notes.extend(_initializing_timeout(status, facts))
+    stamp_generation(status, facts.generation)
+    return notes
+
+
+def _name(status: RayServiceStatusDict, side: ServeSide) -> str:
+    return status.get(side, {}).get("rayClusterName") or ""
+
+
+def _new_cluster_due(status: RayServiceStatusDict, facts: Facts, *, pending_serving: bool) -> bool:
+    if pending_serving or is_true(status, Type.ROLLBACK_IN_PROGRESS):
+        return False
+    active_name = _name(status, ACTIVE)
+    cached = facts.cached
+    if not clusters.should_prepare_new_cluster(
+        cached.get(active_name),
+        cached.get(_name(status, PENDING)),
+        facts.goal,
+        new_on_change=facts.new_on_change,
+    ):
+        return False
+    # An upgrade abandoned for its timeout is not tried again until the spec changes.
+    return not (active_name and facts.abandoned_hash == clusters.cluster_hash(facts.goal))
+
+
+def _endpoints(status: RayServiceStatusDict, facts: Facts) -> int:
+    names = [service_builder.rayservice_serve_service_name(facts.service)]
+    if facts.incremental:
+        names = [
+            n + constants.SERVE_SERVICE_SUFFIX for n in (_name(status, ACTIVE), _name(status, PENDING)) if n
+        ]
+    return sum(facts.endpoints.get(name, 0) for name in names)
+
+
+def _initializing_timeout(status: RayServiceStatusDict, facts: Facts) -> list[Note]:
+    """`ray.io/initializing-timeout`: a RayService still initializing past it fails for good."""
+    if (status.get("numServeEndpoints") or 0) > 0:
+        return []
+    ready = condition(status, Type.READY)
+    if ready is None or ready.get("status") != "False" or ready.get("reason") != Reason.INITIALIZING:
+        return []
+    timeout = _timeout(facts.service.annotations.get(constants.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION))
+    if timeout is None or not ready.get("lastTransitionTime"):
+        return []
+    since = datetime.fromisoformat(str(ready["lastTransitionTime"]).replace("Z", "+00:00"))
+    elapsed = facts.now - since
+    if elapsed < timeout:
+        return []
+    status[ACTIVE] = {}
+    status[PENDING] = {}
+    message = (
+        f"RayService failed to become ready within the configured timeout of {_go_duration(timeout)}. "
+        f"Time spent initializing: {_go_duration(elapsed)}"
+    )
+    conditions = status.setdefault("conditions", [])
+    set_condition(conditions, Type.READY, "False", Reason.INITIALIZING_TIMEOUT, message, facts.stamp)
+    note = (
+        f"RayService initializing timeout exceeded after {_go_duration(elapsed)} (configured timeout: "
+        f"{_go_duration(timeout)})"
+    )
+    return [(WARNING, "RayServiceInitializingTimeout", note)]
+
+
+def _timeout(value: str | None) -> timedelta | None:
+    if not value:
+        return None
+    try:
+        seconds = parse_duration(value) / 1e9
+    except GoParseError:
+        try:
+            seconds = float(atoi(value))
+        except GoParseError:
+            return None
+    return timedelta(seconds=seconds) if seconds > 0 else None
+
+
+def _go_duration(delta: timedelta) -> str:
+    return format_seconds(int(delta.total_seconds()))
 
 
 def condition(status: Mapping[str, Any], kind: str) -> JSON | None:
@@ -65,7 +252,7 @@ def serve_endpoints(slices: Iterable[Mapping[str, Any]]) -> int:
 
 
 def set_conditions(
-    status: JSON,
+    status: RayServiceStatusDict,
     now: str,
     *,
     why_not_ready: str = "",
@@ -130,7 +317,7 @@ def set_conditions(
     )
 
 
-def stamp_generation(status: JSON, generation: int) -> None:
+def stamp_generation(status: RayServiceStatusDict, generation: int) -> None:
     status["observedGeneration"] = generation
     for entry in status.get("conditions") or ():
         entry["observedGeneration"] = generation
@@ -144,7 +331,7 @@ def _with_why(message: str, why: str) -> str:
     return f"{message}: {why}" if why else message
 
 
-def promote(status: JSON) -> None:
+def promote(status: RayServiceStatusDict) -> None:
     """The pending cluster becomes the active one; pending is emptied."""
     status["activeServiceStatus"] = status.get("pendingServiceStatus") or {}
     status["pendingServiceStatus"] = {}
@@ -170,7 +357,7 @@ def _comparable(status: Mapping[str, Any]) -> JSON:
     return out
 
 
-def reset_for_suspend(status: JSON) -> None:
+def reset_for_suspend(status: RayServiceStatusDict) -> None:
     status["activeServiceStatus"] = {}
     status["pendingServiceStatus"] = {}
     status["numServeEndpoints"] = 0

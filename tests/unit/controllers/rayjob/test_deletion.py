@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kuberay.controllers.rayjob.state import Action, ClusterFacts, Facts, Settings, step
+from kuberay.controllers.rayjob.decision import Action, ClusterFacts, Facts, Settings
+from kuberay.controllers.rayjob.state import step
 from unit.controllers.rayjob.jobs import NOW, at, rayjob, running
 
 A = Action

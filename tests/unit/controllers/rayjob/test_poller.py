@@ -4,9 +4,6 @@ a reconcile queued only when the answer changes, never more dashboards in flight
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -14,48 +11,7 @@ import pytest
 from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
 from kuberay.rayclient.dashboard import JobNotFound, JobSubmitRequest
 from kuberay.runtime.resources import ObjectKey
-
-
-class FakeDashboard:
-    """The Jobs API's answers as Ray 2.60 gives them (404 in text/plain for an unknown job)."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[str, str] = {}
-        self.calls: list[str] = []
-        self.gate: asyncio.Event | None = None
-        self.refuse_submissions = False
-        self.in_flight = self.most_in_flight = 0
-
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.calls.append(f"{request.method} {request.url.path}")
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            if self.gate is not None:
-                await self.gate.wait()
-            if request.method == "POST" and self.refuse_submissions:
-                return httpx.Response(500, text="Internal Server Error")
-            if request.method == "POST":
-                body = json.loads(request.content)
-                self.jobs[body["submission_id"]] = "PENDING"
-                return httpx.Response(200, json={"job_id": body["submission_id"]})
-            job_id = request.url.path.rsplit("/", 1)[1]
-            if job_id not in self.jobs:
-                return httpx.Response(404, text=f"Job {job_id} does not exist")
-            return httpx.Response(200, json={"submission_id": job_id, "status": self.jobs[job_id]})
-        finally:
-            self.in_flight -= 1
-
-
-@contextlib.asynccontextmanager
-async def running(poller: JobStatusPoller) -> AsyncIterator[None]:
-    task = asyncio.create_task(poller.run())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+from unit.controllers.rayjob.fakedashboard import FakeDashboard, running
 
 
 @pytest.fixture

@@ -12,16 +12,15 @@ import pytest
 
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.podproblems import StartupProblem
-from kuberay.controllers.rayjob.state import (
-    REQUEUE_SECONDS,
+from kuberay.controllers.rayjob.decision import (
     Action,
     ClusterFacts,
     Facts,
     Observation,
     Settings,
     SubmitterFacts,
-    step,
 )
+from kuberay.controllers.rayjob.state import REQUEUE_SECONDS, step
 from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
 from unit.controllers.rayjob.jobs import ADDRESS, NOT_READY, NOW, READY, at, rayjob, running
 

@@ -4,17 +4,22 @@ the write rule, Serve's failure text, and the incremental upgrade's weights and 
 from __future__ import annotations
 
 import copy
+import types
+import typing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
+from kuberay.api.raycluster import RayClusterSpec
 from kuberay.api.rayservice import ClusterUpgradeOptions
+from kuberay.controllers.raycluster.recreate import OMITEMPTY
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice import status as st
+from kuberay.controllers.rayservice.context import ServeConfigCache
 from kuberay.controllers.rayservice.serving import (
-    ServeConfigCache,
     ServeOutcome,
     ServeUpdateError,
     config_body,
@@ -64,6 +69,68 @@ def test_appended_worker_groups_update_in_place_and_removed_ones_do_not() -> Non
     changed = spec(3)
     changed["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "other"
     assert not clusters.should_update_in_place(cluster, changed)
+
+
+def _bare(annotation: Any) -> Any:
+    """The type inside Optional[...] and Annotated[...]."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        else:
+            return annotation
+
+
+def _field_type(model: type[BaseModel], alias: str) -> Any:
+    [field] = [f for name, f in model.model_fields.items() if (f.alias or name) == alias]
+    return _bare(field.annotation)
+
+
+def _holder_type(path: tuple[str, ...]) -> type[BaseModel]:
+    current: Any = RayClusterSpec
+    for step in path:
+        current = _bare(typing.get_args(current)[0]) if step == "*" else _field_type(current, step)
+    assert isinstance(current, type) and issubclass(current, BaseModel), path
+    return current
+
+
+def _with_holder(goal: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """The holder at `path` in `goal`, made (with a list of one item for "*") where missing."""
+    holder: Any = goal
+    for step, after in zip(path, (*path[1:], None), strict=False):
+        if step == "*":
+            holder = holder[0]
+        elif after == "*":
+            holder = holder.setdefault(step, [{"groupName": "g0"}])
+        else:
+            holder = holder.setdefault(step, {})
+    return typing.cast(dict[str, Any], holder)
+
+
+OMITTED = [(path, name) for path, names in OMITEMPTY.items() for name in sorted(names)]
+
+
+@pytest.mark.parametrize(("path", "name"), OMITTED, ids=[".".join((*p, n)) for p, n in OMITTED])
+def test_an_omitempty_field_empty_hashes_as_missing(path: tuple[str, ...], name: str) -> None:
+    declared = _field_type(_holder_type(path), name)
+    kind = typing.get_origin(declared) or declared
+    kind = str if kind is typing.Literal or (isinstance(kind, type) and issubclass(kind, str)) else kind
+    empty, full = {str: ("", "x"), int: (0, 2), list: ([], [{"name": "x"}]), dict: ({}, {"k": "v"})}[kind]
+    missing = spec()
+    _with_holder(missing, path).pop(name, None)
+    for value, same in ((empty, True), (full, False)):
+        given = copy.deepcopy(missing)
+        _with_holder(given, path)[name] = value
+        assert (clusters.cluster_hash(given) == clusters.cluster_hash(missing)) is same, value
+
+
+def test_a_pointer_field_false_is_not_missing() -> None:
+    for path, name in (((), "enableInTreeAutoscaling"), (("headGroupSpec",), "enableIngress")):
+        given = spec()
+        _with_holder(given, path)[name] = False
+        assert clusters.cluster_hash(given) != clusters.cluster_hash(spec()), name
 
 
 def test_an_unreadable_group_count_counts_as_equal() -> None:
