@@ -1,10 +1,11 @@
 """The real cert-manager for tests: `scripts/tools/cert-manager/build` builds its controller once from
 cert-manager's Go module (pinned version) into the shared cache, beside the module's CRDs.
 
-`CertManager.install(server, log)` applies those CRDs to a control plane (localkube or realkube: anything
-with `apply_files` and a `kubeconfig`) and starts the controller against it with the admin kubeconfig, as
-an operator of the cluster installs cert-manager; `uninstall()` stops it and deletes the CRDs (and with
-them every Issuer and Certificate), so an operator started later finds no cert-manager.
+`CertManager.install(home, kubeconfig, log)` installs it on a control plane as a user would (see
+examples/ray-cluster.mtls.yaml): `kubectl apply --server-side` of the CRDs (too large for the last-applied
+annotation of a client-side apply), then the controller against that kubeconfig. `uninstall()` stops the
+controller and deletes the CRDs (and with them every Issuer and Certificate), so an operator started
+later on that control plane finds no cert-manager.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -21,24 +21,34 @@ import toolbuild
 TOOL = "cert_manager"
 
 
-def built() -> tuple[Path, float]:
-    """The build's directory (building it when missing) and the seconds that took."""
-    return toolbuild.ensure(TOOL)
+def built() -> Path:
+    """The build's directory, building it when missing."""
+    home, _ = toolbuild.ensure(TOOL)
+    return home
 
 
 class CertManager:
-    def __init__(self, home: Path, server: Any, log: Path) -> None:
-        self.home, self.server, self.log = home, server, log
-        self.crds = sorted((home / "crds").glob("*.yaml"))
+    def __init__(self, home: Path, kubeconfig: Path | str) -> None:
+        self.home, self.kubeconfig = home, str(kubeconfig)
+        self.crds = home / "crds"
         self.process: subprocess.Popen[bytes] | None = None
 
+    def kubectl(self, *args: str) -> None:
+        subprocess.run(
+            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+
     @classmethod
-    def install(cls, home: Path, server: Any, log: Path) -> CertManager:
-        manager = cls(home, server, log)
-        server.apply_files(manager.crds)
+    def install(cls, home: Path, kubeconfig: Path | str, log: Path) -> CertManager:
+        manager = cls(home, kubeconfig)
+        manager.kubectl("apply", "--server-side", "-f", str(manager.crds))
+        manager.kubectl("wait", "--for=condition=Established", "-f", str(manager.crds))
         with log.open("ab") as out:
             manager.process = subprocess.Popen(
-                [str(home / "bin" / "cert-manager-controller"), f"--kubeconfig={server.kubeconfig}"],
+                [str(home / "bin" / "cert-manager-controller"), f"--kubeconfig={manager.kubeconfig}"],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
@@ -55,18 +65,7 @@ class CertManager:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        names = [yaml.safe_load(path.read_text())["metadata"]["name"] for path in self.crds]
-        subprocess.run(
-            [
-                "kubectl",
-                f"--kubeconfig={self.server.kubeconfig}",
-                "delete",
-                "crd",
-                "--ignore-not-found",
-                "--wait=false",
-                *names,
-            ],
-            capture_output=True,
-            check=True,
-            timeout=120,
-        )
+        names = [
+            yaml.safe_load(path.read_text())["metadata"]["name"] for path in sorted(self.crds.glob("*.yaml"))
+        ]
+        self.kubectl("delete", "crd", "--ignore-not-found", "--wait=false", *names)

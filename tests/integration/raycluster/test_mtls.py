@@ -33,10 +33,8 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ray-cluster.mtls.y
 
 @pytest.fixture(scope="module")
 def cert_manager(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CertManager]:
-    home, _ = built()
-    manager = CertManager.install(
-        home, kube_backend, tmp_path_factory.mktemp("cert-manager") / "controller.log"
-    )
+    log = tmp_path_factory.mktemp("cert-manager") / "controller.log"
+    manager = CertManager.install(built(), kube_backend.kubeconfig, log)
     try:
         yield manager
     finally:
