@@ -10,12 +10,12 @@ later on that control plane finds no cert-manager.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from pathlib import Path
 
 import yaml
 
+import stopping
 import toolbuild
 
 TOOL = "cert_manager"
@@ -58,13 +58,7 @@ class CertManager:
         return self.process is not None and self.process.poll() is None
 
     def uninstall(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stopping.stop(self.process)
         names = [
             yaml.safe_load(path.read_text())["metadata"]["name"] for path in sorted(self.crds.glob("*.yaml"))
         ]

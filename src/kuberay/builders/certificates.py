@@ -59,12 +59,9 @@ def ca_secret_name(cluster_name: str, uid: str) -> str:
 
 def certificate_name(cluster_name: str, node_type: str) -> str:
     """The leaf Certificate of the head (`ray-head-cert-<c>`) or of every worker (`ray-worker-cert-<c>`)."""
-    prefix = (
-        constants.RAY_HEAD_CERT_PREFIX
-        if node_type == constants.HEAD_NODE
-        else constants.RAY_WORKER_CERT_PREFIX
+    return tls.per_node_type(
+        cluster_name, node_type, constants.RAY_HEAD_CERT_PREFIX, constants.RAY_WORKER_CERT_PREFIX
     )
-    return f"{prefix}-{cluster_name}"
 
 
 def labels(cluster_name: str, component: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import certificates, tls
+from kuberay.controllers.raycluster import dependents
 from kuberay.controllers.raycluster.context import Context
 from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
@@ -45,16 +46,10 @@ def enabled(ctx: Context, cluster: RayCluster) -> bool:
     return tls.is_enabled(cluster.spec.dump(), ctx.options.gates)
 
 
-async def cert_manager_installed(ctx: Context, namespace: str) -> bool:
-    """`cert-manager.io/v1` is served (a refusal to list still proves it is); asked once per process."""
+async def cert_manager_installed(ctx: Context) -> bool:
+    """`cert-manager.io/v1` is served; asked once per process."""
     if ctx.cert_manager is None:
-        try:
-            await ctx.client.list(CERTIFICATE, namespace, limit=1)
-            ctx.cert_manager = True
-        except errors.NotFound:
-            ctx.cert_manager = False
-        except errors.Forbidden:
-            ctx.cert_manager = True
+        ctx.cert_manager = await dependents.api_served(ctx, CERTIFICATE)
     return ctx.cert_manager
 
 

@@ -97,7 +97,7 @@ class RayClusterReconciler:
             return Result()
         with step("validate"):
             if mtls.enabled(self.ctx, model):
-                await mtls.cert_manager_installed(self.ctx, model.namespace)
+                await mtls.cert_manager_installed(self.ctx)
             invalid = self._validate(cluster, model, key)
         if invalid is not None:
             return invalid
