@@ -3,7 +3,8 @@ cert-manager's Go module (pinned version) into the shared cache, beside the modu
 
 `CertManager.install(home, kubeconfig, log)` installs it on a control plane as a user would (see
 examples/ray-cluster.mtls.yaml): `kubectl apply --server-side` of the CRDs (too large for the last-applied
-annotation of a client-side apply), then the controller against that kubeconfig. `uninstall()` stops the
+annotation of a client-side apply), then the controller against that kubeconfig. `stop()` and `start()`
+take the controller away and back (a cert-manager that issues nothing for a while). `uninstall()` stops the
 controller and deletes the CRDs (and with them every Issuer and Certificate), so an operator started
 later on that control plane finds no cert-manager.
 """
@@ -28,8 +29,8 @@ def built() -> Path:
 
 
 class CertManager:
-    def __init__(self, home: Path, kubeconfig: Path | str) -> None:
-        self.home, self.kubeconfig = home, str(kubeconfig)
+    def __init__(self, home: Path, kubeconfig: Path | str, log: Path) -> None:
+        self.home, self.kubeconfig, self.log = home, str(kubeconfig), log
         self.crds = home / "crds"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -43,22 +44,30 @@ class CertManager:
 
     @classmethod
     def install(cls, home: Path, kubeconfig: Path | str, log: Path) -> CertManager:
-        manager = cls(home, kubeconfig)
+        manager = cls(home, kubeconfig, log)
         manager.kubectl("apply", "--server-side", "-f", str(manager.crds))
         manager.kubectl("wait", "--for=condition=Established", "-f", str(manager.crds))
-        with log.open("ab") as out:
-            manager.process = subprocess.Popen(
-                [str(home / "bin" / "cert-manager-controller"), f"--kubeconfig={manager.kubeconfig}"],
+        return manager.start()
+
+    def start(self) -> CertManager:
+        """Starts the controller (again, after `stop`)."""
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [str(self.home / "bin" / "cert-manager-controller"), f"--kubeconfig={self.kubeconfig}"],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        return manager
+        return self
+
+    def stop(self) -> None:
+        """Stops the controller; its CRDs and objects stay (nothing issues certificates meanwhile)."""
+        stopping.stop(self.process)
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def uninstall(self) -> None:
-        stopping.stop(self.process)
+        self.stop()
         names = [
             yaml.safe_load(path.read_text())["metadata"]["name"] for path in sorted(self.crds.glob("*.yaml"))
         ]

@@ -91,14 +91,16 @@ def _issuer_ref(name: str) -> JSON:
     return {"name": name, "kind": ISSUER_KIND, "group": GROUP}
 
 
-def build_issuers(cluster: RayCluster) -> list[JSON]:
-    """The self-signed Issuer that signs the CA, then the CA Issuer that signs the leaves."""
-    name = cluster.name
-    ca_secret = ca_secret_name(name, cluster.metadata.uid or "")
-    return [
-        _object(cluster, ISSUER_KIND, self_signed_issuer_name(name), "selfsigned-issuer", {"selfSigned": {}}),
-        _object(cluster, ISSUER_KIND, ca_issuer_name(name), "ca-issuer", {"ca": {"secretName": ca_secret}}),
-    ]
+def build_self_signed_issuer(cluster: RayCluster) -> JSON:
+    """The Issuer that signs the cluster's CA certificate."""
+    name = self_signed_issuer_name(cluster.name)
+    return _object(cluster, ISSUER_KIND, name, "selfsigned-issuer", {"selfSigned": {}})
+
+
+def build_ca_issuer(cluster: RayCluster) -> JSON:
+    """The Issuer that signs the leaf certificates with the CA in the CA certificate's Secret."""
+    ca = {"secretName": ca_secret_name(cluster.name, cluster.metadata.uid or "")}
+    return _object(cluster, ISSUER_KIND, ca_issuer_name(cluster.name), "ca-issuer", {"ca": ca})
 
 
 def build_ca_certificate(cluster: RayCluster) -> JSON:

@@ -58,6 +58,28 @@ def san_ips(secret: dict[str, Any]) -> set[str]:
     return {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
 
 
+async def test_no_pod_before_the_certificates_are_issued(kube: Kube, cert_manager: CertManager) -> None:
+    cert_manager.stop()  # the CRDs stay: the operator makes its Issuers and Certificates, nothing issues them
+    try:
+        name = (await kube.create_cluster(example()))["metadata"]["name"]
+
+        async def held_twice() -> bool:
+            # A repeated Event is one Event with a count: a second pass has run since the first held the pods.
+            events = [e for e in await kube.events(name) if e["reason"] == "MTLSCertsNotReady"]
+            return bool(events) and events[0].get("count", 1) >= 2
+
+        await kube.wait_for(held_twice, 60)
+        assert len((await kube.client.list(CERTIFICATE, kube.namespace)).items) == 3
+        assert await kube.pods(name) == []
+    finally:
+        cert_manager.start()
+
+    async def ready() -> bool:
+        return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
+
+    await kube.wait_for(ready, 180)
+
+
 async def test_mtls_cluster_ready_with_cert_manager(kube: Kube, cert_manager: CertManager) -> None:
     created = await kube.create_cluster(example())
     name, uid = created["metadata"]["name"], created["metadata"]["uid"]

@@ -14,7 +14,8 @@ UID = "6f1c2d3e-aaaa-bbbb-cccc-0123456789ab"
 def build_all(data: dict[str, Any]) -> list[dict[str, Any]]:
     cluster = RayCluster.parse(data["cluster"])
     return [
-        *certificates.build_issuers(cluster),
+        certificates.build_self_signed_issuer(cluster),
+        certificates.build_ca_issuer(cluster),
         certificates.build_ca_certificate(cluster),
         certificates.build_leaf_certificate(cluster, "head", data["head_ips"], data["cluster_domain"]),
         certificates.build_leaf_certificate(cluster, "worker", data["worker_ips"], data["cluster_domain"]),

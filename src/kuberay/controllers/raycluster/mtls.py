@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kuberay.api import constants
+from kuberay.api.features import Feature
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import certificates, tls
 from kuberay.controllers.raycluster import dependents
@@ -43,7 +44,9 @@ Obj = Mapping[str, Any]
 
 
 def enabled(ctx: Context, cluster: RayCluster) -> bool:
-    return tls.is_enabled(cluster.spec.dump(), ctx.options.gates)
+    # The gate first: with it off (its default), no reconcile pays for a dump of the spec.
+    gates = ctx.options.gates
+    return gates.enabled(Feature.RAY_CLUSTER_MTLS) and tls.is_enabled(cluster.spec.dump(), gates)
 
 
 async def cert_manager_installed(ctx: Context) -> bool:
@@ -132,7 +135,7 @@ async def _leaf(ctx: Context, cluster: RayCluster, node_type: str) -> None:
 
 
 async def _self_signed_issuer(ctx: Context, cluster: RayCluster) -> None:
-    await _create_if_missing(ctx, ISSUER, certificates.build_issuers(cluster)[0])
+    await _create_if_missing(ctx, ISSUER, certificates.build_self_signed_issuer(cluster))
 
 
 async def _ca_certificate(ctx: Context, cluster: RayCluster) -> None:
@@ -142,7 +145,7 @@ async def _ca_certificate(ctx: Context, cluster: RayCluster) -> None:
 
 
 async def _ca_issuer(ctx: Context, cluster: RayCluster) -> None:
-    await _create_if_missing(ctx, ISSUER, certificates.build_issuers(cluster)[1])
+    await _create_if_missing(ctx, ISSUER, certificates.build_ca_issuer(cluster))
 
 
 async def _head_certificate(ctx: Context, cluster: RayCluster) -> None:
