@@ -12,6 +12,7 @@ later on that control plane finds no cert-manager.
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import yaml
@@ -34,19 +35,31 @@ class CertManager:
         self.crds = home / "crds"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def kubectl(self, *args: str) -> None:
-        subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args],
-            capture_output=True,
-            check=True,
-            timeout=120,
+    def kubectl(self, *args: str) -> str:
+        result = subprocess.run(
+            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args], capture_output=True, text=True, timeout=120
         )
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+        return result.stdout
+
+    def crd_names(self) -> list[str]:
+        return [
+            yaml.safe_load(path.read_text())["metadata"]["name"] for path in sorted(self.crds.glob("*.yaml"))
+        ]
 
     @classmethod
     def install(cls, home: Path, kubeconfig: Path | str, log: Path) -> CertManager:
         manager = cls(home, kubeconfig, log)
         manager.kubectl("apply", "--server-side", "-f", str(manager.crds))
-        manager.kubectl("wait", "--for=condition=Established", "-f", str(manager.crds))
+        # Not `kubectl wait`: it fails, rather than waits, on a CRD the API server has not given conditions yet.
+        established = '{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}'
+        deadline = time.monotonic() + 60
+        names = [f"crd/{name}" for name in manager.crd_names()]
+        while manager.kubectl("get", *names, "-o", f"jsonpath={established}").split() != ["True"] * len(
+            names
+        ):
+            assert time.monotonic() < deadline, "cert-manager's CRDs not established within 60 s"
+            time.sleep(0.2)
         return manager.start()
 
     def start(self) -> CertManager:
