@@ -1,5 +1,6 @@
 """The real cert-manager for tests: `scripts/tools/cert-manager/build` builds its controller once from
-cert-manager's Go module (pinned version) into the shared cache, beside the module's CRDs.
+cert-manager's Go module (pinned version) into the shared cache, beside the module's CRDs; the session
+fixture `cert_manager` (tests/conftest.py) is that directory.
 
 `CertManager.install(home, kubeconfig, log)` installs it on a control plane as a user would (see
 examples/ray-cluster.mtls.yaml): `kubectl apply --server-side` of the CRDs (too large for the last-applied
@@ -18,15 +19,6 @@ from pathlib import Path
 import yaml
 
 import stopping
-import toolbuild
-
-TOOL = "cert_manager"
-
-
-def built() -> Path:
-    """The build's directory, building it when missing."""
-    home, _ = toolbuild.ensure(TOOL)
-    return home
 
 
 class CertManager:

@@ -16,6 +16,7 @@ import datetime
 import ipaddress
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from ray.core.generated import gcs_pb2, gcs_service_pb2
 
-from certmanager_process import CertManager, built
+from certmanager_process import CertManager
 from local_instance import EXAMPLES, LocalInstance, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -37,13 +38,14 @@ GCS_METHOD = "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo"
 
 
 @pytest.fixture(scope="module")
-def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalInstance, dict[str, Any]]]:
+def tls_cluster(
+    cert_manager: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LocalInstance, dict[str, Any]]]:
     """The example's RayCluster, ready, on a process-mode instance with cert-manager; and the instance."""
-    home = built()  # before the instance starts: a cold build takes minutes
     directory = tmp_path_factory.mktemp("mtls")
     args = ("--node-mode", "process", "--port", "0", "--feature-gates", "RayClusterMTLS=true")
     with LocalInstance(directory / "local", *args) as local:
-        manager = CertManager.install(home, local.kubeconfig, directory / "cert-manager.log")
+        manager = CertManager.install(cert_manager, local.kubeconfig, directory / "cert-manager.log")
         try:
             namespace = local.namespace("mtls")
             local.kubectl("apply", "-n", namespace, "-f", str(EXAMPLE))

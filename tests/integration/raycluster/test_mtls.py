@@ -19,7 +19,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from certmanager_process import CertManager, built
+from certmanager_process import CertManager
 from kuberay.runtime import errors
 from kuberay.runtime.resources import SECRET, Resource
 from operator_process import OperatorProcess
@@ -32,9 +32,11 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ray-cluster.mtls.y
 
 
 @pytest.fixture(scope="module")
-def cert_manager(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CertManager]:
+def installed(
+    cert_manager: Path, kube_backend: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CertManager]:
     log = tmp_path_factory.mktemp("cert-manager") / "controller.log"
-    manager = CertManager.install(built(), kube_backend.kubeconfig, log)
+    manager = CertManager.install(cert_manager, kube_backend.kubeconfig, log)
     try:
         yield manager
     finally:
@@ -42,8 +44,8 @@ def cert_manager(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(scope="module")
-def operator(cert_manager: CertManager, operator: OperatorProcess) -> OperatorProcess:
-    """The package's operator, started once cert-manager is installed (as upstream finds it at start-up)."""
+def operator(installed: CertManager, operator: OperatorProcess) -> OperatorProcess:
+    """The package's operator, started once cert-manager is installed (upstream looks for it at start-up)."""
     return operator
 
 
@@ -58,8 +60,8 @@ def san_ips(secret: dict[str, Any]) -> set[str]:
     return {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
 
 
-async def test_no_pod_before_the_certificates_are_issued(kube: Kube, cert_manager: CertManager) -> None:
-    cert_manager.stop()  # the CRDs stay: the operator makes its Issuers and Certificates, nothing issues them
+async def test_no_pod_before_the_certificates_are_issued(kube: Kube, installed: CertManager) -> None:
+    installed.stop()  # the CRDs stay: the operator makes its Issuers and Certificates, nothing issues them
     try:
         name = (await kube.create_cluster(example()))["metadata"]["name"]
 
@@ -72,7 +74,7 @@ async def test_no_pod_before_the_certificates_are_issued(kube: Kube, cert_manage
         assert len((await kube.client.list(CERTIFICATE, kube.namespace)).items) == 3
         assert await kube.pods(name) == []
     finally:
-        cert_manager.start()
+        installed.start()
 
     async def ready() -> bool:
         return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
@@ -80,7 +82,7 @@ async def test_no_pod_before_the_certificates_are_issued(kube: Kube, cert_manage
     await kube.wait_for(ready, 180)
 
 
-async def test_mtls_cluster_ready_with_cert_manager(kube: Kube, cert_manager: CertManager) -> None:
+async def test_mtls_cluster_ready_with_cert_manager(kube: Kube, installed: CertManager) -> None:
     created = await kube.create_cluster(example())
     name, uid = created["metadata"]["name"], created["metadata"]["uid"]
 
@@ -88,7 +90,7 @@ async def test_mtls_cluster_ready_with_cert_manager(kube: Kube, cert_manager: Ce
         return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
 
     await kube.wait_for(ready, 180)
-    assert cert_manager.running()
+    assert installed.running()
     issuers = {i["metadata"]["name"]: i for i in (await kube.client.list(ISSUER, kube.namespace)).items}
     certificates = {
         c["metadata"]["name"]: c for c in (await kube.client.list(CERTIFICATE, kube.namespace)).items
