@@ -9,8 +9,10 @@ deleting it takes the whole chain (Secrets included) away by garbage collection.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,7 +84,9 @@ async def test_no_pod_before_the_certificates_are_issued(kube: Kube, installed: 
     await kube.wait_for(ready, 180)
 
 
-async def test_mtls_cluster_ready_with_cert_manager(kube: Kube, installed: CertManager) -> None:
+async def test_mtls_cluster_ready_with_cert_manager(
+    kube: Kube, installed: CertManager, kube_backend: Any
+) -> None:
     created = await kube.create_cluster(example())
     name, uid = created["metadata"]["name"], created["metadata"]["uid"]
 
@@ -133,6 +137,28 @@ async def test_mtls_cluster_ready_with_cert_manager(kube: Kube, installed: CertM
         secret = await kube.client.get(SECRET, volume["secret"]["secretName"], kube.namespace)
         owner = certificates[f"ray-{node_type}-cert-{name}"]["metadata"]["uid"]
         assert owner in {o["uid"] for o in secret["metadata"]["ownerReferences"]}
+
+    # `kubectl get certificates` prints cert-manager's READY column (a JSONPath filter) as any API server does.
+    def table() -> list[list[str]]:
+        argv = [
+            "kubectl",
+            f"--kubeconfig={kube_backend.kubeconfig}",
+            "get",
+            "certificates",
+            "-n",
+            kube.namespace,
+        ]
+        return [
+            line.split()[:2]
+            for line in subprocess.run(argv, capture_output=True, text=True).stdout.splitlines()
+        ]
+
+    async def all_ready() -> bool:
+        return sorted(await asyncio.to_thread(table)) == sorted(
+            [["NAME", "READY"], *([n, "True"] for n in certificates)]
+        )
+
+    await kube.wait_for(all_ready, 60)
 
     # Deleting the cluster takes the Issuers, Certificates and their Secrets with it.
     await kube.client.delete(RAYCLUSTER, name, kube.namespace)
