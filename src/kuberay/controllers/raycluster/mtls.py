@@ -20,6 +20,7 @@ cluster, and kept (upstream asks discovery once, at start-up).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +34,8 @@ from kuberay.controllers.raycluster.context import Context
 from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.resources import SECRET, Resource
+
+log = logging.getLogger(__name__)
 
 ISSUER = Resource(certificates.API_VERSION, certificates.ISSUER_KIND, "issuers")
 CERTIFICATE = Resource(certificates.API_VERSION, certificates.CERTIFICATE_KIND, "certificates")
@@ -53,6 +56,12 @@ async def cert_manager_installed(ctx: Context) -> bool:
     """`cert-manager.io/v1` is served; asked once per process."""
     if ctx.cert_manager is None:
         ctx.cert_manager = await dependents.api_served(ctx, CERTIFICATE)
+        if ctx.cert_manager:
+            log.info("cert-manager API found; RayClusters with tlsOptions get their certificates from it")
+        else:
+            log.info(
+                "cert-manager API not found; RayClusters with tlsOptions are refused until the operator restarts"
+            )
     return ctx.cert_manager
 
 
