@@ -7,10 +7,11 @@ at once (the Node appears when the agent has registered it), `stop()` sends SIGT
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import stopping
 
 
 class AgentProcess:
@@ -37,9 +38,4 @@ class AgentProcess:
             self.process.wait()
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stopping.stop(self.process, timeout)

@@ -4,13 +4,14 @@ on stdout), its output in a log file; `stop` is SIGTERM."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+
+import stopping
 
 COMMAND = Path(sys.executable).parent / "kuberay-apiserver"
 _LISTENING = re.compile(rb"listening (http|grpc) ([\d.]+):(\d+)")
@@ -47,10 +48,4 @@ class ApiServerProcess:
         return f"127.0.0.1:{self.ports['grpc']}"
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stopping.stop(self.process)

@@ -3,8 +3,9 @@
 `localkube` is session-scoped: started once, with the project's CRDs (`deploy/crds/*.yaml`, when present)
 installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
 starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
-`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
-look-up's time is reported (tests/runreport.py). A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
+`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py), and
+`cert_manager` the real cert-manager's directory (tests/certmanager_process.py); the build's or look-up's time is reported
+(tests/runreport.py). A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
 their builds at collection, puts the tests that need them last and adds the build's bound to theirs.
 
 `realkube` is the real control plane (tests/realkube_process.py), session-scoped like `localkube` and with the
@@ -280,6 +281,15 @@ def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
     yield start
     for server in started:
         server.kill()
+
+
+@pytest.fixture(scope="session")
+def cert_manager() -> Path:
+    """The directory of the real cert-manager's controller and CRDs (tests/certmanager_process.py), built on
+    first use; the fixture is named as its tool in tests/toolbuild.py, so a cold run builds it early."""
+    home, seconds = toolbuild.ensure("cert_manager")
+    runreport.report(f"cert-manager: {home} ready in {seconds:.1f} s (built on first use)")
+    return home
 
 
 @pytest.fixture(scope="session")

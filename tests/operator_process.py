@@ -7,11 +7,11 @@ extra flags and environment variables per instance.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import stopping
 from kuberay.local.ports import free_port
 
 ALPHA_GATES = (
@@ -51,9 +51,4 @@ class OperatorProcess:
             self.process.wait()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stopping.stop(self.process)

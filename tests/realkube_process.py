@@ -40,6 +40,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+import stopping
 from kuberay.local.ports import free_port
 from localkube.node.network import bridge_gateways
 from localkube.server.tls import issue
@@ -223,14 +224,7 @@ class RealKubeProcess(LocalKubeProcess):
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM to each, in reverse start order (etcd last); SIGKILL for one that lingers."""
         for name in reversed(list(self.processes)):
-            process = self.processes.pop(name)
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stopping.stop(self.processes.pop(name), timeout)
 
     def kill(self) -> None:
         for process in self.processes.values():

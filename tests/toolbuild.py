@@ -1,6 +1,6 @@
 """The real parts the suite runs beside kuberay and builds once per machine from their Go modules: Helm
-(`scripts/tools/helm`) and the Kubernetes control plane (`scripts/realkube build`), each into the shared
-cache (see scripts/tools/gobuild.sh).
+(`scripts/tools/helm`), the Kubernetes control plane (`scripts/realkube build`) and cert-manager
+(`scripts/tools/cert-manager/build`), each into the shared cache (see scripts/tools/gobuild.sh).
 
 A build runs in a session of its own, with its output in files rather than pipes: a test stopped while it
 waits (its timeout, an interrupted run) leaves the build going, and the build still lands in the cache for
@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 TOOLS: dict[str, Path] = {
     "helm": REPO / "scripts" / "tools" / "helm",
     "realkube": REPO / "scripts" / "realkube",
+    # The cert-manager controller and its CRDs; the key is the fixture that needs it (a name, no hyphen).
+    "cert_manager": REPO / "scripts" / "tools" / "cert-manager" / "build",
 }
 # Compiling the three Kubernetes binaries and etcd took ~26 min on 2 idle cores (Helm: minutes); on cores the
 # rest of the suite shares, longer. A bound, not a measurement.

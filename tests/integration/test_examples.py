@@ -24,7 +24,7 @@ def _documents() -> list[dict[str, Any]]:
 
 def test_every_example_is_valid() -> None:
     files = [arg for path in FILES for arg in ("-f", str(path))]
-    result = kuberay("validate", *files, "--feature-gates", "RayCronJob=true")
+    result = kuberay("validate", *files, "--feature-gates", "RayCronJob=true,RayClusterMTLS=true")
     assert result.returncode == 0, result.stdout + result.stderr
     ray_objects = [doc for doc in _documents() if doc["apiVersion"].startswith("ray.io/")]
     assert sorted(result.stdout.splitlines()) == sorted(

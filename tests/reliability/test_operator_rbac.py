@@ -80,6 +80,9 @@ FEATURES: dict[Pair, str] = {
     for group, resources, verbs, reason in [
         ("", ["persistentvolumeclaims"], ("create", "get", "update"), "GCS fault tolerance with embedded storage (alpha gate): tests/integration/raycluster"),
         ("", ["secrets"], ("create", "get"), "spec.authOptions token auth: tests/integration/raycluster"),
+        ("", ["secrets"], ("update",), "gate RayClusterMTLS with cert-manager: tests/integration/raycluster/test_mtls.py"),
+        ("cert-manager.io", ["issuers"], ("get", "create"), "gate RayClusterMTLS with cert-manager: tests/integration/raycluster/test_mtls.py"),
+        ("cert-manager.io", ["certificates"], ("get", "list", "create", "update"), "gate RayClusterMTLS with cert-manager: tests/integration/raycluster/test_mtls.py"),
         ("events.k8s.io", ["events"], ("patch",), "a repeated Event's series (RayJob, RayService controllers)"),
         ("gateway.networking.k8s.io", ["gateways", "httproutes"], ("delete",), "RayService incremental upgrade, suspended: tests/integration/rayservice/test_incremental_upgrade.py"),
         ("networking.k8s.io", ["networkpolicies"], ("create", "delete", "get", "update"), "gate RayClusterNetworkPolicy with spec.networkPolicy: tests/integration/raycluster"),

@@ -42,13 +42,17 @@ def is_enabled(cluster_spec: Mapping[str, Any], gates: FeatureGates) -> bool:
     )
 
 
+def per_node_type(cluster_name: str, node_type: str, head_prefix: str, worker_prefix: str) -> str:
+    """`<head_prefix>-<cluster>` for the head, `<worker_prefix>-<cluster>` for the workers (upstream's names
+    of the mTLS objects, one for the head and one shared by every worker)."""
+    return f"{head_prefix if node_type == constants.HEAD_NODE else worker_prefix}-{cluster_name}"
+
+
 def secret_name(cluster_name: str, node_type: str) -> str:
-    prefix = (
-        constants.RAY_HEAD_SECRET_PREFIX
-        if node_type == constants.HEAD_NODE
-        else constants.RAY_WORKER_SECRET_PREFIX
+    """The Secret cert-manager writes the head's or the workers' certificate into."""
+    return per_node_type(
+        cluster_name, node_type, constants.RAY_HEAD_SECRET_PREFIX, constants.RAY_WORKER_SECRET_PREFIX
     )
-    return f"{prefix}-{cluster_name}"
 
 
 def _mount() -> container.JSON:

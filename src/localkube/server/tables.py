@@ -2,7 +2,7 @@
 
 Custom resources get `Name` plus their version's additionalPrinterColumns (or `Name`, `Age` when it
 declares none), evaluated with the simple JSONPath the CRDs use (`.status.state`, `.spec.a[0].b`,
-`.spec.groups[*].replicas`). Built-in kinds get the columns kubectl users know for the common kinds
+`.spec.groups[*].replicas`, and the filter `.status.conditions[?(@.type == "Ready")].status`). Built-in kinds get the columns kubectl users know for the common kinds
 (pods, services, workloads, jobs, namespaces, nodes) and `Name`, `Age` otherwise. `date` columns are
 shown as ages (`5m`, `3h2m`), as the real server's CRD table convertor does.
 
@@ -27,7 +27,16 @@ _NAME = {"name": "Name", "type": "string", "format": "name", "description": "Nam
 _AGE = PrinterColumn(
     "Age", "date", ".metadata.creationTimestamp", "CreationTimestamp is the time the object was created."
 )
-_SEGMENT_RE = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
+# A field, an index (`[*]`, `[2]`, `[-1]`), or a filter on a field of the elements: `[?(@.type == "Ready")]`
+# (`==` or `!=`, against a quoted string or a bare literal, compared as text).
+_SEGMENT_RE = re.compile(
+    r"""\[\?\(@\.([\w.-]+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|([^)\s]+))\)\]|([^.\[\]]+)|\[(\*|-?\d+)\]"""
+)
+
+
+def _text(value: Any) -> str:
+    """A JSON value as a filter's literal spells it (`true`, not Python's `True`)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def jsonpath_values(obj: Any, path: str) -> list[Any]:
@@ -37,10 +46,17 @@ def jsonpath_values(obj: Any, path: str) -> list[Any]:
         path = path[1:-1]
     current = [obj]
     for match in _SEGMENT_RE.finditer(path):
-        name, index = match.groups()
+        field, operator, double, single, bare, name, index = match.groups()
         following: list[Any] = []
         for value in current:
-            if name is not None:
+            if field is not None:
+                if isinstance(value, list):
+                    wanted = next(text for text in (double, single, bare) if text is not None)
+                    following.extend(
+                        item for item in value
+                        if any(_text(found) == wanted for found in jsonpath_values(item, field)) == (operator == "==")
+                    )  # fmt: skip
+            elif name is not None:
                 if isinstance(value, dict) and name in value:
                     following.append(value[name])
             elif isinstance(value, list):

@@ -61,9 +61,6 @@ class ClusterOptions:
     pods: PodOptions = field(default_factory=PodOptions)
     env: RayClusterEnvironment = field(default_factory=RayClusterEnvironment)
     cluster_ip_head_service: bool = False  # ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE
-    # cert-manager.io/v1 available: always False, as the mTLS controller that would ask cert-manager for
-    # the certificates is not part of this operator (mTLS clusters are refused with upstream's message).
-    cert_manager: bool = False
 
     @property
     def conditions_enabled(self) -> bool:
@@ -95,6 +92,8 @@ class Context:
     scheduler: BatchScheduler = field(default_factory=BatchScheduler)
     # Whether the server serves OpenShift Routes; found out on first need (None until then).
     openshift: bool | None = None
+    # Whether it serves cert-manager.io/v1; found out on the first mTLS cluster (`mtls.cert_manager_installed`).
+    cert_manager: bool | None = None
 
     def event(
         self, obj: RayCluster | Mapping[str, Any], type: str, reason: str, message: str, action: str = ""

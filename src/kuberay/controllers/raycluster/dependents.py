@@ -93,17 +93,22 @@ async def autoscaler_rbac(ctx: Context, cluster: RayCluster) -> None:
         await _create_with_events(ctx, cluster, ROLE_BINDING, binding, "role binding", "RoleBinding")
 
 
+async def api_served(ctx: Context, resource: Resource) -> bool:
+    """Whether the server serves `resource`: a list of one answers (a refusal to list still proves it exists)."""
+    try:
+        await ctx.client.list(resource, limit=1)
+    except errors.NotFound:
+        return False
+    except errors.Forbidden:
+        pass
+    return True
+
+
 async def serves_routes(ctx: Context) -> bool:
     """Upstream's OpenShift detection, done on first need rather than at start-up: the server serves
-    `route.openshift.io` (a refusal to list still proves the API exists)."""
+    `route.openshift.io`."""
     if ctx.openshift is None:
-        try:
-            await ctx.client.list(ROUTE, limit=1)
-            ctx.openshift = True
-        except errors.NotFound:
-            ctx.openshift = False
-        except errors.Forbidden:
-            ctx.openshift = True
+        ctx.openshift = await api_served(ctx, ROUTE)
     return ctx.openshift
 
 

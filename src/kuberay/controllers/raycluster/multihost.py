@@ -96,7 +96,7 @@ class MultiHostGroup:
         missing = expected // self.hosts - len(valid)
         why = f"{len(valid)} replicas running, {expected} Pods wanted ({why})"
         if missing > 0:
-            self.writer.check_mtls()
+            await self.writer.check_mtls()
             used = {
                 int(label)
                 for pods in valid.values()

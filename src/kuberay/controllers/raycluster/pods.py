@@ -157,7 +157,7 @@ class PodReconciler:
             and self.cluster.annotations.get(constants.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true"
         ):
             return True
-        self.writer.check_mtls()
+        await self.writer.check_mtls()
         built = pod.build_head_pod(
             self.cluster, self.ctx.options.pods, recreate_hash=recreate.spec_hash(self.writer.spec)
         )
@@ -230,7 +230,7 @@ class PodReconciler:
         diff = expected - len(running)
         why = f"{len(running)} running, {expected} wanted ({replicas.explain_desired(wire)})"
         if diff > 0:
-            self.writer.check_mtls()
+            await self.writer.check_mtls()
             used = {
                 int(label)
                 for p in running

@@ -20,7 +20,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster, RayClusterConditionReason
 from kuberay.builders import autoscaler, tls
-from kuberay.controllers.raycluster import podstate, status
+from kuberay.controllers.raycluster import mtls, podstate, status
 from kuberay.controllers.raycluster.context import Context
 from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
@@ -179,10 +179,17 @@ class PodWriter:
         self.ctx.expectations.expect(self.owner, group_name, podstate.pod_name(p), ScaleAction.DELETE)
         self.event(NORMAL, "DeletedWorkerPod", note)
 
-    def check_mtls(self) -> None:
+    async def check_mtls(self) -> None:
         """Pods of an mTLS cluster wait for their certificates; without cert-manager they never come."""
-        if tls.is_enabled(self.spec, self.ctx.options.gates) and not self.ctx.options.cert_manager:
-            raise PodsError("mTLS secrets not ready: cert-manager is not installed")
+        if not tls.is_enabled(self.spec, self.ctx.options.gates):
+            return
+        reason = (
+            await mtls.hold_reason(self.ctx, self.cluster)
+            if self.ctx.cert_manager
+            else "cert-manager is not installed"
+        )
+        if reason is not None:
+            raise PodsError(f"mTLS secrets not ready: {reason}")
 
     def random_delete_allowed(self) -> bool:
         return not autoscaler.is_enabled(self.spec) or self.ctx.options.env.random_pod_delete

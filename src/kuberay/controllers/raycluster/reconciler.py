@@ -42,6 +42,7 @@ from kuberay.controllers.raycluster import (
     conditions,
     dependents,
     finalizer,
+    mtls,
     podstate,
     status,
 )
@@ -95,6 +96,8 @@ class RayClusterReconciler:
             self._invalid(cluster, "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {e}")
             return Result()
         with step("validate"):
+            if mtls.enabled(self.ctx, model):
+                await mtls.cert_manager_installed(self.ctx)
             invalid = self._validate(cluster, model, key)
         if invalid is not None:
             return invalid
@@ -112,6 +115,8 @@ class RayClusterReconciler:
             for name, dependent in dependents.STEPS:
                 with step(name):
                     await dependent(self.ctx, model)
+            with step("mtls"):
+                await mtls.reconcile_certificates(self.ctx, model)
             with step("pods"):
                 await pods.run()
         except (errors.KubeError, dependents.DependentError, status.ReplicaFailureError, PodsError) as e:
@@ -151,7 +156,7 @@ class RayClusterReconciler:
             return Result()
         if (warning := autoscaler_v1_restart_policy_warning(model)) is not None:
             self._invalid(cluster, "InvalidRayClusterSpec", f"RayCluster spec warning {key}: {warning}")
-        if tls.is_enabled(spec, gates) and not self.ctx.options.cert_manager:
+        if tls.is_enabled(spec, gates) and not self.ctx.cert_manager:
             self._invalid(
                 cluster,
                 "InvalidRayClusterSpec",
