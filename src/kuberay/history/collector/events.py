@@ -81,6 +81,17 @@ class EventSpool:
         self._default_session = default_session
         self.draining = False
 
+    def recover(self) -> None:
+        """Cuts each active file back to its last whole line: a batch cut short by a kill was never
+        acknowledged, and the next batch must not be glued to its half line."""
+        for active in self.directory.rglob(ACTIVE):
+            data = active.read_bytes()
+            whole = data.rfind(b"\n") + 1
+            if whole < len(data):
+                with active.open("r+b") as f:
+                    f.truncate(whole)
+                    os.fsync(f.fileno())
+
     def append(self, events: list[dict[str, Any]]) -> None:
         """Appends a batch durably (fsync) before it is acknowledged."""
         by_file: dict[Path, list[bytes]] = {}

@@ -129,6 +129,7 @@ class Collector:
 
 async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") -> None:
     """Runs until `stop`, then flushes within the bound."""
+    collector.spool.recover()
     config = uvicorn.Config(
         collector.spool.app(), host=host, port=collector.settings.events_port, log_level="warning"
     )
@@ -140,6 +141,8 @@ async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") 
             await asyncio.to_thread(collector.step)
         except StorageError as e:
             log.warning("upload failed, retrying next round: %s", e)
+        except Exception:  # the sidecar outlives any one bad round: the next one retries
+            log.exception("collection round failed, retrying next round")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)
     collector.spool.draining = True
@@ -166,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per snapshot request otherwise
     try:
         config = settings.from_env()
         storage = from_env(os.environ)

@@ -41,6 +41,19 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise SettingsError(f"{name}: {e}") from e
 
 
+def _head_dashboard(env: Mapping[str, str]) -> str:
+    """The head's dashboard from FQ_RAY_IP, as upstream builds it: its scheme if it has one, else http; its
+    port if it has one, else RAY_DASHBOARD_PORT or 8265."""
+    address = env.get("FQ_RAY_IP", "")
+    if not address:
+        return "http://localhost:8265"
+    scheme = "https://" if address.startswith("https://") else "http://"
+    address = address.removeprefix("https://").removeprefix("http://")
+    if ":" not in address:
+        address += ":" + (env.get("RAY_DASHBOARD_PORT") or "8265")
+    return scheme + address
+
+
 def from_env(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     name = env.get("RAY_CLUSTER_NAME", "")
@@ -51,10 +64,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Settings:
     port_raw = env.get("EVENTS_PORT", "8084")
     if not port_raw.isdigit():
         raise SettingsError(f"EVENTS_PORT: {port_raw!r} is not a port number")
-    dashboard = env.get("RAY_DASHBOARD_ADDRESS", "")
-    if not dashboard:
-        head_address = env.get("FQ_RAY_IP", "")
-        dashboard = f"http://{head_address}:8265" if head_address else "http://localhost:8265"
+    dashboard = env.get("RAY_DASHBOARD_ADDRESS", "") or _head_dashboard(env)
     return Settings(
         cluster=ClusterRef(
             namespace=env.get("RAY_CLUSTER_NAMESPACE", "default"),
