@@ -4,15 +4,18 @@ it. Each is a child process of the test, stopped by its pid."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import httpx
+import pytest
 
 from kuberay.local.ports import free_port
 
@@ -116,3 +119,16 @@ class HistoryServer:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(30)
+
+
+@contextlib.contextmanager
+def running_s3proxy(directory: Path) -> Iterator[S3Proxy]:
+    """S3Proxy for a test module; skips where Java or Maven is missing."""
+    jar = s3proxy_jar()
+    if jar is None:
+        pytest.skip("S3Proxy needs Java and Maven (scripts/setup installs them as root)")
+    proxy = S3Proxy(jar, directory).start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

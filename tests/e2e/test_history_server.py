@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from browser import CHROMIUM, chromium_page
-from history_processes import REPO, HistoryServer, S3Proxy, s3proxy_jar
+from history_processes import REPO, HistoryServer, S3Proxy, running_s3proxy
 from local_instance import EXAMPLES, LocalInstance, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -37,12 +37,8 @@ GREETING = "history says hello from the driver"
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Proxy]:
-    jar = s3proxy_jar()
-    if jar is None:
-        pytest.skip("S3Proxy needs Java and Maven (scripts/setup installs them as root)")
-    proxy = S3Proxy(jar, tmp_path_factory.mktemp("s3proxy")).start()
-    yield proxy
-    proxy.stop()
+    with running_s3proxy(tmp_path_factory.mktemp("s3proxy")) as proxy:
+        yield proxy
 
 
 def _rayjob(name: str, local_dir: Path, s3: S3Proxy) -> dict[str, Any]:
@@ -108,7 +104,9 @@ async def test_a_failed_rayjob_is_answered_after_its_cluster_is_gone(
     cluster = status["rayClusterName"]
     # The TTL deletes the cluster; its Ray pods (and the collectors, flushing on SIGTERM) go with it.
     ray_pods = ("get", "rayclusters,pods", "-n", namespace, "-l", "ray.io/node-type", "-o", "name")
-    until(lambda: not local_process.kubectl(*ray_pods).strip(), JOB_TIMEOUT, "the cluster and its pods deleted")
+    until(
+        lambda: not local_process.kubectl(*ray_pods).strip(), JOB_TIMEOUT, "the cluster and its pods deleted"
+    )
 
     results = {}
     for storage, env in (

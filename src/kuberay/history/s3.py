@@ -41,6 +41,10 @@ class S3Storage(Storage):
         config = botocore.config.Config(
             s3={"addressing_style": "path" if path_style else "auto"},
             retries={"max_attempts": 3, "mode": "standard"},
+            # Checksums only where S3 requires them: several S3-compatible servers refuse the newer
+            # flexible-checksum headers boto3 sends by default.
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
             connect_timeout=5,
             read_timeout=30,
         )
@@ -105,7 +109,8 @@ class S3Storage(Storage):
             for page in self._client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=base
             ):
-                keys.extend(item["Key"] for item in page.get("Contents", ()))
+                # Keys ending in / are directory markers (some tools and servers make them), not objects.
+                keys.extend(item["Key"] for item in page.get("Contents", ()) if not item["Key"].endswith("/"))
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             raise self._fail(base, e) from e
         return sorted(keys)

@@ -56,7 +56,7 @@ class Storage(ABC):
 
     def list_dirs(self, prefix: str) -> list[str]:
         """The names of the directories right under `prefix`."""
-        base = prefix.rstrip("/") + "/"
+        base = prefix.strip("/") + "/" if prefix.strip("/") else ""
         return sorted(
             {key[len(base) :].split("/", 1)[0] for key in self.keys(prefix) if "/" in key[len(base) :]}
         )
