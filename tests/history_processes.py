@@ -36,7 +36,7 @@ def s3proxy_jar() -> str | None:
 
 
 class S3Proxy:
-    """S3Proxy on a free port of 127.0.0.1 with its `filesystem` store in `directory`, and one bucket."""
+    """S3Proxy on a free port of every address of this machine (pods reach it over localkube's bridge), with its `filesystem` store in `directory`, and one bucket."""
 
     IDENTITY, CREDENTIAL, REGION = "history-test", "history-test-secret", "us-east-1"
 
@@ -49,10 +49,12 @@ class S3Proxy:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def env(self) -> dict[str, str]:
-        """The storage variables a collector or server is given for this bucket (upstream's names)."""
+    def env(self, host: str = "127.0.0.1") -> dict[str, str]:
+        """The storage variables a collector or server is given for this bucket (upstream's names), reaching
+        the server at `host` (a pod in its own network namespace reaches this machine at its node's
+        address)."""
         return {
-            "STORAGE_BACKEND": "s3", "S3_BUCKET": self.bucket, "S3_ENDPOINT": self.endpoint,
+            "STORAGE_BACKEND": "s3", "S3_BUCKET": self.bucket, "S3_ENDPOINT": f"http://{host}:{self.port}",
             "S3_REGION": self.REGION, "S3FORCE_PATH_STYLE": "true", "S3DISABLE_SSL": "true",
             "AWS_ACCESS_KEY_ID": self.IDENTITY, "AWS_SECRET_ACCESS_KEY": self.CREDENTIAL,
         }  # fmt: skip
@@ -62,7 +64,7 @@ class S3Proxy:
         (self.directory / "store").mkdir(exist_ok=True)
         conf = self.directory / "s3proxy.conf"
         conf.write_text(
-            f"s3proxy.endpoint={self.endpoint}\ns3proxy.authorization=aws-v2-or-v4\n"
+            f"s3proxy.endpoint=http://0.0.0.0:{self.port}\ns3proxy.authorization=aws-v2-or-v4\n"
             f"s3proxy.identity={self.IDENTITY}\ns3proxy.credential={self.CREDENTIAL}\n"
             f"jclouds.provider=filesystem\njclouds.filesystem.basedir={self.directory / 'store'}\n"
         )
@@ -116,9 +118,12 @@ class HistoryServer:
         return httpx.Client(base_url=self.url, timeout=30)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(30)
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                self.process.wait(30)
+            assert self.process.stdout is not None
+            self.process.stdout.close()
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Proxy]:
         yield proxy
 
 
-def _rayjob(name: str, local_dir: Path, s3: S3Proxy) -> dict[str, Any]:
+def _rayjob(name: str, local_dir: Path, s3_env: dict[str, str]) -> dict[str, Any]:
     (job,) = [d for d in yaml.safe_load_all((EXAMPLES / "ray-job.history-server.yaml").read_text()) if d]
     job["metadata"]["name"] = name
     containers = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"]
@@ -53,7 +53,7 @@ def _rayjob(name: str, local_dir: Path, s3: S3Proxy) -> dict[str, Any]:
     to_s3["name"] = "collector-s3"
     kept = [e for e in to_s3["env"] if e["name"] not in ("STORAGE_BACKEND", "STORAGE_LOCAL_DIR")]
     # Ray exports its events to one address: this collector's event port is a spare one.
-    to_s3["env"] = kept + [{"name": k, "value": v} for k, v in {**s3.env(), "EVENTS_PORT": "8085"}.items()]
+    to_s3["env"] = kept + [{"name": k, "value": v} for k, v in {**s3_env, "EVENTS_PORT": "8085"}.items()]
     containers.append(to_s3)
     return job
 
@@ -94,7 +94,12 @@ async def test_a_failed_rayjob_is_answered_after_its_cluster_is_gone(
     namespace = local_process.namespace("history")
     local_dir = tmp_path / "history"
     name = f"history-{uuid.uuid4().hex[:6]}"
-    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(_rayjob(name, local_dir, s3)))
+    # The pods reach this machine (and S3Proxy) at their node's address.
+    node = local_process.kubectl(
+        "get", "nodes", "-o", "jsonpath={.items[0].status.addresses[?(@.type=='InternalIP')].address}"
+    )
+    job = _rayjob(name, local_dir, s3.env(host=node.strip()))
+    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(job))
 
     def finished() -> dict[str, Any] | None:
         status = local_process.get("rayjob", name, namespace).get("status") or {}

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from kuberay.kubectl import generation, printer, session
@@ -32,7 +31,6 @@ from kuberay.runtime.client import PatchType
 SUBMISSION_ID_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ123456789"
 POLL = 2.0
 CLUSTER_TIMEOUT = 120.0
-PORT_FORWARD_TIMEOUT = 60.0
 TERMINAL = ("SUCCEEDED", "STOPPED", "FAILED")
 
 
@@ -239,7 +237,9 @@ async def submit(kube: Kube, flags: KubeFlags, options: Submit) -> None:
         else:
             service = await session.head_service(kube, "raycluster", cluster)
             print(f"Port forwarding service {service}", flush=True)
-            forwarder, address = await _forward_dashboard(flags, kube, service)
+            forwarder, address = await session.forward_in_background(
+                flags, flags.context or kube.context, kube.namespace, service, 8265
+            )
             print(f"Port forwarding started on {address}", flush=True)
         print(f"Ray command: [{' '.join(ray_command(options, address, job_id))}]", flush=True)
         print("Running Ray submit job command...", flush=True)
@@ -293,40 +293,6 @@ async def _wait_cluster_ready(kube: Kube, job: str, cluster: str) -> None:
         raise PluginError(f"Failed to clean up Ray job after time out.: {describe(e)}") from e
     print(f"Cleaned Up RayJob: {job}", flush=True)
     raise PluginError("Timed out waiting for cluster")
-
-
-async def _forward_dashboard(
-    flags: KubeFlags, kube: Kube, service: str
-) -> tuple[asyncio.subprocess.Process, str]:
-    """`kubectl port-forward service/<svc> :8265`, its local port read from kubectl's first line, and the
-    dashboard probed until it answers 2xx."""
-    args = session.kubectl_args(
-        flags, flags.context or kube.context, kube.namespace, service, [("", 8265)], local_port=0
-    )
-    process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
-    assert process.stdout is not None
-    try:
-        line = (await asyncio.wait_for(process.stdout.readline(), PORT_FORWARD_TIMEOUT)).decode()
-    except TimeoutError:
-        line = ""
-    if not line.startswith("Forwarding from "):
-        process.terminate()
-        raise PluginError("Timed out waiting for port forwarding")
-    port = line.split(" -> ")[0].rsplit(":", 1)[1]
-    address = f"http://localhost:{port}"
-    print("Waiting for port forwarding...", end="", flush=True)
-    deadline = time.monotonic() + PORT_FORWARD_TIMEOUT
-    async with httpx.AsyncClient(timeout=5.0) as http:
-        while time.monotonic() <= deadline:
-            await asyncio.sleep(POLL)
-            try:
-                if 200 <= (await http.get(address)).status_code < 300:
-                    print(flush=True)
-                    return process, address
-            except httpx.HTTPError as e:
-                print(f"Error occurred when waiting for port forwarding: {e}", flush=True)
-    process.terminate()
-    raise PluginError("Timed out waiting for port forwarding")
 
 
 async def _submit_with_sdk(options: Submit, address: str, job_id: str) -> None:

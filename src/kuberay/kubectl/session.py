@@ -9,14 +9,19 @@ RayService's dashboard and Serve (8000).
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 from typing import Any
+
+import httpx
 
 from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, KubeFlags, PluginError, describe
 from kuberay.runtime import errors
 
 RECONNECT_DELAY = 3.0
+PORT_FORWARD_TIMEOUT = 60.0
+PROBE_EVERY = 2.0
 DASHBOARD = ("Ray Dashboard", 8265)
 CLIENT = ("Ray Interactive Client", 10001)
 SERVE = ("Ray Serve", 8000)
@@ -91,3 +96,34 @@ def forward(args: list[str], verbose: bool) -> None:
             return
         print(f"failed to port-forward: exit status {code}. Retrying in 3s ...\n", flush=True)
         time.sleep(RECONNECT_DELAY)
+
+
+async def forward_in_background(
+    flags: KubeFlags, context: str, namespace: str, service: str, port: int, probe: str = "/"
+) -> tuple[asyncio.subprocess.Process, str]:
+    """`kubectl port-forward service/<svc> :<port>` as a child, its local port read from kubectl's first
+    line, and `probe` polled until it answers 2xx; returns the child and the local base URL."""
+    args = kubectl_args(flags, context, namespace, service, [("", port)], local_port=0)
+    process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
+    assert process.stdout is not None
+    try:
+        line = (await asyncio.wait_for(process.stdout.readline(), PORT_FORWARD_TIMEOUT)).decode()
+    except TimeoutError:
+        line = ""
+    if not line.startswith("Forwarding from "):
+        process.terminate()
+        raise PluginError("Timed out waiting for port forwarding")
+    address = f"http://localhost:{line.split(' -> ')[0].rsplit(':', 1)[1]}"
+    print("Waiting for port forwarding...", end="", flush=True)
+    deadline = time.monotonic() + PORT_FORWARD_TIMEOUT
+    async with httpx.AsyncClient(timeout=5.0) as http:
+        while time.monotonic() <= deadline:
+            await asyncio.sleep(PROBE_EVERY)
+            try:
+                if 200 <= (await http.get(address + probe)).status_code < 300:
+                    print(flush=True)
+                    return process, address
+            except httpx.HTTPError as e:
+                print(f"Error occurred when waiting for port forwarding: {e}", flush=True)
+    process.terminate()
+    raise PluginError("Timed out waiting for port forwarding")
