@@ -27,6 +27,7 @@ from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
 from kuberay.kubectl import generation, job, kube, session
 from kuberay.kubectl import get as get_ops
+from kuberay.kubectl import history as history_ops
 from kuberay.kubectl import log as log_ops
 from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
@@ -449,13 +450,22 @@ def scale_cluster(
 @ray.command("session")
 @click.argument("target", shell_complete=_cluster_names)
 @click.option("-v", "--verbose", is_flag=True, help="verbose output")
+@click.option("--history", is_flag=True, help="the History Server's dashboard of its stored session")
+@history_ops.server_options
 @kube_options
-def session_command(target: str, verbose: bool) -> None:
+def session_command(target: str, verbose: bool, history: bool, **server: str | None) -> None:
     """Forward local ports to the Ray resources (RAYCLUSTER or TYPE/NAME)."""
     try:
         kind, name = session.parse_target(target)
     except session.UsageError as e:
         raise click.UsageError(str(e)) from e
+    if history:
+        stored = history_ops.server_from(
+            server["history_server"], server["history_namespace"], server["history_token"]
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            run(lambda k: history_ops.open_session(k, _flags(), stored, (kind, name)))
+        return
 
     async def resolve(k: kube.Kube) -> tuple[str, list[str]]:
         service = await session.head_service(k, kind, name)
@@ -564,6 +574,9 @@ def log_command(target: str, out_dir: str | None, node_type: str, link: str | No
 
 
 SHELL_COMP_DIRECTIVE_NO_FILE_COMP = 4  # cobra's ShellCompDirectiveNoFileComp
+
+
+history_ops.register(ray, run, _flags, kube_options, session.parse_target)
 
 
 def complete_main() -> None:

@@ -6,12 +6,15 @@ and the token."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from history_processes import HistoryServer
+from integration.kubectl.conftest import run_plugin
 from kuberay.history import layout
 from kuberay.history.storage import LocalDirectory
 
@@ -155,3 +158,33 @@ def test_the_token_guards_everything_but_health_and_login(store: Path, tmp_path:
         assert "s3cr3t" not in server.log.read_text()
     finally:
         server.stop()
+
+
+def test_kubectl_ray_lists_stored_sessions_and_links_the_dashboard(
+    server: HistoryServer, localkube: Any
+) -> None:
+    def plugin(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_plugin(localkube.kubeconfig, *args, "--history-server", server.url)
+
+    listed = plugin("history", "-n", "team-a")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    assert rows[0] == ["NAMESPACE", "TYPE/NAME", "RAY", "CLUSTER", "SESSION", "CREATED"]
+    assert [(r[1], r[3]) for r in rows[1:]] == [("rayjob/train", NEW), ("rayjob/train", OLD)]
+    assert (
+        "No stored sessions of rayjob/other in namespace team-a"
+        in plugin("history", "rayjob/other", "-n", "team-a").stdout
+    )
+    assert "No stored sessions" in plugin("history", "-n", "default").stdout
+    assert len(plugin("history", "-A").stdout.splitlines()) == 3
+    opened = plugin("session", "--history", "rayjob/train", "-n", "team-a")
+    assert opened.returncode == 0, opened.stderr
+    link = opened.stdout.splitlines()[-1]
+    with server.client() as http:
+        followed = http.get(link.removeprefix(server.url), follow_redirects=True)
+        assert followed.status_code == 200 and '<div id="root">' in followed.text
+        assert http.cookies["session_name"] == NEW
+    missing = plugin("session", "--history", "rayjob/other", "-n", "team-a")
+    assert (
+        missing.returncode == 1 and "no stored session of rayjob/other in namespace team-a" in missing.stderr
+    )

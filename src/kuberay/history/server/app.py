@@ -21,7 +21,14 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -65,7 +72,8 @@ class HistoryApp:
             return PlainTextResponse(
                 f"cluster {p['namespace']}/{kind}/{p['name']} with session {session} not found", 404
             )
-        response = JSONResponse(
+        # `?redirect=true` (our addition, for a link a person opens): on to Ray's dashboard once entered.
+        response: Response = JSONResponse(
             {
                 "result": "success",
                 "name": stored.cluster.name,
@@ -73,6 +81,8 @@ class HistoryApp:
                 "session": stored.session,
             }
         )
+        if request.query_params.get("redirect") == "true":
+            response = RedirectResponse("/", status_code=303)
         info = stored.info()
         for cookie, value in (
             (COOKIE_CLUSTER_NAME, stored.cluster.name),
