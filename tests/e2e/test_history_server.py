@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +33,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # Ray on a loaded two-core machine: bounds, not measurements.
 JOB_TIMEOUT = 420.0
+BIN = str(Path(sys.executable).parent)
+DEPLOY = REPO / "deploy" / "history-server"
 ARTIFACTS = Path(os.environ.get("KUBERAY_TEST_ARTIFACTS", REPO / "test-artifacts"))
 GREETING = "history says hello from the driver"
 
@@ -135,6 +139,50 @@ async def test_a_failed_rayjob_is_answered_after_its_cluster_is_gone(
         assert f"job-driver-{status['jobId']}.log" in answers["node_logs"]["internal"]
     assert results["local"]["tasks"]["total"] == results["s3"]["tasks"]["total"]
     assert cluster.startswith(name)
+
+    # deploy/history-server/ run in the cluster (a local process here) over the same directory, reached by
+    # `kubectl ray history` through a port-forward of its Service, as a user without a URL reaches it.
+    _deploy_history_server(local_process, namespace, local_dir)
+    try:
+        listed = subprocess.run(
+            ["kubectl", "ray", "history", f"rayjob/{name}", "-n", namespace, "--history-namespace", namespace],
+            capture_output=True, text=True, timeout=180, check=False,
+            env={**os.environ, "KUBECONFIG": local_process.kubeconfig, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"},
+        )  # fmt: skip
+        assert listed.returncode == 0, listed.stderr
+        assert [line.split()[1] for line in listed.stdout.splitlines()[1:]] == [f"rayjob/{name}"], (
+            listed.stdout
+        )
+    finally:
+        local_process.kubectl(
+            "delete", "clusterrole,clusterrolebinding", f"kuberay-history-server-{namespace}"
+        )
+
+
+def _deploy_history_server(local: LocalInstance, namespace: str, directory: Path) -> None:
+    """deploy/history-server/*.yaml moved to `namespace` (cluster-scoped names suffixed with it), with its
+    storage Secret naming the local directory."""
+    docs = [
+        d
+        for f in ("rbac.yaml", "history-server.yaml")
+        for d in yaml.safe_load_all((DEPLOY / f).read_text())
+        if d
+    ]
+    for doc in docs:
+        if doc["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            doc["metadata"]["name"] += f"-{namespace}"
+        else:
+            doc["metadata"]["namespace"] = namespace
+        if doc["kind"] == "ClusterRoleBinding":
+            doc["roleRef"]["name"] += f"-{namespace}"
+            doc["subjects"][0]["namespace"] = namespace
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_DIR": str(directory)}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kuberay-history-storage", "namespace": namespace},
+              "stringData": storage}  # fmt: skip
+    local.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [secret, *docs]})
+    )
+    local.kubectl("rollout", "status", "deployment/kuberay-history-server", "-n", namespace, "--timeout=180s")
 
 
 async def _dashboard_shows_the_failed_job(
