@@ -49,7 +49,13 @@ async def reach(server: Server, kube: Kube, flags: KubeFlags) -> AsyncIterator[s
         yield server.url.rstrip("/")
         return
     process, address = await session.forward_in_background(
-        flags, flags.context or kube.context, server.namespace, SERVICE, SERVICE_PORT, probe="/readz"
+        flags,
+        flags.context or kube.context,
+        server.namespace,
+        SERVICE,
+        SERVICE_PORT,
+        "/readz",
+        progress=False,
     )
     try:
         yield address

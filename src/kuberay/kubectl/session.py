@@ -99,10 +99,17 @@ def forward(args: list[str], verbose: bool) -> None:
 
 
 async def forward_in_background(
-    flags: KubeFlags, context: str, namespace: str, service: str, port: int, probe: str = "/"
+    flags: KubeFlags,
+    context: str,
+    namespace: str,
+    service: str,
+    port: int,
+    probe: str = "/",
+    progress: bool = True,
 ) -> tuple[asyncio.subprocess.Process, str]:
     """`kubectl port-forward service/<svc> :<port>` as a child, its local port read from kubectl's first
-    line, and `probe` polled until it answers 2xx; returns the child and the local base URL."""
+    line, and `probe` polled until it answers 2xx; returns the child and the local base URL. `progress`:
+    say so on stdout while waiting (as upstream's `job submit` does)."""
     args = kubectl_args(flags, context, namespace, service, [("", port)], local_port=0)
     process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
     assert process.stdout is not None
@@ -114,14 +121,16 @@ async def forward_in_background(
         process.terminate()
         raise PluginError("Timed out waiting for port forwarding")
     address = f"http://localhost:{line.split(' -> ')[0].rsplit(':', 1)[1]}"
-    print("Waiting for port forwarding...", end="", flush=True)
+    if progress:
+        print("Waiting for port forwarding...", end="", flush=True)
     deadline = time.monotonic() + PORT_FORWARD_TIMEOUT
     async with httpx.AsyncClient(timeout=5.0) as http:
         while time.monotonic() <= deadline:
             await asyncio.sleep(PROBE_EVERY)
             try:
                 if 200 <= (await http.get(address + probe)).status_code < 300:
-                    print(flush=True)
+                    if progress:
+                        print(flush=True)
                     return process, address
             except httpx.HTTPError as e:
                 print(f"Error occurred when waiting for port forwarding: {e}", flush=True)
