@@ -12,7 +12,9 @@ With `monitoring` (`--monitoring`) a Prometheus (`kuberay.local.monitoring`) scr
 `--enable-metrics` it turns on, and the Ray pods; it is started once the operator is ready and stopped first.
 With `history` (`--history`) the History Server (`python -m kuberay.history.server`) runs on a free port of
 127.0.0.1 over the local directory `DIR/history`, where collectors given `STORAGE_BACKEND=local` and
-`STORAGE_LOCAL_DIR=DIR/history` write; its URL is printed and in `kuberay local status`.
+`STORAGE_LOCAL_DIR=DIR/history` write; its URL is printed and in `kuberay local status`; the operator gets
+the gate RayClusterHistoryServer, whose collector sidecar (image `kuberay-history-collector:latest`, no
+command) process mode runs through localkube's `--image-entrypoint`, as it runs `kuberay:latest`.
 With `operator=False` (`--no-operator`) only localkube runs, with the CRDs installed, for an operator
 installed into it (`helm install`, `kubectl apply -k deploy/`); "ready" then means the API server answers.
 """
@@ -54,6 +56,12 @@ PROGRESS_EVERY = 5.0
 FIELD_MANAGER = "kuberay-local"
 LOG_FORMATS = ("console", "json")
 PR_SET_PDEATHSIG = 1
+# The entrypoints of the project's images (Containerfile), so that process mode runs their containers when
+# they give no command: the operator's, and the History Server collector sidecar the operator injects.
+IMAGE_ENTRYPOINTS = {
+    "kuberay:latest": "kuberay-operator",
+    "kuberay-history-collector:latest": "kuberay-history-collector",
+}
 
 
 class LocalError(Exception):
@@ -87,8 +95,11 @@ def operator_flags(options: LocalOptions, kubeconfig: Path) -> list[str]:
         f"--health-probe-bind-address=127.0.0.1:{free_port()}", "--use-kubernetes-proxy=true",
         f"--log-stdout-encoder={options.log_format}",
     ]  # fmt: skip
-    if options.feature_gates:
-        flags.append(f"--feature-gates={options.feature_gates}")
+    gates = [g for g in options.feature_gates.split(",") if g]
+    if options.history:  # the collector sidecar of historyServerOptions
+        gates.append("RayClusterHistoryServer=true")
+    if gates:
+        flags.append(f"--feature-gates={','.join(gates)}")
     if options.monitoring:
         flags.append("--enable-metrics")
     return flags + list(options.operator_args)
@@ -143,7 +154,8 @@ def up(options: LocalOptions) -> int:
         kubeconfig.unlink(missing_ok=True)
         localkube = _spawn(
             [sys.executable, "-m", "localkube", "serve", "--data-dir", str(kubeconfig.parent),
-             "--port", str(options.port), "--node-mode", options.node_mode, "--schedulers", options.schedulers],
+             "--port", str(options.port), "--node-mode", options.node_mode, "--schedulers", options.schedulers,
+             *(f"--image-entrypoint={image}={command}" for image, command in IMAGE_ENTRYPOINTS.items())],
             Path(state.logs["localkube"]),
         )  # fmt: skip
         children.append(localkube)

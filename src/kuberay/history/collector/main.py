@@ -130,6 +130,12 @@ class Collector:
 async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") -> None:
     """Runs until `stop`, then flushes within the bound."""
     collector.spool.recover()
+    cluster = collector.settings.cluster
+    log.info(
+        "collecting for %s %s/%s (%s node), events on port %d",
+        cluster.kind, cluster.namespace, cluster.name, "head" if collector.settings.head else "worker",
+        collector.settings.events_port,
+    )  # fmt: skip
     config = uvicorn.Config(
         collector.spool.app(), host=host, port=collector.settings.events_port, log_level="warning"
     )

@@ -14,32 +14,27 @@ from kuberay.history.storage import Storage
 CHUNK = 256 * 1024
 
 
+# Ray's dashboard's rules (`/api/v0/logs`), first match wins: (a part of the name, its ending, the category).
+_CATEGORIES = (
+    ("worker", ".out", "worker_out"),
+    ("worker", ".err", "worker_err"),
+    ("core-worker", ".log", "core_worker"),
+    ("core-driver", ".log", "driver"),
+    ("raylet.", "", "raylet"),
+    ("gcs_server.", "", "gcs_server"),
+    ("log_monitor", "", "internal"),
+    ("monitor", "", "autoscaler"),
+    ("agent.", "", "agent"),
+    ("dashboard.", "", "dashboard"),
+)
+
+
 def categorize(files: list[str]) -> dict[str, list[str]]:
     """Files by component, with the names and rules of Ray's dashboard (`/api/v0/logs`)."""
     result: dict[str, list[str]] = defaultdict(list)
     for name in files:
-        if "worker" in name and name.endswith(".out"):
-            result["worker_out"].append(name)
-        elif "worker" in name and name.endswith(".err"):
-            result["worker_err"].append(name)
-        elif "core-worker" in name and name.endswith(".log"):
-            result["core_worker"].append(name)
-        elif "core-driver" in name and name.endswith(".log"):
-            result["driver"].append(name)
-        elif "raylet." in name:
-            result["raylet"].append(name)
-        elif "gcs_server." in name:
-            result["gcs_server"].append(name)
-        elif "log_monitor" in name:
-            result["internal"].append(name)
-        elif "monitor" in name:
-            result["autoscaler"].append(name)
-        elif "agent." in name:
-            result["agent"].append(name)
-        elif "dashboard." in name:
-            result["dashboard"].append(name)
-        else:
-            result["internal"].append(name)
+        found = next((c for part, end, c in _CATEGORIES if part in name and name.endswith(end)), "internal")
+        result[found].append(name)
     return dict(result)
 
 
