@@ -141,7 +141,11 @@ async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") 
     )
     server = serving.Server(config)
     listening = asyncio.create_task(server.serve())
-    interval = min(collector.settings.push_interval, collector.settings.poll_interval)
+    settings = collector.settings
+    # The head's round also takes the dashboard's snapshots, at the poll interval when that is shorter.
+    interval = (
+        min(settings.push_interval, settings.poll_interval) if settings.head else settings.push_interval
+    )
     while not stop.is_set():
         try:
             await asyncio.to_thread(collector.step)
