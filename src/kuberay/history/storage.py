@@ -4,8 +4,7 @@ immutable-per-write bytes, as object stores have them.
 Invariants every backend keeps: `put` replaces a key's whole value atomically (a reader sees the old bytes
 or the new, never a part), and is acknowledged only once durable; `keys` is recursive and sorted. The local
 directory backend is the embedded default (`kuberay local up --history`); S3-compatible object storage is
-`s3.py`. `from_env` picks one from the variables the collector's container gets (`STORAGE_BACKEND`, upstream's
-name); credentials are read there and never logged.
+`s3.py`; `backends.from_env` picks one.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import os
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from pathlib import Path
 
 STORAGE_BACKEND = "STORAGE_BACKEND"
@@ -124,18 +122,3 @@ class LocalDirectory(Storage):
             if path.is_file() and not path.name.startswith(self._TEMP_PREFIX)
         ]
         return sorted(keys)
-
-
-def from_env(env: Mapping[str, str]) -> Storage:
-    """The backend `STORAGE_BACKEND` names: `local` (with `STORAGE_LOCAL_DIR`) or `s3` (see `s3.py`)."""
-    backend = env.get(STORAGE_BACKEND, "").strip().lower()
-    if backend == "local":
-        directory = env.get(STORAGE_LOCAL_DIR, "")
-        if not directory:
-            raise StorageError(f"{STORAGE_LOCAL_DIR} must be set when {STORAGE_BACKEND} is local")
-        return LocalDirectory(Path(directory))
-    if backend == "s3":
-        from kuberay.history import s3  # boto3 is imported only by those who use S3
-
-        return s3.S3Storage.from_env(env)
-    raise StorageError(f"{STORAGE_BACKEND} must be local or s3, not {backend!r}")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from history_processes import S3Proxy
-from kuberay.history.storage import LocalDirectory, NotFound, Storage, StorageError, from_env
+from kuberay.history.backends import from_env
+from kuberay.history.storage import LocalDirectory, NotFound, Storage, StorageError
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -25,11 +25,12 @@ from pathlib import Path
 import uvicorn
 
 from kuberay.history import layout, serving
+from kuberay.history.backends import from_env
 from kuberay.history.collector import node, settings
 from kuberay.history.collector.events import EventSpool
 from kuberay.history.collector.logsync import LogSync
 from kuberay.history.collector.snapshots import Snapshots
-from kuberay.history.storage import Storage, StorageError, from_env
+from kuberay.history.storage import Storage, StorageError
 
 log = logging.getLogger("kuberay.history.collector")
 

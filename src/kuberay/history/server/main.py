@@ -21,6 +21,7 @@ from pathlib import Path
 import uvicorn
 
 from kuberay.history import serving
+from kuberay.history.backends import from_env
 from kuberay.history.server.app import HistoryApp
 from kuberay.history.server.auth import Token
 from kuberay.history.server.cache import ByteCache
@@ -30,7 +31,6 @@ from kuberay.history.storage import (
     STORAGE_LOCAL_DIR,
     STORAGE_ROOT_DIR,
     StorageError,
-    from_env,
 )
 from kubesemantics import quantity
 
