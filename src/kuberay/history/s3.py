@@ -115,6 +115,9 @@ class S3Storage(Storage):
             raise self._fail(base, e) from e
         return sorted(keys)
 
+    def sweep(self, prefix: str) -> None:
+        """Nothing: S3 stores an object whole or not at all, so a killed put leaves nothing."""
+
     def list_dirs(self, prefix: str) -> list[str]:
         base = prefix.strip("/") + "/" if prefix.strip("/") else ""
         names: list[str] = []

@@ -52,6 +52,11 @@ class Storage(ABC):
     def keys(self, prefix: str) -> list[str]:
         """Every key under the directory `prefix` (recursively), sorted."""
 
+    @abstractmethod
+    def sweep(self, prefix: str) -> None:
+        """Removes what a writer killed mid-put left under `prefix`. Only the writer of `prefix`, before it
+        writes there again, calls this."""
+
     def list_dirs(self, prefix: str) -> list[str]:
         """The names of the directories right under `prefix`."""
         base = prefix.strip("/") + "/" if prefix.strip("/") else ""
@@ -111,6 +116,11 @@ class LocalDirectory(Storage):
     def size(self, key: str) -> int | None:
         path = self._path(key)
         return path.stat().st_size if path.is_file() else None
+
+    def sweep(self, prefix: str) -> None:
+        base = self.root / prefix.strip("/")
+        for temporary in base.rglob(self._TEMP_PREFIX + "*") if base.is_dir() else ():
+            temporary.unlink(missing_ok=True)
 
     def keys(self, prefix: str) -> list[str]:
         base = self.root / prefix.strip("/") if prefix.strip("/") else self.root

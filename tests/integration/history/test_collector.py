@@ -161,6 +161,7 @@ def test_a_collector_killed_mid_upload_loses_and_duplicates_nothing(node: Node) 
 
     for path in node.logs.iterdir():
         assert node.stored(path.name).read_bytes() == path.read_bytes(), path.name
+    assert not list(node.store.rglob(".put-*")), "the killed uploads' temporary files were left behind"
     seen = [int(e["seq"]) for e in node.stored_events()]  # type: ignore[call-overload]
     assert len(seen) == len(set(seen)), "an event was stored twice"
     assert set(acknowledged) <= set(seen), "an acknowledged event was lost"

@@ -81,6 +81,10 @@ class Collector:
         if self.session is not None:
             self.session.logs.sync()  # what the previous session wrote last
         root, cluster = self.settings.storage_root, self.settings.cluster
+        # What a previous run of this collector, killed mid-upload, left in its own directories.
+        self.storage.sweep(cluster.node_dir(root, directory.name, node_id))
+        if self.settings.head:
+            self.storage.sweep(cluster.endpoints_dir(root, directory.name))
         keys = LogSync(
             self.storage, directory / layout.LOGS_DIR, cluster.logs_dir(root, directory.name, node_id)
         )
