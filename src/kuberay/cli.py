@@ -77,6 +77,14 @@ def local_up(
             "--enable-metrics) and every Ray pod; its URL is printed and in `kuberay local status`."
         ),
     ] = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            help="Also start the History Server over DATA_DIR/history (collectors write there with "
+            "STORAGE_BACKEND=local and STORAGE_LOCAL_DIR=DATA_DIR/history); its URL is printed and in "
+            "`kuberay local status`.",
+        ),
+    ] = False,
     operator: Annotated[
         bool,
         typer.Option(
@@ -103,6 +111,7 @@ def local_up(
         schedulers=schedulers,
         log_format=log_format.value,
         monitoring=monitoring,
+        history=history,
         operator=operator,
         operator_args=tuple(context.args),
     )
@@ -143,6 +152,11 @@ def local_status(
         f"  API server: {state.api_server or 'not yet'}\n"
         f"  {operator}\n"
         + (f"  Prometheus: {state.prometheus}\n" if state.prometheus else "")
+        + (
+            f"  History Server: {state.history_server} (storage: {state.history_dir})\n"
+            if state.history_server
+            else ""
+        )
         + f"  kubeconfig: {state.kubeconfig}\n"
         f"  logs: {', '.join(state.logs.values())}"
     )

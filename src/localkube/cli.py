@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         "`volcano` and `scheduler-plugins-scheduler` add gang scheduling of their PodGroups. Pods naming "
         "another scheduler stay Pending",
     )
+    serve_command.add_argument(
+        "--image-entrypoint", action="append", default=[], metavar="IMAGE=COMMAND",
+        help="process mode: what a container of IMAGE runs when it gives no command (the image's ENTRYPOINT, "
+        "which localkube cannot read from an image it does not pull); COMMAND is split as a shell would; "
+        "repeatable",
+    )  # fmt: skip
     serve_command.add_argument(
         "--compact-interval", type=float, default=60.0, help="seconds between compactions of the store"
     )
@@ -124,12 +131,23 @@ def main(argv: Sequence[str] | None = None) -> None:
                 inject_faults=arguments.inject_faults,
                 audit_log_path=arguments.audit_log_path,
                 audit_policy_file=arguments.audit_policy_file,
+                image_entrypoints=_entrypoints(arguments.image_entrypoint),
             )
         )
     except PolicyError as bad:
         raise SystemExit(
             f"localkube serve: --audit-policy-file {arguments.audit_policy_file}: {bad}"
         ) from None
+
+
+def _entrypoints(values: list[str]) -> dict[str, tuple[str, ...]]:
+    entrypoints = {}
+    for value in values:
+        image, sep, command = value.partition("=")
+        if not sep or not image or not command.strip():
+            raise SystemExit(f"localkube serve: --image-entrypoint {value!r}: expected IMAGE=COMMAND")
+        entrypoints[image] = tuple(shlex.split(command))
+    return entrypoints
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
 from kuberay.kubectl import generation, job, kube, listing, session
 from kuberay.kubectl import get as get_ops
+from kuberay.kubectl import history as history_ops
 from kuberay.kubectl import log as log_ops
 from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
@@ -383,10 +384,19 @@ def scale_cluster(
 @ray.command("session")
 @click.argument("target", nargs=-1, required=True, shell_complete=_target_names)
 @click.option("-v", "--verbose", is_flag=True, help="verbose output")
+@click.option("--history", is_flag=True, help="the History Server's dashboard of its stored session")
+@history_ops.server_options
 @kube_options
-def session_command(target: tuple[str, ...], verbose: bool) -> None:
+def session_command(target: tuple[str, ...], verbose: bool, history: bool, **server: str | None) -> None:
     """Forward local ports to the Ray resources (RAYCLUSTER, TYPE/NAME or TYPE NAME)."""
     kind, name = _target(target)
+    if history:
+        stored = history_ops.server_from(
+            server["history_server"], server["history_namespace"], server["history_token"]
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            run(lambda k: history_ops.open_session(k, _flags(), stored, (kind, name)))
+        return
     service, args = run(lambda k: session.forward_target(k, _flags(), kind, name))
     click.echo(f"Forwarding ports to service {service}")
     for label, port in session.PORTS[kind]:
@@ -457,6 +467,9 @@ def log_command(target: tuple[str, ...], out_dir: str | None, node_type: str, li
 
 
 SHELL_COMP_DIRECTIVE_NO_FILE_COMP = 4  # cobra's ShellCompDirectiveNoFileComp
+
+
+history_ops.register(ray, run, _flags, kube_options, session.parse_target)
 
 
 def complete_main() -> None:

@@ -26,8 +26,8 @@ from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, KubeFlags
 from kuberay.runtime import errors
 
 RECONNECT_DELAY = 3.0
-POLL = 2.0
 PORT_FORWARD_TIMEOUT = 60.0
+PROBE_EVERY = 2.0
 DASHBOARD = ("Ray Dashboard", 8265)
 CLIENT = ("Ray Interactive Client", 10001)
 SERVE = ("Ray Serve", 8000)
@@ -135,11 +135,26 @@ def forward(args: list[str], verbose: bool) -> None:
 async def forward_dashboard(
     flags: KubeFlags, kube: Kube, service: str, timeout: float = PORT_FORWARD_TIMEOUT
 ) -> tuple[asyncio.subprocess.Process, str]:
-    """`kubectl port-forward service/<svc> :8265`, its local port read from kubectl's first line, and the
-    dashboard probed until it answers 2xx (each for up to `timeout` seconds)."""
-    args = kubectl_args(
-        flags, flags.context or kube.context, kube.namespace, service, [DASHBOARD], local_port=0
+    """The head Service's dashboard port forwarded in the background (see `forward_in_background`)."""
+    return await forward_in_background(
+        flags, flags.context or kube.context, kube.namespace, service, DASHBOARD[1], timeout=timeout
     )
+
+
+async def forward_in_background(
+    flags: KubeFlags,
+    context: str,
+    namespace: str,
+    service: str,
+    port: int,
+    probe: str = "/",
+    progress: bool = True,
+    timeout: float = PORT_FORWARD_TIMEOUT,
+) -> tuple[asyncio.subprocess.Process, str]:
+    """`kubectl port-forward service/<svc> :<port>` as a child, its local port read from kubectl's first
+    line, and `probe` polled until it answers 2xx (each for up to `timeout` seconds); returns the child and
+    the local base URL. `progress`: say so on stdout while waiting (as upstream's `job submit` does)."""
+    args = kubectl_args(flags, context, namespace, service, [("", port)], local_port=0)
     process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE)
     assert process.stdout is not None
     try:
@@ -149,16 +164,17 @@ async def forward_dashboard(
     if not line.startswith("Forwarding from "):
         await stop(process)
         raise PluginError("Timed out waiting for port forwarding")
-    port = line.split(" -> ")[0].rsplit(":", 1)[1]
-    address = f"http://localhost:{port}"
-    print("Waiting for port forwarding...", end="", flush=True)
+    address = f"http://localhost:{line.split(' -> ')[0].rsplit(':', 1)[1]}"
+    if progress:
+        print("Waiting for port forwarding...", end="", flush=True)
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=5.0) as http:
         while time.monotonic() <= deadline:
-            await asyncio.sleep(POLL)
+            await asyncio.sleep(PROBE_EVERY)
             try:
-                if 200 <= (await http.get(address)).status_code < 300:
-                    print(flush=True)
+                if 200 <= (await http.get(address + probe)).status_code < 300:
+                    if progress:
+                        print(flush=True)
                     return process, address
             except httpx.HTTPError as e:
                 print(f"Error occurred when waiting for port forwarding: {e}", flush=True)

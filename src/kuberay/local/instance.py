@@ -53,6 +53,8 @@ class InstanceState:
     operator_metrics: str = ""
     operator_health_probe: str = ""
     prometheus: str = ""  # its URL, with --monitoring
+    history_server: str = ""  # its URL, with --history
+    history_dir: str = ""  # the directory it serves, where collectors write
     children: dict[str, int] = field(default_factory=dict)
     logs: dict[str, str] = field(default_factory=dict)
 

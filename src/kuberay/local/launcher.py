@@ -10,6 +10,11 @@ both: the operator first, then localkube (which first stops its pods' processes)
 after a grace period, SIGKILL. The children also get SIGTERM from the kernel if the launcher itself dies.
 With `monitoring` (`--monitoring`) a Prometheus (`kuberay.local.monitoring`) scrapes the operator, whose
 `--enable-metrics` it turns on, and the Ray pods; it is started once the operator is ready and stopped first.
+With `history` (`--history`) the History Server (`python -m kuberay.history.server`) runs on a free port of
+127.0.0.1 over the local directory `DIR/history`, where collectors given `STORAGE_BACKEND=local` and
+`STORAGE_LOCAL_DIR=DIR/history` write; its URL is printed and in `kuberay local status`; the operator gets
+the gate RayClusterHistoryServer, whose collector sidecar (image `kuberay-history-collector:latest`, no
+command) process mode runs through localkube's `--image-entrypoint`, as it runs `kuberay:latest`.
 With `operator=False` (`--no-operator`) only localkube runs, with the CRDs installed, for an operator
 installed into it (`helm install`, `kubectl apply -k deploy/`); "ready" then means the API server answers.
 """
@@ -51,6 +56,12 @@ PROGRESS_EVERY = 5.0
 FIELD_MANAGER = "kuberay-local"
 LOG_FORMATS = ("console", "json")
 PR_SET_PDEATHSIG = 1
+# The entrypoints of the project's images (Containerfile), so that process mode runs their containers when
+# they give no command: the operator's, and the History Server collector sidecar the operator injects.
+IMAGE_ENTRYPOINTS = {
+    "kuberay:latest": "kuberay-operator",
+    "kuberay-history-collector:latest": "kuberay-history-collector",
+}
 
 
 class LocalError(Exception):
@@ -68,6 +79,8 @@ class LocalOptions:
     log_format: str = "console"
     # A Prometheus scraping the operator and the Ray pods (kuberay.local.monitoring).
     monitoring: bool = False
+    # The History Server over DIR/history (kuberay.history.server).
+    history: bool = False
     # False: localkube alone (with the CRDs), for an operator installed into it as into any cluster.
     operator: bool = True
     # Passed to kuberay-operator after the launcher's own flags, so they override them.
@@ -82,8 +95,11 @@ def operator_flags(options: LocalOptions, kubeconfig: Path) -> list[str]:
         f"--health-probe-bind-address=127.0.0.1:{free_port()}", "--use-kubernetes-proxy=true",
         f"--log-stdout-encoder={options.log_format}",
     ]  # fmt: skip
-    if options.feature_gates:
-        flags.append(f"--feature-gates={options.feature_gates}")
+    gates = [g for g in options.feature_gates.split(",") if g]
+    if options.history:  # the collector sidecar of historyServerOptions
+        gates.append("RayClusterHistoryServer=true")
+    if gates:
+        flags.append(f"--feature-gates={','.join(gates)}")
     if options.monitoring:
         flags.append("--enable-metrics")
     return flags + list(options.operator_args)
@@ -138,7 +154,8 @@ def up(options: LocalOptions) -> int:
         kubeconfig.unlink(missing_ok=True)
         localkube = _spawn(
             [sys.executable, "-m", "localkube", "serve", "--data-dir", str(kubeconfig.parent),
-             "--port", str(options.port), "--node-mode", options.node_mode, "--schedulers", options.schedulers],
+             "--port", str(options.port), "--node-mode", options.node_mode, "--schedulers", options.schedulers,
+             *(f"--image-entrypoint={image}={command}" for image, command in IMAGE_ENTRYPOINTS.items())],
             Path(state.logs["localkube"]),
         )  # fmt: skip
         children.append(localkube)
@@ -159,11 +176,19 @@ def up(options: LocalOptions) -> int:
         if prometheus is not None:
             state = _start_prometheus(prometheus, data_dir, kubeconfig, state, children, stopping)
             lock.write(state)
+        if options.history:
+            state = _start_history_server(data_dir, state, children, stopping)
+            supervised["history-server"] = children[-1]
+            lock.write(state)
         state = replace(state, phase="ready")
         lock.write(state)
         log.info("%s", _ready_message(state))
         if state.prometheus:
             log.info("Prometheus (scraping the operator and the Ray pods): %s", state.prometheus)
+        if state.history_server:
+            log.info(
+                "History Server: %s (storage: the directory %s)", state.history_server, state.history_dir
+            )
         return _supervise(supervised, state, stopping)
     except LocalError as e:
         log.error("%s", e)
@@ -198,19 +223,50 @@ def _start_prometheus(
         state, prometheus=url, logs={**state.logs, "prometheus": str(log_path)},
         children={**state.children, "prometheus": process.pid},
     )  # fmt: skip
+    _wait_ready("prometheus", process, f"{url}/-/ready", log_path, stopping)
+    return state
+
+
+def _start_history_server(
+    data_dir: Path, state: InstanceState, children: list[subprocess.Popen[bytes]], stopping: _StopFlag
+) -> InstanceState:
+    """Starts the History Server over DIR/history (a child, stopped with the others) and waits until it
+    answers /livez."""
+    directory = data_dir / "history"
+    directory.mkdir(exist_ok=True)
+    port = free_port()
+    log_path = data_dir / "history-server.log"
+    process = _spawn(
+        [sys.executable, "-m", "kuberay.history.server", "--host", "127.0.0.1", "--port", str(port),
+         "--storage-backend", "local", "--storage-local-dir", str(directory)],
+        log_path,
+    )  # fmt: skip
+    children.append(process)
+    url = f"http://127.0.0.1:{port}"
+    state = replace(
+        state, history_server=url, history_dir=str(directory), logs={**state.logs, "history-server": str(log_path)},
+        children={**state.children, "history-server": process.pid},
+    )  # fmt: skip
+    _wait_ready("history-server", process, f"{url}/livez", log_path, stopping)
+    return state
+
+
+def _wait_ready(
+    name: str, process: subprocess.Popen[bytes], ready_url: str, log_path: Path, stopping: _StopFlag
+) -> None:
+    """Waits until a child answers 200 at `ready_url` (or a stop is requested)."""
     deadline = time.monotonic() + READY_TIMEOUT
     while not stopping.requested:
         if process.poll() is not None:
-            raise LocalError(f"prometheus exited with status {process.returncode}; its log: {log_path}")
+            raise LocalError(f"{name} exited with status {process.returncode}; its log: {log_path}")
         try:
-            if httpx.get(f"{url}/-/ready", timeout=2).status_code == 200:
-                return state
+            if httpx.get(ready_url, timeout=2).status_code == 200:
+                return
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
-            raise LocalError(f"prometheus did not become ready in {READY_TIMEOUT:.0f} s; its log: {log_path}")
+            raise LocalError(f"{name} did not become ready in {READY_TIMEOUT:.0f} s; its log: {log_path}")
         time.sleep(0.5)
-    return state
 
 
 def _supervise(

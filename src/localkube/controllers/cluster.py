@@ -8,7 +8,7 @@ or `process` (containers run as local processes, logs under `<data_dir>/pods`); 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -57,12 +57,14 @@ def cluster_controllers(
     data_dir: Path | None = None,
     api_access: ApiAccess | None = None,
     schedulers: Iterable[str] = (DEFAULT_SCHEDULER,),
+    image_entrypoints: Mapping[str, tuple[str, ...]] | None = None,
 ) -> ClusterRunner:
     """Registers the node and returns the runner of every in-process controller (not yet started).
 
     `data_dir` is required in process mode (container logs live under it); `api_access` is the API server as a
     process-mode node's pods reach it (without, pods get no service-account credentials); `schedulers` are the
-    `spec.schedulerName`s localkube's scheduler stands in for."""
+    `spec.schedulerName`s localkube's scheduler stands in for; `image_entrypoints` what a process-mode
+    container without a command runs, by image."""
     store = resources.store
     api = ControllerApi(resources)
     kubelet: SimulatedKubelet | ProcessKubelet | None
@@ -71,7 +73,13 @@ def cluster_controllers(
     elif node_mode == "process":
         if data_dir is None:
             raise ValueError("node_mode 'process' needs a data directory for container logs")
-        kubelet = ProcessKubelet(store, node, ProcessOptions(data_dir=data_dir, api=api_access))
+        kubelet = ProcessKubelet(
+            store,
+            node,
+            ProcessOptions(
+                data_dir=data_dir, api=api_access, image_entrypoints=dict(image_entrypoints or {})
+            ),
+        )
     elif node_mode == "simulate":
         kubelet = SimulatedKubelet(store, node)
     else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubesemantics import quantity
@@ -99,14 +99,18 @@ def container_environment(
     return env
 
 
-def command_line(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """The argv of a container: command then args, expanded. An image's entrypoint cannot be used (no image
-    is run), so a container without a command runs its args, and one with neither cannot start."""
-    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+def command_line(
+    container: Mapping[str, Any], env: Mapping[str, str], entrypoint: Sequence[str] = ()
+) -> list[str]:
+    """The argv of a container: command then args, expanded. No image is run, so an image's entrypoint is
+    only what localkube was told (`entrypoint`, from `--image-entrypoint`): a container without a command
+    runs it with its args, and one with neither command, args nor a known entrypoint cannot start."""
+    command = container.get("command") or list(entrypoint)
+    argv = [*command, *(container.get("args") or [])]
     if not argv:
         raise MissingCommand(
             f'container "{container.get("name", "")}" has neither command nor args: localkube runs containers '
-            "as local processes and cannot use an image's entrypoint"
+            "as local processes and cannot use an image's entrypoint (give one with --image-entrypoint)"
         )
     return [expand(str(part), env) for part in argv]
 

@@ -51,7 +51,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,9 @@ class ProcessOptions:
     volume_sync: float = 2.0
     # The API server pods reach (their service-account token, KUBERNETES_SERVICE_HOST); None: not served.
     api: ApiAccess | None = None
+    # What an image runs when its container gives neither command nor args (`--image-entrypoint`): the
+    # image's ENTRYPOINT, which a real kubelet reads from the image and this one, pulling none, is told.
+    image_entrypoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _now() -> str:
@@ -492,7 +495,8 @@ class ProcessKubelet:
         try:
             declared = container_environment(pod_now, spec, self._read, self._options.capacity)
             env = {**self._base_environment(pod_now), **declared}
-            argv = command_line(spec, env)
+            entrypoint = self._process_options.image_entrypoints.get(spec.get("image", ""), ())
+            argv = command_line(spec, env, entrypoint)
             if "HOME" not in declared:
                 env["HOME"] = self._home(state, container, env["PATH"])
         except MissingCommand as err:

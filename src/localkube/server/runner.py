@@ -12,8 +12,8 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
@@ -62,6 +62,8 @@ class ServeOptions:
     # kube-apiserver's --audit-log-path and --audit-policy-file (see audit.py); both or neither.
     audit_log_path: Path | None = None
     audit_policy_file: Path | None = None
+    # What a process-mode container without a command runs, by image (`--image-entrypoint IMAGE=COMMAND`).
+    image_entrypoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -226,6 +228,7 @@ def serve(options: ServeOptions) -> None:
                 node_mode="process" if options.node_mode == "process" else "simulate",
                 data_dir=data_dir,
                 schedulers=options.schedulers,
+                image_entrypoints=options.image_entrypoints,
                 api_access=ApiAccess(
                     loopback, port, tls.ca_cert.read_bytes(), _token_issuer(app.authenticator)
                 ),

@@ -102,3 +102,11 @@ def test_command_line_is_command_then_args_expanded_and_requires_one_of_them() -
     assert command_line({"args": ["python", "-V"]}, env) == ["python", "-V"]
     with pytest.raises(ContainerConfigError, match='container "c" has neither command nor args'):
         command_line({"name": "c", "image": "busybox"}, env)
+
+
+def test_an_image_entrypoint_stands_in_for_a_missing_command() -> None:
+    env = {"N": "1"}
+    assert command_line({"args": ["--v=$(N)"]}, env, ("collector", "-x")) == ["collector", "-x", "--v=1"]
+    assert command_line({"command": ["own"]}, env, ("collector",)) == [
+        "own"
+    ]  # a command wins, as over ENTRYPOINT

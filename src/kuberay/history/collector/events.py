@@ -1,0 +1,157 @@
+"""Ray's exported events (`RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR`, which the operator points at
+this collector's `POST /v1/events`): spooled to local JSON-lines files, then uploaded as immutable objects.
+
+A batch is acknowledged (200) only once appended and fsynced to the spool's active file of its category
+(`node_events` for NODE_* events, `job_events/<job id hex>` for those with a job, as upstream files them).
+Rotation renames an active file to its final name (`<node id>-<hour>-<nanoseconds>.jsonl`) before anything is
+uploaded, so an upload is repeatable: a collector killed mid-upload finds the rotated file on start and puts
+it again under the same key, and a file is removed from the spool only after its put returned. While
+draining (SIGTERM) new batches get 503 with Retry-After, so Ray keeps them for another try elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import json
+import logging
+import os
+import posixpath
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from kuberay.history import layout
+from kuberay.history.storage import Storage
+
+log = logging.getLogger("kuberay.history.collector")
+
+ACTIVE = "active.jsonl"
+# The payloads that carry a job id (upstream's list).
+_WITH_JOB = (
+    "taskDefinitionEvent",
+    "taskLifecycleEvent",
+    "actorTaskDefinitionEvent",
+    "taskProfileEvents",
+    "driverJobDefinitionEvent",
+    "driverJobLifecycleEvent",
+    "actorDefinitionEvent",
+)
+_SAFE = re.compile(r"^[0-9A-Za-z_-]+$")
+
+
+def job_id_hex(raw: str) -> str:
+    """A job id as upstream files it: hex, whether it came as hex or as base64."""
+    if re.fullmatch(r"[0-9a-fA-F]+", raw):
+        return raw.lower()
+    for decode in (base64.urlsafe_b64decode, base64.standard_b64decode):
+        try:
+            return decode(raw + "=" * (-len(raw) % 4)).hex()
+        except (binascii.Error, ValueError):
+            continue
+    return raw
+
+
+def category(event: dict[str, Any]) -> str:
+    """`node_events`, or `job_events/<job id>` for an event of a job."""
+    if str(event.get("eventType", "")).startswith("NODE_"):
+        return layout.NODE_EVENTS_DIR
+    for payload in _WITH_JOB:
+        nested = event.get(payload)
+        if isinstance(nested, dict) and nested.get("jobId"):
+            job = job_id_hex(str(nested["jobId"]))
+            if _SAFE.match(job):
+                return posixpath.join(layout.JOB_EVENTS_DIR, job)
+    return layout.NODE_EVENTS_DIR
+
+
+class EventSpool:
+    """The spool directory: `<session>/<category>/active.jsonl` plus rotated files waiting for upload."""
+
+    def __init__(self, directory: Path, default_session: Callable[[], str | None]) -> None:
+        self.directory = directory
+        self._default_session = default_session
+        self.draining = False
+
+    def recover(self) -> None:
+        """Cuts each active file back to its last whole line: a batch cut short by a kill was never
+        acknowledged, and the next batch must not be glued to its half line."""
+        for active in self.directory.rglob(ACTIVE):
+            data = active.read_bytes()
+            whole = data.rfind(b"\n") + 1
+            if whole < len(data):
+                with active.open("r+b") as f:
+                    f.truncate(whole)
+                    os.fsync(f.fileno())
+
+    def append(self, events: list[dict[str, Any]]) -> None:
+        """Appends a batch durably (fsync) before it is acknowledged."""
+        by_file: dict[Path, list[bytes]] = {}
+        for event in events:
+            session = str(event.get("sessionName") or self._default_session() or "")
+            if not session or not _SAFE.match(session):
+                session = "unknown"
+            path = self.directory / session / category(event) / ACTIVE
+            by_file.setdefault(path, []).append(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+        for path, lines in by_file.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("ab") as out:
+                out.write(b"".join(lines))
+                out.flush()
+                os.fsync(out.fileno())
+
+    def rotate(self, node_id: str) -> None:
+        """Gives every non-empty active file its final name."""
+        for active in self.directory.rglob(ACTIVE):
+            if active.stat().st_size == 0:
+                continue
+            now = time.time_ns()
+            hour = datetime.datetime.fromtimestamp(now / 1e9, datetime.UTC).strftime("%Y-%m-%d-%H")
+            active.rename(active.with_name(f"{node_id}-{hour}-{now}.jsonl"))
+
+    def upload(self, storage: Storage, session_key: Callable[[str], str]) -> int:
+        """Puts every rotated file under `session_key(session)/<category>/<name>` and removes it from the
+        spool once stored; returns how many. Files of sessions whose name is not Ray's are dropped."""
+        uploaded = 0
+        for path in sorted(self.directory.rglob("*.jsonl")):
+            if path.name == ACTIVE:
+                continue
+            rel = path.relative_to(self.directory).as_posix()
+            session, rest = rel.split("/", 1)
+            try:
+                base = session_key(session)
+            except layout.LayoutError:
+                log.warning("dropping events of unknown session %r", session)
+                path.unlink()
+                continue
+            storage.put(posixpath.join(base, rest), path.read_bytes())
+            path.unlink()
+            uploaded += 1
+        return uploaded
+
+    def app(self) -> Starlette:
+        """`POST /v1/events`: a JSON array of Ray events."""
+
+        async def receive(request: Request) -> Response:
+            if self.draining:
+                return PlainTextResponse(
+                    "event collector is shutting down", status_code=503, headers={"Retry-After": "5"}
+                )
+            try:
+                events = json.loads(await request.body())
+            except ValueError as e:
+                return PlainTextResponse(f"invalid JSON: {e}", status_code=400)
+            if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+                return PlainTextResponse("expected a JSON array of events", status_code=400)
+            self.append(events)
+            return PlainTextResponse("ok")
+
+        return Starlette(routes=[Route("/v1/events", receive, methods=["POST"])])

@@ -1,0 +1,203 @@
+"""`kuberay-history-collector`: the sidecar's process.
+
+It waits for Ray's session on its pod, learns the node's Ray id, then every push interval uploads the logs
+that changed and the rotated event files, and (on the head) every poll interval the dashboard's answers and,
+once per session, the session's metadata object (what the server lists). On SIGTERM (the pod is going) it
+stops taking events and runs one last upload of everything, bounded by `RAY_COLLECTOR_FLUSH_TIMEOUT`, then
+exits; a SIGKILL at any point loses nothing that was acknowledged (see `logsync` and `events`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from kuberay.history import layout, serving
+from kuberay.history.backends import from_env
+from kuberay.history.collector import node, settings
+from kuberay.history.collector.events import EventSpool
+from kuberay.history.collector.logsync import LogSync
+from kuberay.history.collector.snapshots import Snapshots
+from kuberay.history.storage import Storage, StorageError
+
+log = logging.getLogger("kuberay.history.collector")
+
+AUTH_HEADER = "x-ray-authorization"
+
+
+def spool_dir(ray_root: Path) -> Path:
+    """The event spool, inside the pod's shared /tmp/ray so that it outlives a restart of the collector."""
+    return ray_root / "history-collector" / "events"
+
+
+@dataclass
+class _Session:
+    name: str
+    node_id: str
+    logs: LogSync
+    metadata_written: bool = False
+
+
+@dataclass
+class Collector:
+    """One collector's state; `step` does one round of uploads, `flush` the last one."""
+
+    settings: settings.Settings
+    storage: Storage
+    spool: EventSpool = field(init=False)
+    session: _Session | None = None
+    _last_snapshot: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.spool = EventSpool(
+            spool_dir(self.settings.ray_root),
+            lambda: self.session.name if self.session else None,
+        )
+        headers = {AUTH_HEADER: f"Bearer {self.settings.auth_token}"} if self.settings.auth_token else {}
+        self.headers = headers
+        self.snapshots = Snapshots(self.storage, self.settings.dashboard, headers)
+
+    def _discover(self) -> None:
+        """Finds the live session and this node's id; a new session gets a new log sync."""
+        directory = node.session_dir(self.settings.ray_root)
+        if directory is None or (self.session is not None and self.session.name == directory.name):
+            return
+        node_id = node.node_id_from_dashboard(self.settings.dashboard, self.settings.pod_ip, self.headers)
+        node_id = node_id or node.node_id_from_raylet(directory)
+        if node_id is None:
+            return  # Ray is still starting: next round
+        if self.session is not None:
+            self.session.logs.sync()  # what the previous session wrote last
+        root, cluster = self.settings.storage_root, self.settings.cluster
+        # What a previous run of this collector, killed mid-upload, left in its own directories.
+        self.storage.sweep(cluster.node_dir(root, directory.name, node_id))
+        if self.settings.head:
+            self.storage.sweep(cluster.endpoints_dir(root, directory.name))
+        keys = LogSync(
+            self.storage, directory / layout.LOGS_DIR, cluster.logs_dir(root, directory.name, node_id)
+        )
+        self.session = _Session(directory.name, node_id, keys)
+        log.info("collecting session %s of node %s", directory.name, node_id)
+
+    def _metadata(self, session: _Session) -> None:
+        cluster, root = self.settings.cluster, self.settings.storage_root
+        created = layout.session_time(session.name)
+        info = {
+            "name": cluster.name,
+            "namespace": cluster.namespace,
+            "sessionName": session.name,
+            "createTime": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "createTimeStamp": int(created.timestamp()),
+            "ownerKind": cluster.kind if cluster.kind != layout.RAYCLUSTER else "",
+            "ownerName": cluster.owner_name if cluster.kind != layout.RAYCLUSTER else "",
+        }
+        self.storage.put(cluster.metadata_key(root, session.name), json.dumps(info).encode())
+        session.metadata_written = True
+
+    def _event_key(self, session_name: str) -> str:
+        assert self.session is not None
+        return self.settings.cluster.node_dir(self.settings.storage_root, session_name, self.session.node_id)
+
+    def step(self, final: bool = False) -> None:
+        """One round (blocking: the loop runs it in a thread)."""
+        self._discover()
+        session = self.session
+        if session is None:
+            return
+        if self.settings.head and not session.metadata_written:
+            self._metadata(session)
+        session.logs.sync()
+        if final:
+            self.spool.draining = True
+        self.spool.rotate(session.node_id)
+        self.spool.upload(self.storage, self._event_key)
+        now = time.monotonic()
+        if self.settings.head and (final or now - self._last_snapshot >= self.settings.poll_interval):
+            endpoints = self.settings.cluster.endpoints_dir(self.settings.storage_root, session.name)
+            self.snapshots.take(endpoints, timeout=2.0 if final else 5.0)
+            self._last_snapshot = now
+        if final:
+            session.logs.sync()  # what Ray wrote while the snapshots were taken
+
+
+async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") -> None:
+    """Runs until `stop`, then flushes within the bound."""
+    collector.spool.recover()
+    cluster = collector.settings.cluster
+    log.info(
+        "collecting for %s %s/%s (%s node), events on port %d",
+        cluster.kind, cluster.namespace, cluster.name, "head" if collector.settings.head else "worker",
+        collector.settings.events_port,
+    )  # fmt: skip
+    config = uvicorn.Config(
+        collector.spool.app(), host=host, port=collector.settings.events_port, log_level="warning"
+    )
+    server = serving.Server(config)
+    listening = asyncio.create_task(server.serve())
+    settings = collector.settings
+    # The head's round also takes the dashboard's snapshots, at the poll interval when that is shorter.
+    interval = (
+        min(settings.push_interval, settings.poll_interval) if settings.head else settings.push_interval
+    )
+    while not stop.is_set():
+        try:
+            await asyncio.to_thread(collector.step)
+        except StorageError as e:
+            log.warning("upload failed, retrying next round: %s", e)
+        except Exception:  # the sidecar outlives any one bad round: the next one retries
+            log.exception("collection round failed, retrying next round")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
+    collector.spool.draining = True
+    try:
+        await asyncio.wait_for(asyncio.to_thread(collector.step, True), collector.settings.flush_timeout)
+        log.info("final upload done")
+    except TimeoutError:
+        log.error("final upload did not finish within %s s", collector.settings.flush_timeout)
+    except StorageError as e:
+        log.error("final upload failed: %s", e)
+    server.should_exit = True
+    await listening
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kuberay-history-collector",
+        description="Uploads a Ray node's logs, events and (on the head) dashboard snapshots for the "
+        "History Server. Configured by env: RAY_CLUSTER_NAME, RAY_CLUSTER_NAMESPACE, RAY_ROLE, "
+        "OWNER_KIND, OWNER_NAME, EVENTS_PORT, STORAGE_BACKEND and the backend's variables.",
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per snapshot request otherwise
+    try:
+        config = settings.from_env()
+        storage = from_env(os.environ)
+    except (settings.SettingsError, StorageError) as e:
+        print(f"kuberay-history-collector: {e}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await run(Collector(config, storage), stop)
+
+    asyncio.run(serve())
+    return 0

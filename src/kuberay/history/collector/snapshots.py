@@ -1,0 +1,89 @@
+"""Snapshots of the head's dashboard API, stored under the session's `fetched_endpoints/` (upstream's
+directory and key names), so that the server can answer the same routes once the cluster is gone.
+
+Polled every `RAY_COLLECTOR_POLL_INTERVAL` and once more in the final flush; an answer is stored only when
+it changed. Every snapshot asks for everything (limits at Ray's maximum, detail on): the server filters, as
+the dashboard would. Data sets are per job, so their endpoint follows the jobs the jobs snapshot lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import posixpath
+from typing import Any
+
+import httpx
+
+from kuberay.history import layout
+from kuberay.history.storage import Storage
+
+log = logging.getLogger("kuberay.history.collector")
+
+# Path (the storage key's source) -> query the collector asks with.
+ENDPOINTS: dict[str, dict[str, str]] = {
+    "/api/v0/cluster_metadata": {},
+    "/timezone": {},
+    "/api/version": {},
+    "/api/jobs/": {},
+    "/nodes": {"view": "summary"},
+    "/api/v0/tasks": {"limit": "10000", "detail": "1"},
+    "/logical/actors": {},
+    "/api/v0/actors": {"limit": "10000", "detail": "1"},
+    "/api/cluster_status": {"format": "0"},
+    "/events": {},
+    "/api/serve/applications/": {},
+    "/api/v0/placement_groups": {"limit": "10000", "detail": "1"},
+}
+DATASETS = "/api/data/datasets/"
+
+
+class Snapshots:
+    def __init__(self, storage: Storage, dashboard: str, headers: dict[str, str]) -> None:
+        self.storage = storage
+        self.dashboard = dashboard
+        self.headers = headers
+        self._digests: dict[str, bytes] = {}  # key -> digest of the stored answer
+
+    def _store(self, key: str, body: bytes) -> bool:
+        digest = hashlib.sha256(body).digest()
+        if self._digests.get(key) == digest:
+            return False
+        self.storage.put(key, body)
+        self._digests[key] = digest
+        return True
+
+    def take(self, endpoints_dir: str, timeout: float = 5.0) -> int:
+        """Fetches every endpoint; returns how many answers were stored. An endpoint that fails now keeps
+        its last snapshot."""
+        stored = 0
+        with httpx.Client(base_url=self.dashboard, headers=self.headers, timeout=timeout) as client:
+            answers: dict[str, Any] = {}
+            for path, query in ENDPOINTS.items():
+                try:
+                    reply = client.get(path, params=query)
+                except httpx.HTTPError as e:
+                    log.debug("snapshot of %s failed: %s", path, e)
+                    continue
+                if reply.status_code != 200:
+                    continue
+                answers[path] = reply
+                stored += self._store(posixpath.join(endpoints_dir, layout.endpoint_key(path)), reply.content)
+            jobs = answers.get("/api/jobs/")
+            for job in _job_ids(jobs.json() if jobs is not None else []):
+                path = DATASETS + job
+                try:
+                    reply = client.get(path)
+                except httpx.HTTPError:
+                    continue
+                if reply.status_code == 200:
+                    stored += self._store(
+                        posixpath.join(endpoints_dir, layout.endpoint_key(path)), reply.content
+                    )
+        return stored
+
+
+def _job_ids(jobs: Any) -> list[str]:
+    if not isinstance(jobs, list):
+        return []
+    return [str(j["job_id"]) for j in jobs if isinstance(j, dict) and j.get("job_id")]

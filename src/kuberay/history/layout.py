@@ -1,0 +1,131 @@
+"""Where the History Server keeps things in storage: upstream's layout, so that either side can read what
+the other wrote. Pure (no I/O).
+
+    <root>/cluster-history/raycluster/<ns>/<cluster>/<session>/...
+    <root>/cluster-history/<rayjob|rayservice>/<ns>/<owner>/<cluster>/<session>/...
+        <node id>/logs/<path under the session's logs directory>
+        <node id>/node_events/<node id>-<hour>-<nanoseconds>.jsonl
+        <node id>/job_events/<job id>/<node id>-<hour>-<nanoseconds>.jsonl
+        fetched_endpoints/restful__<dashboard path with / as __>
+    <root>/cluster-metadata/raycluster/<ns>_<cluster>/<session>
+    <root>/cluster-metadata/<rayjob|rayservice>/<ns>_<owner>_<cluster>/<session>
+
+A Kubernetes namespace cannot contain `_`, so the metadata directory's name splits unambiguously. The
+metadata object of a session is what the server lists: one per session, written by the head's collector.
+"""
+
+from __future__ import annotations
+
+import datetime
+import posixpath
+import re
+from dataclasses import dataclass
+
+CLUSTER_HISTORY_DIR = "cluster-history"
+CLUSTER_METADATA_DIR = "cluster-metadata"
+FETCHED_ENDPOINTS_DIR = "fetched_endpoints"
+LOGS_DIR = "logs"
+NODE_EVENTS_DIR = "node_events"
+JOB_EVENTS_DIR = "job_events"
+CONNECTOR = "_"
+
+RAYCLUSTER = "raycluster"
+RAYJOB = "rayjob"
+RAYSERVICE = "rayservice"
+KINDS = (RAYCLUSTER, RAYJOB, RAYSERVICE)
+
+_SESSION = re.compile(r"^session_(\d{4}-\d{2}-\d{2})_(\d{2}-\d{2}-\d{2})_(\d{6})(_\d+)?$")
+
+
+class LayoutError(ValueError):
+    """A key or name that is not in the layout."""
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """A Ray cluster as stored: its namespace and name, and the RayJob or RayService that made it."""
+
+    namespace: str
+    name: str
+    owner_kind: str = ""
+    owner_name: str = ""
+
+    @property
+    def kind(self) -> str:
+        """`rayjob` or `rayservice` when an owner is known, else `raycluster`."""
+        kind = self.owner_kind.strip().lower()
+        return kind if kind in (RAYJOB, RAYSERVICE) and self.owner_name.strip() else RAYCLUSTER
+
+    def _owned(self) -> list[str]:
+        return [self.owner_name.strip()] if self.kind != RAYCLUSTER else []
+
+    def prefix(self, root: str) -> str:
+        """The cluster's directory under `cluster-history`."""
+        return _join(root, CLUSTER_HISTORY_DIR, self.kind, self.namespace, *self._owned(), self.name)
+
+    def session_dir(self, root: str, session: str) -> str:
+        return posixpath.join(self.prefix(root), _checked_session(session))
+
+    def node_dir(self, root: str, session: str, node_id: str) -> str:
+        return posixpath.join(self.session_dir(root, session), _segment(node_id, "node id"))
+
+    def logs_dir(self, root: str, session: str, node_id: str) -> str:
+        return posixpath.join(self.node_dir(root, session, node_id), LOGS_DIR)
+
+    def endpoints_dir(self, root: str, session: str) -> str:
+        return posixpath.join(self.session_dir(root, session), FETCHED_ENDPOINTS_DIR)
+
+    def metadata_key(self, root: str, session: str) -> str:
+        name = CONNECTOR.join([self.namespace, *self._owned(), self.name])
+        return _join(root, CLUSTER_METADATA_DIR, self.kind, name, _checked_session(session))
+
+
+def _join(root: str, *parts: str) -> str:
+    return posixpath.join(*(p for p in (root.strip("/"), *parts) if p))
+
+
+def _segment(value: str, what: str) -> str:
+    if not value or "/" in value or value in (".", ".."):
+        raise LayoutError(f"invalid {what} {value!r}")
+    return value
+
+
+def _checked_session(session: str) -> str:
+    if not _SESSION.match(session):
+        raise LayoutError(
+            f"invalid session name {session!r}: expected session_YYYY-MM-DD_HH-MM-SS_MICROSECONDS[_PID]"
+        )
+    return session
+
+
+def session_time(session: str) -> datetime.datetime:
+    """When a session started, from its name (Ray names sessions by their start time)."""
+    match = _SESSION.match(session)
+    if not match:
+        raise LayoutError(f"invalid session name {session!r}")
+    day, clock, micro = match.group(1), match.group(2), match.group(3)
+    stamp = datetime.datetime.strptime(f"{day}_{clock}.{micro}", "%Y-%m-%d_%H-%M-%S.%f")
+    return stamp.replace(tzinfo=datetime.UTC)
+
+
+def metadata_ref(key: str, root: str) -> tuple[ClusterRef, str]:
+    """The cluster and session a metadata key names (the inverse of `ClusterRef.metadata_key`)."""
+    base = _join(root, CLUSTER_METADATA_DIR) + "/"
+    if not key.startswith(base):
+        raise LayoutError(f"{key!r} is not under {base!r}")
+    parts = key[len(base) :].split("/")
+    if len(parts) != 3:
+        raise LayoutError(f"{key!r}: expected <kind>/<names>/<session>")
+    kind, names, session = parts
+    _checked_session(session)
+    fields = names.split(CONNECTOR)
+    if kind == RAYCLUSTER and len(fields) == 2:
+        return ClusterRef(fields[0], fields[1]), session
+    if kind in (RAYJOB, RAYSERVICE) and len(fields) == 3:
+        return ClusterRef(fields[0], fields[2], kind, fields[1]), session
+    raise LayoutError(f"{key!r}: {names!r} does not fit kind {kind!r}")
+
+
+def endpoint_key(path: str) -> str:
+    """The stored name of a dashboard endpoint's snapshot: `/api/jobs/` -> `restful__api__jobs`."""
+    return "restful__" + path.split("?", 1)[0].strip("/").replace("/", "__")

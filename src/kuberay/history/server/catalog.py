@@ -1,0 +1,126 @@
+"""The stored sessions and what the server reads of them.
+
+The list of sessions is the `cluster-metadata/` keys (names only: a few hundred bytes a session), re-listed
+at most every `index_ttl` seconds. Everything else is loaded when a request needs it and kept in the
+byte-bounded cache: a session costs memory only while it is being looked at. Blocking storage calls run in
+threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import posixpath
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kuberay.history import layout
+from kuberay.history.server.cache import ByteCache
+from kuberay.history.storage import NotFound, Storage
+
+# Parsed JSON takes several times the bytes it was parsed from; the cache is charged this much per byte.
+JSON_COST = 6
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    cluster: layout.ClusterRef
+    session: str
+
+    def info(self) -> dict[str, Any]:
+        """The session as `/clusters` lists it (upstream's ClusterInfo)."""
+        created = layout.session_time(self.session)
+        owned = self.cluster.kind != layout.RAYCLUSTER
+        return {
+            "name": self.cluster.name,
+            "namespace": self.cluster.namespace,
+            "sessionName": self.session,
+            "createTime": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "createTimeStamp": int(created.timestamp()),
+            "ownerKind": self.cluster.kind if owned else "",
+            "ownerName": self.cluster.owner_name if owned else "",
+        }
+
+
+class Catalog:
+    def __init__(self, storage: Storage, root: str, cache: ByteCache, index_ttl: float = 5.0) -> None:
+        self.storage = storage
+        self.root = root
+        self.cache = cache
+        self.index_ttl = index_ttl
+        self._index: list[StoredSession] = []
+        self._index_at = -float("inf")
+
+    async def sessions(self) -> list[StoredSession]:
+        """Every stored session, newest first."""
+        if time.monotonic() - self._index_at > self.index_ttl:
+            keys = await asyncio.to_thread(
+                self.storage.keys, posixpath.join(self.root, layout.CLUSTER_METADATA_DIR)
+            )
+            found = []
+            for key in keys:
+                try:
+                    found.append(StoredSession(*layout.metadata_ref(key, self.root)))
+                except layout.LayoutError:
+                    continue  # not ours
+            found.sort(key=lambda s: s.session, reverse=True)
+            self._index, self._index_at = found, time.monotonic()
+        return self._index
+
+    async def find(
+        self, namespace: str, kind: str, name: str, session: str = "latest"
+    ) -> StoredSession | None:
+        """A session of a RayCluster (by cluster name) or of a RayJob or RayService (by its name);
+        `latest` is the newest."""
+        kind = kind.lower()
+        for stored in await self.sessions():  # newest first
+            cluster = stored.cluster
+            if cluster.namespace != namespace or cluster.kind != kind:
+                continue
+            if (cluster.name if kind == layout.RAYCLUSTER else cluster.owner_name) != name:
+                continue
+            if session in ("latest", stored.session):
+                return stored
+        return None
+
+    async def _load(self, key: str, parse: bool) -> Any | None:
+        cache_key = ("json:" if parse else "raw:") + key
+        cached = self.cache.get(cache_key)
+        if cached is not None:
+            return cached
+        try:
+            raw = await asyncio.to_thread(self.storage.get, key)
+        except NotFound:
+            return None
+        value = json.loads(raw) if parse else raw
+        self.cache.put(cache_key, value, len(raw) * (JSON_COST if parse else 1))
+        return value
+
+    def endpoint_key(self, stored: StoredSession, path: str) -> str:
+        endpoints = stored.cluster.endpoints_dir(self.root, stored.session)
+        return posixpath.join(endpoints, layout.endpoint_key(path))
+
+    async def endpoint(self, stored: StoredSession, path: str) -> bytes | None:
+        """The stored answer of a dashboard endpoint, as the collector got it."""
+        raw: bytes | None = await self._load(self.endpoint_key(stored, path), parse=False)
+        return raw
+
+    async def endpoint_json(self, stored: StoredSession, path: str) -> Any | None:
+        return await self._load(self.endpoint_key(stored, path), parse=True)
+
+    async def nodes_with_logs(self, stored: StoredSession) -> list[str]:
+        names = await asyncio.to_thread(
+            self.storage.list_dirs, stored.cluster.session_dir(self.root, stored.session)
+        )
+        return [n for n in names if n != layout.FETCHED_ENDPOINTS_DIR]
+
+    async def log_files(self, stored: StoredSession, node_id: str) -> list[str]:
+        """The node's stored log files, relative to its logs directory."""
+        base = stored.cluster.logs_dir(self.root, stored.session, node_id)
+        keys = await asyncio.to_thread(self.storage.keys, base)  # not cached: a live session's grow
+        return [k[len(base) + 1 :] for k in keys]
+
+    def log_key(self, stored: StoredSession, node_id: str, filename: str) -> str:
+        base = stored.cluster.logs_dir(self.root, stored.session, node_id)
+        return posixpath.join(base, filename)
