@@ -3,11 +3,11 @@
 `localkube` is session-scoped: started once, with the project's CRDs (`deploy/crds/*.yaml`, when present)
 installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
 starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
-`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py); the build's or
-look-up's time is reported (tests/runreport.py). A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
+`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/support/helm.py); the build's or
+look-up's time is reported (tests/support/runreport.py). A run that finds Helm or the control plane not built yet (tests/support/toolbuild.py) starts
 their builds at collection, puts the tests that need them last and adds the build's bound to theirs.
 
-`realkube` is the real control plane (tests/realkube_process.py), session-scoped like `localkube` and with the
+`realkube` is the real control plane (tests/support/realkube_process.py), session-scoped like `localkube` and with the
 same CRDs; `--backend localkube|realkube|both` chooses which backends run (default: both where Go can build
 the binaries, else localkube). Tests that need the real one are marked `realkube` (`-m realkube` selects
 them); without it in `--backend` they are skipped. The first run builds the binaries into the shared cache
@@ -36,13 +36,12 @@ from typing import Any
 
 import pytest
 
-import runreport
-import toolbuild
-from agent_process import AgentProcess
-from helm import Helm
-from local_instance import take_down_shared
-from localkube_process import LocalKubeProcess
-from realkube_process import NODE_NAME, RealKubeProcess, provisioned_volumes
+from support import runreport, toolbuild
+from support.agent_process import AgentProcess
+from support.helm import Helm
+from support.local_instance import take_down_shared
+from support.localkube_process import LocalKubeProcess
+from support.realkube_process import NODE_NAME, RealKubeProcess, provisioned_volumes
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"

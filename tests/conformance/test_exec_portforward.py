@@ -36,7 +36,7 @@ from websockets.typing import Subprotocol
 
 from conformance.support import run_kubectl, web_pod_and_service
 from kuberay.local.ports import free_port
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 POD = "web"
 # The official client's `stream(...)` never closes its TLS socket once the server has ended the session

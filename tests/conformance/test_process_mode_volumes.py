@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from conformance.support import run_kubectl
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 ROOT = os.geteuid() == 0
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 
 def _configmaps(namespace: str) -> str:

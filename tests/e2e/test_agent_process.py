@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_process import AgentProcess
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import POD, Resource
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support.agent_process import AgentProcess
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 from ..integration.runtime.kube import client_for, new_namespace
 from .test_examples_run import _nodes_in, _ray_status_with

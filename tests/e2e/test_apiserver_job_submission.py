@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import ray
 
-from apiserver_process import ApiServerProcess
-from kuberay_apis import KubeRayAPIs
-from local_instance import LocalInstance, until
+from support.apiserver_process import ApiServerProcess
+from support.kuberay_apis import KubeRayAPIs
+from support.local_instance import LocalInstance, until
 
 pytestmark = pytest.mark.slow
 

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from local_instance import LocalInstance, until
-from shared import UPSTREAM_SAMPLES
+from support.local_instance import LocalInstance, until
+from support.shared import UPSTREAM_SAMPLES
 
 # Each test starts a Ray cluster and waits out the idle timeout: over the suite's default 300 s under load.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

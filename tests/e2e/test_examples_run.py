@@ -27,7 +27,7 @@ import ray
 import yaml
 
 from kuberay.local.ports import free_port
-from local_instance import EXAMPLES, LocalInstance, until
+from support.local_instance import EXAMPLES, LocalInstance, until
 
 # pytest-timeout's guard above the tests' own bounds (one RayJob may take READY_TIMEOUT, and there are three),
 # as for the other real-Ray files: under parallel load the guard fired before the test's informative bound.

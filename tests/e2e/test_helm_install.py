@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from helm import CHARTS, Helm
-from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
+from support.helm import CHARTS, Helm
+from support.local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
 
 pytestmark = [
     pytest.mark.slow,

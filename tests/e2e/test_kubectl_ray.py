@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from local_instance import EXAMPLES, LocalInstance, until
+from support.local_instance import EXAMPLES, LocalInstance, until
 
 pytestmark = pytest.mark.slow
 

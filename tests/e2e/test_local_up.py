@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
+from support.local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
 
 STATE_TIMEOUT = 120.0
 

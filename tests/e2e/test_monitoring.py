@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from local_instance import EXAMPLES, REPO, LocalInstance, until
+from support.local_instance import EXAMPLES, REPO, LocalInstance, until
 
 
 @pytest.fixture(scope="module")

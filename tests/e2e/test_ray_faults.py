@@ -29,7 +29,7 @@ import pytest
 import ray
 import yaml
 
-from local_instance import EXAMPLES, LocalInstance, until
+from support.local_instance import EXAMPLES, LocalInstance, until
 
 # Three real Ray clusters at once on a loaded two-core machine: a bound, not a measurement.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

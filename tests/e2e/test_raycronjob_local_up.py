@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from local_instance import EXAMPLES, LocalInstance, until
+from support.local_instance import EXAMPLES, LocalInstance, until
 
 NAME = "every-five-minutes"
 

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
-from runreport import report
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
+from support.runreport import report
 
 REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "deploy" / "rbac"

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from e2e.rayservice.users import UsersService, rayservice, serve_config, set_cluster_env, wait
-from local_instance import LocalInstance
+from support.local_instance import LocalInstance
 
 pytestmark = [
     pytest.mark.slow,

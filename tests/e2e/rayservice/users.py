@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import yaml
 
-from local_instance import LocalInstance
+from support.local_instance import LocalInstance
 
 REPO = Path(__file__).resolve().parents[3]
 SERVE_APPS = REPO / "tests" / "e2e" / "serveapps"

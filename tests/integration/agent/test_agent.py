@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_process import AgentProcess
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import LEASE, NODE, POD, Resource
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
-from realkube_process import SPARE_NODE_NAME
+from support.agent_process import AgentProcess
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
+from support.realkube_process import SPARE_NODE_NAME
 
 from ..runtime.kube import client_for, new_namespace
 

@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from apiserver_process import ApiServerProcess
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP, Resource
+from support.apiserver_process import ApiServerProcess
 
 RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import websockets
 
-from apiserver_process import ApiServerProcess
+from support.apiserver_process import ApiServerProcess
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(

@@ -9,9 +9,9 @@ import httpx
 import pytest
 import yaml
 
-from apiserver_process import ApiServerProcess
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import SERVICE
+from support.apiserver_process import ApiServerProcess
 
 from .test_rest import RAYCLUSTER, template
 

@@ -17,7 +17,7 @@ from kuberay.controllers.unhandled import REASON, message, ray_resources
 from kuberay.operator.registry import BUILTIN
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
 

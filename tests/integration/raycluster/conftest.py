@@ -22,8 +22,8 @@ import yaml
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT, POD, SERVICE, Resource
-from operator_process import OperatorProcess
-from shared import yaml_documents
+from support.operator_process import OperatorProcess
+from support.shared import yaml_documents
 
 from ..runtime.kube import client_for, new_namespace
 

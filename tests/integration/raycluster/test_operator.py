@@ -12,7 +12,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kuberay.runtime.resources import NETWORK_POLICY, Resource
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from .conftest import Kube
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
 from .conftest import RAYCLUSTER, Kube, load_sample

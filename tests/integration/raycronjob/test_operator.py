@@ -17,7 +17,7 @@ from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB
 from kuberay.controllers.unhandled import REASON
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from .test_raycronjob import cronjob
 

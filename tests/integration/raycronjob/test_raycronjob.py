@@ -23,7 +23,7 @@ from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import EVENTS_V1
 from kuberay.runtime.resources import ObjectKey
-from shared import UPSTREAM_SAMPLES
+from support.shared import UPSTREAM_SAMPLES
 
 GATE_ON = FeatureGates({Feature.RAY_CRON_JOB: True})
 SAMPLES = ["ray-cronjob.sample.yaml", "ray-cronjob-timezone.sample.yaml"]

@@ -5,12 +5,12 @@ import time
 import pytest
 import yaml
 
-from cable import Cable
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.informer import Event, EventType, Informer
 from kuberay.runtime.resources import CONFIG_MAP
+from support.cable import Cable
 
 from .kube import client_for, eventually, new_namespace
 

@@ -4,12 +4,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cable import Cable
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kuberay.runtime.resources import CONFIG_MAP, LEASE
+from support.cable import Cable
 
 from .kube import client_for, eventually, new_namespace
 

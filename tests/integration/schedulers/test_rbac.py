@@ -13,7 +13,7 @@ from integration.runtime.kube import client_for, new_namespace
 from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.schedulers import volcano
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from .test_batch_schedulers import raycluster, rayjob
 

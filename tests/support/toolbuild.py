@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # name -> its script: `SCRIPT build` builds it when missing and prints where it is, `SCRIPT built` only says
 # where it is (exit 1 when it is not built).
 TOOLS: dict[str, Path] = {

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KUBERAY = str(Path(sys.executable).parent / "kuberay")
 EXAMPLES = REPO / "examples"
 # On a loaded machine the two processes' imports alone take a while; this is a bound, not a measurement.
