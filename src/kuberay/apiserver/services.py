@@ -18,6 +18,7 @@ from kuberay.apiserver.backend import Backend, Handler
 from kuberay.runtime import errors as kube_errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP, Resource
+from kubesemantics import times
 
 Object = dict[str, Any]
 KubeHandler = Callable[[Client, Object], Awaitable[Object]]
@@ -31,8 +32,7 @@ NAMESPACE_EMPTY = "Namespace is empty. Please specify a valid value."
 
 
 def _now() -> str:
-    # Go's time.Time.String() of upstream, in UTC: "2006-01-02 15:04:05.999999999 +0000 UTC".
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f +0000 UTC")
+    return times.go_string(datetime.datetime.now(datetime.UTC))
 
 
 def _require(value: str, message: str) -> None:

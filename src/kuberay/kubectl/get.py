@@ -11,7 +11,6 @@ Beyond upstream, `get cluster -o json|yaml|wide`: the objects as kubectl prints 
 from __future__ import annotations
 
 import base64
-from fractions import Fraction
 from typing import Any
 
 from kuberay.kubectl import printer
@@ -147,15 +146,11 @@ def group_resources(group: dict[str, Any]) -> dict[str, str]:
     replicas = int(group.get("replicas") or 0)
     if group.get("suspend") or replicas == 0:
         return {}
-    totals: dict[str, Fraction] = {}
-    binary: dict[str, bool] = {}
+    pod: dict[str, quantity.Amount] = {}
     for container in ((group.get("template") or {}).get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
-        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        for name, value in merged.items():
-            totals[name] = totals.get(name, Fraction(0)) + quantity.parse(value)
-            binary.setdefault(name, quantity.is_binary(str(value)))
-    return {name: quantity.canonical(total * replicas, binary[name]) for name, total in totals.items()}
+        quantity.add(pod, {**(resources.get("limits") or {}), **(resources.get("requests") or {})})
+    return {name: amount.text() for name, amount in quantity.add({}, pod, replicas).items()}
 
 
 def _running_and_ready(pod: dict[str, Any]) -> bool:

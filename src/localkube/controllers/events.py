@@ -12,8 +12,8 @@ import datetime
 import time
 from typing import Any
 
+from kubesemantics import times
 from localkube.controllers.api import ControllerApi
-from localkube.controllers.podstate import stamp
 
 
 def record_event(
@@ -26,7 +26,7 @@ def record_event(
     kind: str = "Normal",
 ) -> None:
     metadata = about["metadata"]
-    moment = stamp(now)
+    moment = times.format_time(now)
     event = {
         "apiVersion": "v1",
         "kind": "Event",

@@ -20,6 +20,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kubesemantics import times
+from kubesemantics.conditions import find_condition, transition_time
 from localkube.node.apiclient import ApiClient, ApiError
 from localkube.node.kubelet import NodeOptions, node_object
 
@@ -31,11 +33,6 @@ REGISTER_ATTEMPTS = 5
 STATUS_SECONDS = 60.0
 MERGE_PATCH = "application/merge-patch+json"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
-
-
-def micro_time(now: datetime.datetime) -> str:
-    """A Lease's MicroTime."""
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def lease_object(node: dict[str, Any], now: datetime.datetime, duration: int) -> dict[str, Any]:
@@ -54,21 +51,24 @@ def lease_object(node: dict[str, Any], now: datetime.datetime, duration: int) ->
         "spec": {
             "holderIdentity": metadata["name"],
             "leaseDurationSeconds": duration,
-            "renewTime": micro_time(now),
+            "renewTime": times.format_micro_time(now),
         },
     }
 
 
 def renewed_conditions(current: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The fresh conditions, keeping the transition time of each whose status did not change."""
-    before = {c.get("type"): c for c in current}
-    out = []
-    for condition in fresh:
-        old = before.get(condition["type"])
-        if old is not None and old.get("status") == condition["status"]:
-            condition = {**condition, "lastTransitionTime": old.get("lastTransitionTime")}
-        out.append(condition)
-    return out
+    return [
+        {
+            **condition,
+            "lastTransitionTime": transition_time(
+                find_condition(current, condition["type"]),
+                condition["status"],
+                condition["lastTransitionTime"],
+            ),
+        }
+        for condition in fresh
+    ]
 
 
 def _now() -> datetime.datetime:

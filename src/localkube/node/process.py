@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kubesemantics import times
 from localkube.node import logs
 from localkube.node.apiaccess import ApiAccess, Forwarder, service_environment
 from localkube.node.environment import (
@@ -70,7 +71,6 @@ from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
 from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
 from localkube.node.podvolumes import Mount, PodVolumes, unmount_leftovers
 from localkube.node.probes import ProbeContext, Prober, run_hook, tick_run
-from localkube.node.simulate import rfc3339
 from localkube.node.supervision import (
     MINIMUM_GRACE,
     ContainerState,
@@ -114,7 +114,7 @@ class ProcessOptions:
 
 
 def _now() -> str:
-    return rfc3339(datetime.datetime.now(datetime.UTC))
+    return times.format_time(datetime.datetime.now(datetime.UTC))
 
 
 @dataclass

@@ -36,6 +36,7 @@ from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.expectations import ScaleAction
 from kuberay.runtime.resources import POD
 from kuberay.schedulers.interface import BatchSchedulingError
+from kubesemantics.conditions import is_condition_true
 
 Obj = Mapping[str, Any]
 HEAD_GROUP = ""  # the head's key in the scale expectations
@@ -153,7 +154,7 @@ class PodReconciler:
             listed = " ".join(podstate.pod_name(h) for h in heads)
             raise PodsError(f"{len(heads)} head pods found [{listed}]. Please delete extra head pods")
         if (
-            conditions.is_condition_true(self.status, RayClusterConditionType.PROVISIONED)
+            is_condition_true(self.status, RayClusterConditionType.PROVISIONED)
             and self.cluster.annotations.get(constants.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true"
         ):
             return True

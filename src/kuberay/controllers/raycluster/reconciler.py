@@ -39,7 +39,6 @@ from kuberay.api.validation import raycluster as rules
 from kuberay.builders import tls
 from kuberay.controllers.raycluster import (
     autoscalerhealth,
-    conditions,
     dependents,
     finalizer,
     podstate,
@@ -54,6 +53,7 @@ from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING
 from kuberay.runtime.resources import ObjectKey
 from kuberay.runtime.steps import step
+from kubesemantics.conditions import is_condition_true
 
 log = logging.getLogger(__name__)
 
@@ -209,8 +209,8 @@ class RayClusterReconciler:
         provisioned = RayClusterConditionType.PROVISIONED
         if (
             self.metrics is not None
-            and conditions.is_condition_true(new, provisioned)
-            and not conditions.is_condition_true(old, provisioned)
+            and is_condition_true(new, provisioned)
+            and not is_condition_true(old, provisioned)
         ):
             self.metrics.provisioned(cluster, self.ctx.clock.now())
         return True, None

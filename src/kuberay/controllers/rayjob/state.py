@@ -53,6 +53,7 @@ from kuberay.api.validation import validate_rayjob
 from kuberay.controllers.podproblems import StartupProblem
 from kuberay.controllers.rayjob import deletion
 from kuberay.rayclient.dashboard import DashboardError, JobInfo, JobNotFound
+from kubesemantics import times
 from kubesemantics.names import random_suffix
 
 REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration
@@ -187,20 +188,9 @@ def deployment_terminal(deployment_status: str | None) -> bool:
 # --- time -------------------------------------------------------------------------------------------------------
 
 
-def format_time(moment: datetime) -> str:
-    """A metav1.Time on the wire: RFC 3339, seconds, UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _go_time(moment: datetime) -> str:
-    """Go's `%v` of a time.Time in UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    """A status time, None when unset."""
+    return times.parse_time(value) if value else None
 
 
 def _date_time(moment: datetime) -> str:
@@ -209,7 +199,7 @@ def _date_time(moment: datetime) -> str:
 
 
 def _ms_time(milliseconds: int) -> str:
-    return format_time(datetime.fromtimestamp(milliseconds / 1000, UTC))
+    return times.format_time(datetime.fromtimestamp(milliseconds / 1000, UTC))
 
 
 # --- the machine ------------------------------------------------------------------------------------------------
@@ -250,7 +240,7 @@ def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | Non
     _retry_if_allowed(job, decision.status)
     decision.write = _changed(old, decision.status)
     if decision.write and deployment_terminal(decision.status.get("jobDeploymentStatus")):
-        decision.status["endTime"] = format_time(facts.now)
+        decision.status["endTime"] = times.format_time(facts.now)
     if decision.requeue_after is None:
         decision.requeue_after = REQUEUE_SECONDS
     return decision
@@ -303,7 +293,7 @@ def _new(job: RayJob, facts: Facts, decision: Decision, rng: random.Random) -> N
     if not status.get("jobStatus"):  # upstream's jobStatus is omitempty: no status yet, no field
         status.pop("jobStatus", None)
     status["jobDeploymentStatus"] = JobDeploymentStatus.INITIALIZING.value
-    status["startTime"] = format_time(facts.now)
+    status["startTime"] = times.format_time(facts.now)
 
 
 def _initializing(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
@@ -440,7 +430,7 @@ def _running(job: RayJob, facts: Facts, settings: Settings, decision: Decision) 
         if status.get("jobStatusCheckFailureStartTime"):
             decision.requeue_after = REQUEUE_SECONDS
             return True
-        status["jobStatusCheckFailureStartTime"] = format_time(facts.now)
+        status["jobStatusCheckFailureStartTime"] = times.format_time(facts.now)
         # The timer alone does not say why the job is stuck: one Warning per run of failures does (upstream
         # leaves it to the operator's log).
         failure = str(observation.error) if observation.error is not None else "no job info"
@@ -469,13 +459,13 @@ def _copy_job_info(info: JobInfo, facts: Facts, status: Status, with_submitter: 
     status["jobDeploymentStatus"] = deployment.value
     _set_or_drop(status, "reason", reason)
     _set_or_drop(status, "message", info.message)
-    times = dict(status.get("rayJobInfo") or {})
+    job_info = dict(status.get("rayJobInfo") or {})
     if info.start_time:
-        times["startTime"] = _ms_time(info.start_time)
+        job_info["startTime"] = _ms_time(info.start_time)
     if info.end_time:
-        times["endTime"] = _ms_time(info.end_time)
-    if times:
-        status["rayJobInfo"] = times
+        job_info["endTime"] = _ms_time(info.end_time)
+    if job_info:
+        status["rayJobInfo"] = job_info
 
 
 def _releasing(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
@@ -612,7 +602,7 @@ def _past_deadline(
     if seconds is None or started is None or facts.now < started + timedelta(seconds=seconds):
         return False
     message = (
-        f"The RayJob has passed the {field}. StartTime: {_go_time(started)}. "
+        f"The RayJob has passed the {field}. StartTime: {times.go_string(started)}. "
         f"{field[0].upper()}{field[1:]}: {seconds}"
     )
     _fail(status, reason, message)

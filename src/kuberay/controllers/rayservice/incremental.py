@@ -21,9 +21,9 @@ from kuberay.api import constants
 from kuberay.api.rayservice import ClusterUpgradeOptions
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
-from kuberay.controllers.raycluster.conditions import remove_condition, set_condition
 from kuberay.controllers.rayservice import clusters
 from kuberay.controllers.rayservice import status as st
+from kubesemantics.conditions import remove_condition, set_condition
 
 JSON = dict[str, Any]
 ACTIVE = "activeServiceStatus"

@@ -43,7 +43,6 @@ from kuberay.builders import service as service_builder
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess, auth_token, dashboard_address, head_service_name
 from kuberay.controllers.podproblems import startup_problem
-from kuberay.controllers.raycluster.conditions import remove_condition, set_condition
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice import status as st
 from kuberay.controllers.rayservice.serving import (
@@ -63,6 +62,7 @@ from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import POD, SERVICE, ObjectKey, Resource
+from kubesemantics.conditions import remove_condition, set_condition
 from kubesemantics.goparse import GoParseError, atoi, format_seconds, parse_duration
 from kubesemantics.names import random_suffix
 

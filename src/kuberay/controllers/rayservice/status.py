@@ -18,7 +18,7 @@ from typing import Any
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
 from kuberay.api.rayservice import ServiceStatus
-from kuberay.controllers.raycluster.conditions import set_condition
+from kubesemantics.conditions import set_condition
 
 JSON = dict[str, Any]
 

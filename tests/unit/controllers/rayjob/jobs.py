@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kuberay.api.rayjob import RayJob
-from kuberay.controllers.rayjob.state import ClusterFacts, format_time
+from kuberay.controllers.rayjob.state import ClusterFacts
+from kubesemantics.times import format_time
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ADDRESS = "job-abcde-head-svc.ns.svc.cluster.local:8265"
