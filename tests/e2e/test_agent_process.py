@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import POD, Resource
+from kuberay.runtime.resources import POD
 from support.agent_process import AgentProcess
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
@@ -26,7 +27,6 @@ from .test_examples_run import _nodes_in, _ray_status_with
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 READY_TIMEOUT = 300.0  # Ray on a loaded two-core machine: a bound, not a measurement
 # Reads the API server as the pod's ServiceAccount, trusting the mounted CA; prints the HTTP status.
 API_CALL = """

@@ -31,11 +31,11 @@ from typing import Any
 import yaml
 
 from integration.inprocess import running_operator, wait_for
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.controller import Result
 from kuberay.runtime.ratelimit import ItemBackoff
-from kuberay.runtime.resources import EVENT, POD, ObjectKey, Resource
+from kuberay.runtime.resources import EVENT, POD, ObjectKey
 
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ray-cluster.minimal.yaml"
 HEALTHY = 200
 CONCURRENCY = 4

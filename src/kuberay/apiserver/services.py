@@ -15,6 +15,7 @@ import grpc
 
 from kuberay.apiserver import clusters, errors, jobs, rayservices, submissions, templates, volumes
 from kuberay.apiserver.backend import Backend, Handler
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors as kube_errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP, Resource
@@ -23,9 +24,6 @@ from kubesemantics import times
 Object = dict[str, Any]
 KubeHandler = Callable[[Client, Object], Awaitable[Object]]
 
-RAYCLUSTER = Resource(clusters.API_VERSION, "RayCluster", "rayclusters")
-RAYJOB = Resource(clusters.API_VERSION, "RayJob", "rayjobs")
-RAYSERVICE = Resource(clusters.API_VERSION, "RayService", "rayservices")
 EVENT = Resource("events.k8s.io/v1", "Event", "events")
 MANAGED_SELECTOR = f"{clusters.MANAGED_BY_LABEL}={clusters.MANAGED_BY}"
 NAMESPACE_EMPTY = "Namespace is empty. Please specify a valid value."

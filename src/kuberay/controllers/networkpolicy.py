@@ -15,8 +15,8 @@ from typing import Any
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.settings import OperatorSettings
 from kuberay.builders import networkpolicy, ownership
-from kuberay.controllers.raycluster.context import RAYCLUSTER
 from kuberay.controllers.raycluster.reconciler import is_managed_elsewhere
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client

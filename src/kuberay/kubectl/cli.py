@@ -31,6 +31,7 @@ from kuberay.kubectl import log as log_ops
 from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
 from kuberay.kubectl.kube import KubeFlags, PluginError
+from kuberay.rayresources import RAYCLUSTER
 from kubesemantics import goparse
 
 T = TypeVar("T")
@@ -74,7 +75,7 @@ def _cluster_names(ctx: click.Context, param: click.Parameter, incomplete: str) 
     """RayClusters of the namespace for completion; nothing when the cluster cannot be asked."""
 
     async def names(k: kube.Kube) -> list[str]:
-        found = await k.client.list(kube.RAYCLUSTER, k.namespace)
+        found = await k.client.list(RAYCLUSTER, k.namespace)
         return [c["metadata"]["name"] for c in found.items if c["metadata"]["name"].startswith(incomplete)]
 
     try:

@@ -15,7 +15,8 @@ from typing import Any
 
 from kuberay.kubectl import printer
 from kuberay.kubectl.generation import ClusterConfig, raycluster, resource_list
-from kuberay.kubectl.kube import RAYCLUSTER, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import PatchType
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.resources import Resource
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from kuberay.rayresources import RAYCLUSTER
 from kubesemantics import quantity
 
 RAY_VERSION = "2.52.0"
@@ -266,7 +267,7 @@ def raycluster(config: ClusterConfig, name: str, namespace: str) -> dict[str, An
         metadata["labels"] = dict(config.labels)
     if config.annotations:
         metadata["annotations"] = dict(config.annotations)
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata, "spec": spec}
+    return {"apiVersion": RAYCLUSTER.api_version, "kind": RAYCLUSTER.kind, "metadata": metadata, "spec": spec}
 
 
 def _add_gcsfuse(spec: dict[str, Any], gcsfuse: GCSFuse) -> None:

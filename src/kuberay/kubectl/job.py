@@ -25,7 +25,8 @@ import httpx
 import yaml
 
 from kuberay.kubectl import generation, printer, session
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.client import PatchType
 
@@ -149,8 +150,8 @@ def generated_rayjob(options: Submit, namespace: str, job_id: str) -> dict[str, 
     )  # fmt: skip
     cluster = generation.raycluster(config, options.name, namespace)
     return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
+        "apiVersion": RAYJOB.api_version,
+        "kind": RAYJOB.kind,
         "metadata": {"name": options.name, "namespace": namespace},
         "spec": {
             "submissionMode": "InteractiveMode",

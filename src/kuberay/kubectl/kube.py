@@ -19,9 +19,6 @@ from kuberay.runtime import errors
 from kuberay.runtime.client import Client, ConfigurationError, load_config
 from kuberay.runtime.resources import Resource
 
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
-RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")
-RAYSERVICE = Resource("ray.io/v1", "RayService", "rayservices")
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 

@@ -13,7 +13,8 @@ import subprocess
 import time
 from typing import Any
 
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 
 RECONNECT_DELAY = 3.0

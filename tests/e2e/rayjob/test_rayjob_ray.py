@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from integration.rayjob.harness import Operator, operator
-from kuberay.controllers.rayjob.reconciler import RAYJOB
 from kuberay.rayclient.dashboard import DashboardClient, JobSubmitRequest
+from kuberay.rayresources import RAYJOB
 from support.ray_process import RayHead
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ray-job.http-mode.yaml"

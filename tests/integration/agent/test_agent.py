@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import LEASE, NODE, POD, Resource
+from kuberay.runtime.resources import LEASE, NODE, POD
 from support.agent_process import AgentProcess
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
@@ -27,7 +28,6 @@ from support.realkube_process import SPARE_NODE_NAME
 from ..runtime.kube import client_for, new_namespace
 
 REPO = Path(__file__).resolve().parents[3]
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 LEASE_SECONDS = 4  # renewed every second, so the test sees a renewal soon
 
 

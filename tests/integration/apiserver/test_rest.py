@@ -9,14 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP, Resource
 from support.apiserver_process import ApiServerProcess
-
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
-RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")
-RAYSERVICE = Resource("ray.io/v1", "RayService", "rayservices")
 
 pytestmark = pytest.mark.usefixtures("operator")
 

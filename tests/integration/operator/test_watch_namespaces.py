@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from kuberay.controllers.raycluster.context import RAYCLUSTER
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.resources import POD, SERVICE
 from support.operator_process import OperatorProcess
 

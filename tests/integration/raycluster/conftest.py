@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 import yaml
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import EVENT, POD, SERVICE, Resource
+from kuberay.runtime.resources import EVENT, POD, SERVICE
 from support.operator_process import OperatorProcess
 from support.shared import yaml_documents
 
 from ..runtime.kube import client_for, new_namespace
 
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samples"
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.client import PatchType
 
-from .conftest import RAYCLUSTER, Kube
+from .conftest import Kube
 from .test_lifecycle import WORKER, names, small_cluster, wait_ready_with
 
 

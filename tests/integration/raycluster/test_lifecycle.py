@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.resources import INGRESS, JOB, POD, SECRET, SERVICE
 
-from .conftest import RAYCLUSTER, Kube
+from .conftest import Kube
 
 WORKER = {"ray.io/node-type": "worker"}
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from kuberay.rayresources import RAYCLUSTER
 from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
-from .conftest import RAYCLUSTER, Kube, load_sample
+from .conftest import Kube, load_sample
 from .conftest import service_account_kubeconfig as conftest_service_account_kubeconfig
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with
 

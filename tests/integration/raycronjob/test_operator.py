@@ -13,8 +13,8 @@ import httpx
 
 from integration.inprocess import wait_for
 from integration.runtime.kube import client_for, new_namespace
-from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB
 from kuberay.controllers.unhandled import REASON
+from kuberay.rayresources import RAYCRONJOB
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT
 from support.operator_process import OperatorProcess

@@ -17,7 +17,8 @@ import yaml
 from integration.inprocess import Running, running_operator, wait_for
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.controllers.raycronjob import setup as raycronjob_setup
-from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB, RAYJOB, RayCronJobReconciler
+from kuberay.controllers.raycronjob.reconciler import RayCronJobReconciler
+from kuberay.rayresources import RAYCRONJOB, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.controller import Result

@@ -13,7 +13,8 @@ from prometheus_client import CollectorRegistry
 from integration.inprocess import running_operator, wait_for
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.rayjob import setup as rayjob_setup
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB, RayJobReconciler
+from kuberay.controllers.rayjob.reconciler import RayJobReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.events import EventRecorder

@@ -30,7 +30,8 @@ from prometheus_client import CollectorRegistry
 from integration.inprocess import running_operator, wait_for
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.rayservice import setup as rayservice_setup
-from kuberay.controllers.rayservice.reconciler import RAYCLUSTER, RAYSERVICE, RayServiceReconciler
+from kuberay.controllers.rayservice.reconciler import RayServiceReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.events import EVENTS_V1, EventRecorder

@@ -15,7 +15,7 @@ import pytest
 from integration.inprocess import wait_for
 from integration.rayjob.harness import Operator, operator
 from kuberay.api.features import FeatureGates
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.resources import JOB, POD, ObjectKey

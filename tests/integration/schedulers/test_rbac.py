@@ -10,7 +10,7 @@ from typing import Any
 from integration.inprocess import wait_for
 from integration.raycluster.conftest import service_account_kubeconfig
 from integration.runtime.kube import client_for, new_namespace
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.schedulers import volcano
 from support.operator_process import OperatorProcess

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kuberay.api import constants
 from kuberay.api.config import Configuration
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
@@ -27,7 +26,6 @@ from kuberay.runtime.expectations import ScaleExpectations
 from kuberay.runtime.resources import Resource
 from kuberay.schedulers.interface import BatchScheduler
 
-RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 ROUTE = Resource("route.openshift.io/v1", "Route", "routes")
 RECORDER_NAME = "raycluster-controller"
 SHORT_REQUEUE_SECONDS = 2.0  # upstream's DefaultRequeueDuration

@@ -22,11 +22,11 @@ from kuberay.builders import gcsft, rediscleanup
 from kuberay.controllers.raycluster.context import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS,
     HEAD_TERMINATION_REQUEUE_SECONDS,
-    RAYCLUSTER,
     SHORT_REQUEUE_SECONDS,
     Context,
 )
 from kuberay.controllers.raycluster.podwrites import PodWriter
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import NORMAL, WARNING

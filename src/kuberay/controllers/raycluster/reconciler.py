@@ -44,10 +44,11 @@ from kuberay.controllers.raycluster import (
     podstate,
     status,
 )
-from kuberay.controllers.raycluster.context import RAYCLUSTER, SHORT_REQUEUE_SECONDS, Context
+from kuberay.controllers.raycluster.context import SHORT_REQUEUE_SECONDS, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.pods import PodReconciler
 from kuberay.controllers.raycluster.podwrites import PodsError
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING

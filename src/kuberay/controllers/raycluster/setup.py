@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from kuberay.api import constants
 from kuberay.api.settings import OperatorSettings
-from kuberay.controllers.raycluster.context import RAYCLUSTER, ClusterOptions, Context
+from kuberay.controllers.raycluster.context import ClusterOptions, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.reconciler import RayClusterReconciler
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.expectations import ScaleExpectations
 from kuberay.runtime.informer import Event, EventType

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from kuberay.api import constants
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.validation import validate_raycronjob
 from kuberay.controllers.raycronjob import child, schedule
+from kuberay.rayresources import RAYCRONJOB, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -41,14 +41,12 @@ from kuberay.runtime.clock import Clock
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
-from kuberay.runtime.resources import ObjectKey, Resource
+from kuberay.runtime.resources import ObjectKey
 from kuberay.runtime.steps import step
 from kubesemantics import times
 
 log = logging.getLogger(__name__)
 
-RAYCRONJOB = Resource(constants.API_VERSION, "RayCronJob", "raycronjobs")
-RAYJOB = Resource(constants.API_VERSION, "RayJob", "rayjobs")
 
 INVALID_SPEC = "InvalidRayCronJobSpec"
 SUSPENDED = "SuspendedRayCronJob"

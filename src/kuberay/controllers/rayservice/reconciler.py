@@ -54,6 +54,7 @@ from kuberay.controllers.rayservice.serving import (
 )
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url, proxied_health_url
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -68,8 +69,6 @@ from kubesemantics.names import random_suffix
 
 log = logging.getLogger(__name__)
 
-RAYSERVICE = Resource(constants.API_VERSION, "RayService", "rayservices")
-RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 ENDPOINT_SLICE = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
 # Read and written directly, never cached: the Gateway API CRDs need not be installed unless a RayService
 # uses incremental upgrade (upstream does not watch them either).
