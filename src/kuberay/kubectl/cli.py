@@ -296,7 +296,7 @@ def create_cluster(name: str | None, **flags: Any) -> None:  # fmt: skip
         first = config.worker_groups[0]
         try:
             generation.validate_tpu(first.tpu, first.num_of_hosts, first.node_selectors)
-        except generation.ConfigError as e:
+        except generation.ClusterConfigError as e:
             raise PluginError(str(e)) from e
 
     if flags["dry_run"]:
@@ -311,11 +311,11 @@ def _config_file(path: Path) -> generation.ClusterConfig:
     try:
         data = yaml.safe_load(path.read_text())
         config = generation.parse_config(data)
-    except (yaml.YAMLError, generation.ConfigError) as e:
+    except (yaml.YAMLError, generation.ClusterConfigError) as e:
         raise PluginError(f"failed to parse config file: {e}") from e
     try:
         generation.validate_config(config)
-    except generation.ConfigError as e:
+    except generation.ClusterConfigError as e:
         raise PluginError(f"failed to validate config file: {e}") from e
     return config
 
@@ -336,7 +336,7 @@ def _config_from_flags(ctx: click.Context, flags: dict[str, Any]) -> generation.
         if flags[name] != "" or source != click.core.ParameterSource.DEFAULT:
             try:
                 generation.validate_quantity(flags[name], name.replace("_", "-"))
-            except generation.ConfigError as e:
+            except generation.ClusterConfigError as e:
                 raise PluginError(str(e)) from e
     image = flags["image"] or f"rayproject/ray:{flags['ray_version']}"
     if image == generation.RAY_IMAGE and flags["ray_version"] != generation.RAY_VERSION:
@@ -390,11 +390,11 @@ def create_workergroup(name: str, ray_cluster: str, **flags: Any) -> None:
     for flag in ("worker_cpu", "worker_gpu", "worker_tpu", "worker_memory"):
         try:
             generation.validate_quantity(flags[flag], flag.replace("_", "-"))
-        except generation.ConfigError as e:
+        except generation.ClusterConfigError as e:
             raise PluginError(str(e)) from e
     try:
         generation.validate_tpu(flags["worker_tpu"], flags["num_of_hosts"], flags["worker_node_selectors"])
-    except generation.ConfigError as e:
+    except generation.ClusterConfigError as e:
         raise PluginError(str(e)) from e
     group = create_ops.worker_group_spec(
         name, image=flags["image"] or f"rayproject/ray:{flags['ray_version']}",
@@ -419,7 +419,7 @@ def delete(targets: tuple[str, ...], yes: bool) -> None:
     """Delete Ray resources: RAYCLUSTER or TYPE/NAME (raycluster, rayjob, rayservice)."""
     try:
         parsed = delete_ops.parse_targets(list(targets))
-    except delete_ops.UsageError as e:
+    except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
     if not yes and not delete_ops.confirm(parsed, _read_answer):
         return
@@ -455,7 +455,7 @@ def session_command(target: str, verbose: bool) -> None:
     """Forward local ports to the Ray resources (RAYCLUSTER or TYPE/NAME)."""
     try:
         kind, name = session.parse_target(target)
-    except session.UsageError as e:
+    except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
 
     async def resolve(k: kube.Kube) -> tuple[str, list[str]]:
@@ -539,7 +539,7 @@ def log_command(target: str, out_dir: str | None, node_type: str, link: str | No
     """Download the logs of a Ray cluster's nodes (RAYCLUSTER or TYPE/NAME)."""
     try:
         [(kind, name)] = delete_ops.parse_targets([target])
-    except delete_ops.UsageError as e:
+    except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
     node_type = node_type.lower()
     if link is not None:

@@ -131,7 +131,7 @@ def validate(options: Submit) -> None:
     for name in ("head_cpu", "head_gpu", "head_memory", "worker_cpu", "worker_gpu", "worker_memory"):
         try:
             generation.validate_quantity(getattr(options, name), name.replace("_", "-"))
-        except generation.ConfigError as e:
+        except generation.ClusterConfigError as e:
             raise PluginError(str(e)) from e
     if options.address is not None and not options.address.strip():
         raise PluginError("--address was provided but is empty")

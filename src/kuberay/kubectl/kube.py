@@ -26,6 +26,11 @@ class PluginError(Exception):
     """What a command failed with; its message is the whole story for the user."""
 
 
+class TargetError(ValueError):
+    """A `TYPE/NAME` argument that names no resource the command handles (a usage error on the command
+    line, upstream's wording)."""
+
+
 @dataclass
 class KubeFlags:
     kubeconfig: str | None = None

@@ -13,7 +13,7 @@ import subprocess
 import time
 from typing import Any
 
-from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, TargetError, describe
 from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 
@@ -31,19 +31,15 @@ SERVICE_PATH = {
 }
 
 
-class UsageError(ValueError):
-    pass
-
-
 def parse_target(arg: str) -> tuple[str, str]:
     """(kind, name); the kind prefix is case-sensitive, as upstream's."""
     parts = arg.split("/")
     if len(parts) == 1:
         return "raycluster", parts[0]
     if len(parts) != 2 or not parts[1]:
-        raise UsageError(f"invalid resource type/name: {arg}")
+        raise TargetError(f"invalid resource type/name: {arg}")
     if parts[0] not in PORTS:
-        raise UsageError(f"unsupported resource type: {parts[0]}")
+        raise TargetError(f"unsupported resource type: {parts[0]}")
     return parts[0], parts[1]
 
 

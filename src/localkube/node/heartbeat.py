@@ -22,7 +22,7 @@ from typing import Any
 
 from kubesemantics import times
 from kubesemantics.conditions import find_condition, transition_time
-from localkube.node.apiclient import ApiClient, ApiError
+from localkube.node.apiclient import ApiClient, RequestFailed
 from localkube.node.kubelet import NodeOptions, node_object
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class Heartbeat:
         for _ in range(REGISTER_ATTEMPTS - 1):
             try:
                 return await self._write_status(await self._get_or_create())
-            except ApiError as err:
+            except RequestFailed as err:
                 if err.status != 409:
                     raise
         return await self._write_status(await self._get_or_create())
@@ -105,7 +105,7 @@ class Heartbeat:
     async def _get_or_create(self) -> dict[str, Any]:
         try:
             return await self._client.request("GET", self._path)
-        except ApiError as err:
+        except RequestFailed as err:
             if err.status != 404:
                 raise
         return await self._client.request(
@@ -121,7 +121,7 @@ class Heartbeat:
                 if asyncio.get_running_loop().time() >= next_status:
                     node = await self._write_status(await self._client.request("GET", self._path))
                     next_status += STATUS_SECONDS
-            except ApiError as err:
+            except RequestFailed as err:
                 log.warning("node %s: heartbeat failed: %s", self._options.name, err)
             await asyncio.sleep(self._lease_seconds / 4)
 
@@ -141,7 +141,7 @@ class Heartbeat:
         path = f"{LEASES}/{self._options.name}"
         try:
             current = await self._client.request("GET", path)
-        except ApiError as err:
+        except RequestFailed as err:
             if err.status != 404:
                 raise
             await self._client.request("POST", LEASES, body=lease)
