@@ -61,3 +61,11 @@ def strings(parent: JSON, key: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         return {}
     return {str(k): v if isinstance(v, str) else "" for k, v in value.items()}
+
+
+def env_index(container: JSON, name: str) -> int | None:
+    """Index of the first env entry called `name` (upstream's `EnvVarExists`/`EnvVarByName`)."""
+    for i, entry in enumerate(objs(container, "env")):
+        if text(entry, "name") == name:
+            return i
+    return None
