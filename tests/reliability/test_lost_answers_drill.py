@@ -22,6 +22,7 @@ import yaml
 
 from reliability import invariants
 from support.cable import ThreadedCable
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
@@ -40,7 +41,7 @@ UNANSWERED_CREATE = re.compile(r"POST /api/v1/namespaces/[a-z-]+/pods: [^\"]*sen
 def creating(client: httpx.Client) -> None:
     """Returns once the operator is seen making workers (after a cut it may first wait for its cache)."""
     start = len(invariants.workers(client, NAMESPACE, "big"))
-    invariants.wait_for(lambda: len(invariants.workers(client, NAMESPACE, "big")) > start, 60, "a new worker")
+    eventually(lambda: len(invariants.workers(client, NAMESPACE, "big")) > start, 60, "a new worker")
 
 
 def cut(cable: ThreadedCable) -> None:

@@ -30,11 +30,12 @@ from typing import Any
 
 import yaml
 
-from integration.inprocess import running_operator, wait_for
+from integration.inprocess import running_operator
 from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.controller import Result
 from kuberay.runtime.ratelimit import ItemBackoff
 from kuberay.runtime.resources import EVENT, POD, ObjectKey
+from support.eventually import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ray-cluster.minimal.yaml"
 HEALTHY = 200
@@ -109,7 +110,7 @@ async def test_a_cluster_failing_every_reconcile_starves_none_of_the_others(loca
             }
             return ready == set(names)
 
-        await wait_for(all_ready, timeout=240, what=f"{HEALTHY} healthy RayClusters ready")
+        await eventually(all_ready, timeout=240, what=f"{HEALTHY} healthy RayClusters ready")
         failures_seen = len([c for c in spy.calls if c[0] == FAILING])
 
         pods = (await op.client.list_all(POD, namespace)).items
@@ -137,7 +138,7 @@ async def test_a_cluster_failing_every_reconcile_starves_none_of_the_others(loca
                        and e["reason"] == "FailedToCreateHeadPod")  # fmt: skip
 
         # Events are written asynchronously; each failed try records one (aggregated into a count).
-        await wait_for(
+        await eventually(
             lambda: _at_least(failure_events, failures_seen), timeout=30, what="the failures' Events"
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kuberay.rayresources import RAYCLUSTER
+from support.eventually import eventually
 from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
@@ -75,14 +76,14 @@ async def test_operator_as_its_service_account_is_never_forbidden(
                 state == "ready" and len(await kube.live_pods("least", **WORKER)) == 2
             )  # autoscaler decides
 
-        await kube.wait_for(settled)
+        await eventually(settled)
         await kube.client.delete(RAYCLUSTER, "least", kube.namespace)
 
         async def deleted() -> bool:
             remaining = (await kube.client.list(RAYCLUSTER, kube.namespace)).items
             return "least" not in {c["metadata"]["name"] for c in remaining}
 
-        await kube.wait_for(deleted)
+        await eventually(deleted)
     finally:
         operator.stop()
         await client.close()

@@ -11,8 +11,9 @@ from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.informer import Event, EventType, Informer
 from kuberay.runtime.resources import CONFIG_MAP
 from support.cable import Cable
+from support.eventually import eventually
 
-from .kube import client_for, eventually, new_namespace
+from .kube import client_for, new_namespace
 
 
 def cm(namespace: str, name: str, value: str = "0") -> dict:
