@@ -1,4 +1,5 @@
-"""The sizing helpers gang schedulers size their groups with (spec ecosystem §1.3), on the wire form.
+"""The sizing helpers gang schedulers size their groups with (upstream's `CalculateDesiredResources`,
+`CalculateMinResources` and their kin in `utils`), on the wire form.
 
 Resource lists are `{name: quantity text}` in Go's canonical form; a sum keeps the format (binary or
 decimal) of its first term, as Go's `Quantity.Add` keeps its receiver's. Counts are pods: a multi-host

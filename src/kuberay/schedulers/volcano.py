@@ -1,4 +1,4 @@
-"""Volcano (`volcano`, spec ecosystem §1.4): one `scheduling.volcano.sh/v1beta1` PodGroup per RayCluster,
+"""Volcano (`volcano`, upstream's `VolcanoBatchScheduler`): one `scheduling.volcano.sh/v1beta1` PodGroup per RayCluster,
 or per RayJob (its cluster and submitter join the job's group), named `ray-<name>-pg`.
 
 The PodGroup is created with its queue, priority class and network topology from the owner's labels and

@@ -52,8 +52,9 @@ def pod_options(gates: FeatureGates, env: PodEnvironment, config: Configuration)
 
 @dataclass(frozen=True)
 class ClusterOptions:
-    """The operator's settings as the RayCluster controller reads them (spec §6.3); the environment
-    variables' names, defaults and rules are in `kuberay.api.settings`."""
+    """The operator's settings as the RayCluster controller reads them (upstream's
+    `RayClusterReconcilerOptions`); the environment variables' names, defaults and rules are in
+    `kuberay.api.settings`."""
 
     gates: FeatureGates = field(default_factory=FeatureGates)
     pods: PodOptions = field(default_factory=PodOptions)

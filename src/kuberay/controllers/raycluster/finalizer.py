@@ -1,5 +1,5 @@
 """GCS fault tolerance on Redis: the finalizer that keeps a deleted RayCluster until a Job has cleaned
-its storage namespace out of Redis (spec §4.4).
+its storage namespace out of Redis (upstream's `GCSFaultToleranceRedisCleanupFinalizer` in `rayClusterReconcile`).
 
 `handle_finalizer` runs before anything else in a reconcile and returns a `Result` when the pass must end
 there (the finalizer was just added, or the cluster is being deleted), or None to carry on. Deletion runs

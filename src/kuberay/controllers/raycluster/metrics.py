@@ -1,4 +1,4 @@
-"""The RayCluster metrics of spec §7, registered only with `--enable-metrics`.
+"""The RayCluster metrics of upstream's `RayClusterMetricsManager`, registered only with `--enable-metrics`.
 
 `kuberay_cluster_provisioned_duration_seconds` is observed by the reconciler when `RayClusterProvisioned`
 first turns True (after the status write) and dropped when the RayCluster is gone.

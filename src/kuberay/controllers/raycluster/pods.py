@@ -1,7 +1,7 @@
 """The pods step of a RayCluster reconcile: upstream's `reconcilePods`, the head pod first, then each worker
 group in spec order.
 
-Order within a pass (spec §4.6): suspension (delete everything while Suspending), the Recreate upgrade,
+Order within a pass (upstream's `reconcilePods`): suspension (delete everything while Suspending), the Recreate upgrade,
 the head pod (create one, delete a dead one, refuse two), then per group: skip while its scale
 expectations are unsatisfied, delete a suspended group, multi-host groups as whole replicas
 (`multihost`), delete dead pods (`podstate.should_delete_pod`), `workersToDelete`, then create or

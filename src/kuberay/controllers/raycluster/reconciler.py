@@ -1,4 +1,4 @@
-"""The RayCluster reconcile: upstream's `rayClusterReconcile`, step for step (spec §4.2).
+"""The RayCluster reconcile: upstream's `rayClusterReconcile`, step for step.
 
 1. Read the RayCluster from the cache; gone → forget its scale expectations and metrics series.
 2. `spec.managedBy` naming another controller → nothing at all.

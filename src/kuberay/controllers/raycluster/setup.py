@@ -1,7 +1,8 @@
 """Installing the RayCluster controller into a manager: its caches, watches, predicates and reconciler.
 
-Watches as upstream's (spec §4.1): the RayCluster itself when its generation, labels or annotations change
-(status-only writes do not wake it), and the Pods, Services, Secrets and PVCs it controls. Batch Jobs are
+Watches as upstream's `RayClusterReconciler.SetupWithManager`: the RayCluster itself when its generation,
+labels or annotations change (status-only writes do not wake it), and the Pods, Services, Secrets and PVCs
+it controls. Batch Jobs are
 cached (the Redis cleanup Job is read from the cache) but not watched: cleanup progress is polled by
 requeue, as upstream does.
 """

@@ -6,7 +6,8 @@ actions to perform in order, the Events to record, whether the status is written
 The reconciler performs the actions; if one fails the pass fails (retried with back-off) and the status is
 not written, which is upstream's "requeue + error" everywhere.
 
-Upstream's reconcile, row by row (spec §1.3-§1.10), with its quirks kept on purpose:
+Upstream's `RayJobReconciler.Reconcile`, case by case of its `switch` on `JobDeploymentStatus`, with its quirks kept
+on purpose:
 - the status is written only when `jobStatus`, `jobDeploymentStatus`, `jobStatusCheckFailureStartTime` or
   the copied RayCluster status changed; `endTime` is stamped by a write that lands in Complete/Failed;
 - a `Failed` attempt with retries left becomes `Retrying` in the same write (never for DeadlineExceeded or
