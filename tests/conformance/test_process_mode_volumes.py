@@ -77,13 +77,14 @@ def _last_listing(server: LocalKubeProcess, pod: str) -> dict[str, Any] | None:
 def _until_listing(
     server: LocalKubeProcess, pod: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
 ) -> dict[str, Any]:
-    found: dict[str, Any] = eventually(
-        lambda: (listing := _last_listing(server, pod)) is not None and check(listing) and listing,
+    # A one-item list, so that an empty listing that satisfies the check is a result too.
+    found: list[dict[str, Any]] = eventually(
+        lambda: [listing] if (listing := _last_listing(server, pod)) is not None and check(listing) else None,
         timeout,
         f"pod {pod} listing what was expected",
         every=0.5,
     )
-    return found
+    return found[0]
 
 
 class Traces:

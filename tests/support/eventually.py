@@ -25,16 +25,22 @@ What = str | Callable[[], str]
 def eventually(check: Callable[[], Any], timeout: float = 60.0, what: What = "", every: float = 0.1) -> Any:
     """The first truthy value of `check()` (see the module docstring); an awaitable within an event loop."""
     deadline = time.monotonic() + timeout
+    if _in_event_loop():
+        return _eventually(check, deadline, timeout, what or _name(check), every)
+    value = check()
+    while not value:
+        _give_up_after(deadline, timeout, what or _name(check), value)
+        time.sleep(every)
+        value = check()
+    return value
+
+
+def _in_event_loop() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        value = check()
-        while not value:
-            _give_up_after(deadline, timeout, what or _name(check), value)
-            time.sleep(every)
-            value = check()
-        return value
-    return _eventually(check, deadline, timeout, what or _name(check), every)
+        return False
+    return True
 
 
 async def _eventually(
