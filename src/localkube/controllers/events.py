@@ -4,8 +4,8 @@ Each is what upstream's event recorder writes: named `<object>.<hex nanoseconds>
 `involvedObject` naming the object, `source.component` / `reportingComponent` the controller or the kubelet
 (with its node as `source.host` and `reportingInstance`), `count` 1 and first/last timestamps. `kubectl
 describe` and `kubectl events` show them (`SuccessfulCreate`, `ScalingReplicaSet`, `FailedMount`, ...).
-`event_object` builds one; the in-process controllers record it through the REST layer (`record_event`), the
-kubelet writes it to the store as it writes its pods' status.
+`event_object` builds one; the in-process controllers create it through the REST layer, the kubelet writes it
+to the store as it writes its pods' status.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 from kubesemantics import times
-from localkube.controllers.api import ControllerApi
 
 
 def event_object(
@@ -54,17 +53,3 @@ def event_object(
         "count": 1,
         "type": kind,
     }
-
-
-def record_event(
-    api: ControllerApi,
-    component: str,
-    about: dict[str, Any],
-    reason: str,
-    message: str,
-    now: datetime.datetime,
-    kind: str = "Normal",
-) -> None:
-    """Records the Event through the REST layer, as a controller's recorder posts it."""
-    event = event_object(component, about, reason, message, now, kind)
-    api.create("", "events", about["metadata"]["namespace"], event)
