@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kubesemantics.errors import SemanticsError
+
 _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _QUANTITY = re.compile(
@@ -31,7 +33,7 @@ OPENAPI_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMG
 than `parse`: it lets an exponent have a fraction."""
 
 
-class QuantityError(ValueError):
+class QuantityError(SemanticsError):
     """The text is not a Kubernetes quantity."""
 
 

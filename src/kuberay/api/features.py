@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from kuberay.api.errors import InputError
+
 
 class Feature(StrEnum):
     RAY_CLUSTER_STATUS_CONDITIONS = "RayClusterStatusConditions"
@@ -45,7 +47,7 @@ DEFAULTS: Mapping[Feature, bool] = MappingProxyType(
 )
 
 
-class FeatureGateError(ValueError):
+class FeatureGateError(InputError):
     """A `--feature-gates` value names an unknown gate or is not boolean."""
 
 
