@@ -105,14 +105,9 @@ def history_server(spec: JSON, at: str, gates: FeatureGates) -> Errors:
         )
         return
     yield from _collector_options(wire.obj(options, "collectorOptions"), f"{options_at}.collectorOptions")
-    head_at = f"{at}.headGroupSpec"
-    groups = [(head_at, wire.obj(spec, "headGroupSpec"), "head pod template")] + [
-        (f"{at}.workerGroupSpecs[{i}]", group, f"worker group {wire.text(group, 'groupName')} pod template")
-        for i, group in enumerate(wire.objs(spec, "workerGroupSpecs"))
-    ]
-    for group_at, group, owner in groups:
-        containers = wire.objs(wire.obj(wire.obj(group, "template"), "spec"), "containers")
-        for i, container in enumerate(containers):
+    for group_at, name, group in wire.pod_groups(spec, at):
+        owner = "head pod template" if name is None else f"worker group {name} pod template"
+        for i, container in enumerate(wire.template_containers(group)):
             if wire.text(container, "name") == c.COLLECTOR_CONTAINER_NAME:
                 yield FieldError(
                     f"{group_at}.template.spec.containers[{i}].name",

@@ -62,14 +62,18 @@ def network_policy(spec: JSON, at: str, gates: FeatureGates) -> Errors:
             )
 
 
-def _tls_container(container: JSON, where: str, at: str) -> Errors:
+def _tls_env(container: JSON, where: str, at: str, managed: str = "TLS configuration") -> Errors:
     for name in _TLS_ENV_VARS:
         if (i := wire.env_index(container, name)) is not None:
             yield FieldError(
                 f"{at}.env[{i}]",
                 f"cannot set {name} environment variable in {where} when tlsOptions is set - the operator manages "
-                "TLS configuration automatically",
+                f"{managed} automatically",
             )
+
+
+def _tls_container(container: JSON, where: str, at: str) -> Errors:
+    yield from _tls_env(container, where, at)
     yield from _tls_mounts(wire.objs(container, "volumeMounts"), where, f"{at}.volumeMounts")
 
 
@@ -98,22 +102,17 @@ def tls(spec: JSON, at: str, gates: FeatureGates) -> Errors:
         return
     if not wire.flag(wire.obj(spec, "tlsOptions"), "enabled"):
         return
-    groups = [(f"{at}.headGroupSpec", wire.obj(spec, "headGroupSpec"), "head Pod")] + [
-        (f"{at}.workerGroupSpecs[{i}]", group, f'worker group "{wire.text(group, "groupName")}"')
-        for i, group in enumerate(wire.objs(spec, "workerGroupSpecs"))
-    ]
-    for group_at, group, where in groups:
-        containers = wire.objs(wire.obj(wire.obj(group, "template"), "spec"), "containers")
-        if containers:
+    for group_at, name, group in wire.pod_groups(spec, at):
+        where = "head Pod" if name is None else f'worker group "{name}"'
+        if containers := wire.template_containers(group):
             yield from _tls_container(containers[0], where, f"{group_at}.template.spec.containers[0]")
     autoscaler = wire.obj(spec, "autoscalerOptions")
-    for name in _TLS_ENV_VARS:
-        if (i := wire.env_index(autoscaler, name)) is not None:
-            yield FieldError(
-                f"{at}.autoscalerOptions.env[{i}]",
-                f"cannot set {name} environment variable in autoscalerOptions.env when tlsOptions is set - the "
-                "operator manages TLS configuration for the autoscaler automatically",
-            )
+    yield from _tls_env(
+        autoscaler,
+        "autoscalerOptions.env",
+        f"{at}.autoscalerOptions",
+        "TLS configuration for the autoscaler",
+    )
     yield from _tls_mounts(
         wire.objs(autoscaler, "volumeMounts"),
         "autoscalerOptions.volumeMounts",
