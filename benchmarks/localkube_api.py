@@ -3,7 +3,7 @@
     python -m benchmarks.localkube_api [--objects 2000] [--concurrency 16] [--watchers 20]
 
 Starts `python -m localkube serve` on a fresh data directory (as the tests do, through
-tests/localkube_process.py) and drives it with httpx over HTTP/1.1 keep-alive connections:
+tests/support/localkube_process.py) and drives it with httpx over HTTP/1.1 keep-alive connections:
 - create / update / get: N ConfigMaps with C concurrent clients, requests per second;
 - list: the whole collection, full lists per second and objects per second;
 - watch: one watcher while N updates are written, events per second delivered;
@@ -26,7 +26,7 @@ import httpx
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from localkube_process import LocalKubeProcess  # noqa: E402
+from support.localkube_process import LocalKubeProcess  # noqa: E402
 
 NAMESPACE = "default"
 COLLECTION = f"/api/v1/namespaces/{NAMESPACE}/configmaps"

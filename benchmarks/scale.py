@@ -44,7 +44,7 @@ from benchmarks.procstat import read_stat
 from kuberay.api import crd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from localkube_process import LocalKubeProcess  # noqa: E402
+from support.localkube_process import LocalKubeProcess  # noqa: E402
 
 # The operator's command line before its flags; benchmarks.peer.scale gives upstream's binary instead.
 OURS = (sys.executable, "-m", "kuberay.operator")

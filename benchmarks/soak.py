@@ -40,7 +40,7 @@ import httpx
 
 from benchmarks.scale import Cluster, _rss_mb
 from kuberay.api import crd
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "reliability"))
 import invariants  # noqa: E402

@@ -3,86 +3,35 @@
 `localkube` is session-scoped: started once, with the project's CRDs (`deploy/crds/*.yaml`, when present)
 installed. Tests that share it must use their own namespaces or names. `localkube_factory(**kwargs)`
 starts a private instance on a fresh data directory, or on `data_dir=` (other arguments as for
-`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see tests/helm.py), and
-`cert_manager` the real cert-manager's directory (tests/certmanager_process.py); the build's or look-up's time is reported
-(tests/runreport.py). A run that finds Helm or the control plane not built yet (tests/toolbuild.py) starts
-their builds at collection, puts the tests that need them last and adds the build's bound to theirs.
+`LocalKubeProcess`), and kills it at the end of the test. `helm` is the real Helm, built on first use (see
+tests/support/helm.py), and `cert_manager` the real cert-manager's directory (tests/support/certmanager_process.py);
+the build's or look-up's time is reported (tests/support/runreport.py).
 
-`realkube` is the real control plane (tests/realkube_process.py), session-scoped like `localkube` and with the
-same CRDs; `--backend localkube|realkube|both` chooses which backends run (default: both where Go can build
-the binaries, else localkube). Tests that need the real one are marked `realkube` (`-m realkube` selects
-them); without it in `--backend` they are skipped. The first run builds the binaries into the shared cache
-(minutes, printed); later runs reuse them.
-
-Collection puts the tests on the real control plane first, then the files holding a `slow` test, longest bound
-first, each CPU-heavy file followed by one marked `timers` (its tests mostly wait), then the rest in pytest's
-order: pytest-xdist, as scripts/test runs it (`--dist loadfile --no-loadscope-reorder`), hands files to workers
-in that order, so no minutes-long file starts last and keeps one worker busy after the others are done, and
-the waiting files run beside the busy ones (together at the end, they left the machine half idle for minutes).
-Every test whose node id names realkube (its `kube_backend`, its file) goes to one worker, as if they were one
-file (`pytest_xdist_make_scheduler`), and that worker stops the control plane after the last of them
-(`pytest_runtest_teardown`): a control plane idles at a fifth of a core (etcd, kube-apiserver, the
-controllers, the node agent), and one per worker, kept to the end, cost a minute of the run.
+`realkube` is the real control plane (tests/support/realkube_process.py), session-scoped like `localkube`
+and with the same CRDs; the first run builds the binaries into the shared cache (minutes, printed); later
+runs reuse them. `kube_backend` runs a test once per backend `--backend` selects. Which backends run, the
+order of the files and the workers they go to are the scheduling plugin's (tests/support/scheduling.py).
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-import shutil
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import runreport
-import toolbuild
-from agent_process import AgentProcess
-from helm import Helm
-from local_instance import take_down_shared
-from localkube_process import LocalKubeProcess
-from realkube_process import NODE_NAME, RealKubeProcess, provisioned_volumes
+from support import runreport, toolbuild
+from support.agent_process import AgentProcess
+from support.helm import Helm
+from support.local_instance import take_down_shared
+from support.localkube_process import LocalKubeProcess
+from support.realkube_process import NODE_NAME, RealKubeProcess, provisioned_volumes
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "deploy" / "crds"
-BACKENDS = ("localkube", "realkube")
 
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    go = shutil.which("go") or Path("/usr/local/go/bin/go").exists()
-    parser.addoption(
-        "--backend",
-        choices=("localkube", "realkube", "both"),
-        default="both" if go else "localkube",
-        help="control plane(s) the backend-aware tests run on (default: both when Go can build realkube)",
-    )
-
-
-# Which tools were not built when the run began: decided once, by pytest-xdist's controller (or the one
-# process), and inherited by its workers, so that each collects the same order.
-COLD_TOOLS = "KUBERAY_TESTS_COLD_TOOLS"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "realkube: needs the real control plane (see --backend)")
-    config.addinivalue_line(
-        "markers", "timers: a slow test that mostly waits on timers (leases, timeouts, TTLs), not the CPU"
-    )
-    # A run started in the background of a non-interactive shell (`cmd &`) inherits SIGINT and SIGQUIT
-    # ignored, and so does every kubectl and process it starts: the tests that interrupt one as a user's
-    # Ctrl-C does then wait on a process that cannot be interrupted (kubectl exec, kubectl ray session).
-    for number in (signal.SIGINT, signal.SIGQUIT):
-        if signal.getsignal(number) == signal.SIG_IGN:
-            signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
-    if COLD_TOOLS not in os.environ:
-        os.environ[COLD_TOOLS] = ",".join(toolbuild.cold())
-
-
-def backends(config: pytest.Config) -> tuple[str, ...]:
-    chosen = config.getoption("--backend")
-    return BACKENDS if chosen == "both" else (chosen,)
+pytest_plugins = ("support.scheduling",)
 
 
 @pytest.fixture(scope="session", params=["localkube", pytest.param("realkube", marks=pytest.mark.realkube)])
@@ -91,106 +40,6 @@ def kube_backend(request: pytest.FixtureRequest) -> LocalKubeProcess:
     `localkube` or `realkube` (both with the project's CRDs; realkube with localkube's node attached)."""
     server: LocalKubeProcess = request.getfixturevalue(request.param)
     return server
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    chosen = backends(config)
-    skip = pytest.mark.skip(reason="backend not selected (--backend)")
-    for item in items:
-        backend = _backend(item)
-        if backend is not None and backend not in chosen:
-            item.add_marker(skip)
-        if (backend == REALKUBE) != _on_realkube(item.nodeid):
-            # The scheduler and the control plane's early stop know a test by its id alone.
-            raise pytest.UsageError(f"{item.nodeid}: a test on the real control plane, and only one, has "
-                                    f"{REALKUBE!r} in its node id (its parameter, file or directory)")  # fmt: skip
-    default = float(config.getini("timeout") or 0)
-    waiting = _wait_for_builds(items, default, start=not config.option.collectonly)
-    rank = _slow_files_ranked(items, default)
-    items.sort(
-        key=lambda item: (
-            item.path in waiting,
-            not _on_realkube(item.nodeid),
-            rank.get(item.path, len(rank)),
-        )
-    )
-
-
-def _slow_files_ranked(items: list[pytest.Item], default: float) -> dict[Path, int]:
-    """The files holding a `slow` test in the order they should start: those that busy the CPU (real Ray
-    clusters, mostly) longest bound first, with a `timers` file after each, so that the tests waiting on
-    timers run beside the busy ones rather than together at the end, leaving the machine idle."""
-    bound: dict[Path, float] = {}
-    timers: set[Path] = set()
-    for item in items:
-        if item.get_closest_marker("slow"):
-            bound[item.path] = max(bound.get(item.path, 0.0), _allowed(item, default))
-        if item.get_closest_marker("timers"):
-            timers.add(item.path)
-    busy = sorted((path for path in bound if path not in timers), key=lambda path: -bound[path])
-    waits = sorted((path for path in bound if path in timers), key=lambda path: -bound[path])
-    order: list[Path] = []
-    for pair in itertools.zip_longest(busy, waits):
-        order.extend(path for path in pair if path is not None)
-    return {path: index for index, path in enumerate(order)}
-
-
-REALKUBE = "realkube"
-
-
-def _on_realkube(nodeid: str) -> bool:
-    return REALKUBE in nodeid
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist's whole-file scheduling, with the tests on the real control plane as one file. Only node
-    ids reach the controller, so a test is recognised by its id: a `[realkube]` parameter or a file named
-    for it (tests/differential/test_localkube_vs_realkube.py, tests/integration/realkube/)."""
-    from xdist.scheduler import LoadFileScheduling
-
-    class RealkubeTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            scope: str = REALKUBE if _on_realkube(nodeid) else super()._split_scope(nodeid)
-            return scope
-
-    return RealkubeTogether(config, log)
-
-
-def _backend(item: pytest.Item) -> str | None:
-    """The control plane a backend-aware test runs on (its `kube_backend`, or realkube for a `realkube` test)."""
-    callspec = getattr(item, "callspec", None)
-    backend: str | None = callspec.params.get("kube_backend") if callspec else None
-    return backend or (REALKUBE if item.get_closest_marker(REALKUBE) else None)
-
-
-def _allowed(item: pytest.Item, default: float) -> float:
-    """The item's pytest-timeout bound."""
-    marker = item.get_closest_marker("timeout")
-    return float(marker.args[0]) if marker and marker.args else default
-
-
-def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -> set[Path]:
-    """Starts (with `start`) the build of each cold tool a selected test needs; those tests get the build's
-    time added to their bound. Returns their files, which go last: the build runs while the other files do."""
-    cold = set(filter(None, os.environ.get(COLD_TOOLS, "").split(",")))
-    waiting: set[Path] = set()
-    started: set[str] = set()
-    for item in items:
-        if item.get_closest_marker("skip"):
-            continue
-        needs = {tool for tool in cold if tool in getattr(item, "fixturenames", ())}
-        backend = _backend(item)  # a parametrised control plane is looked up at run time, not a fixture name
-        if backend in cold:
-            needs.add(backend)
-        if not needs:
-            continue
-        item.add_marker(pytest.mark.timeout(_allowed(item, default) + toolbuild.BUILD_TIMEOUT), append=False)
-        waiting.add(item.path)
-        for tool in needs - started if start else ():
-            toolbuild.start(tool)
-            started.add(tool)
-    return waiting
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -228,24 +77,10 @@ def localkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubePro
         server.stop()
 
 
-# The session's control plane's stop, for the hook to call after the last test on it (the fixture calls it
-# again at the session's end, when a second stop does nothing).
-_stop_realkube: list[Callable[[], None]] = []
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    # The tests on the real control plane run together (one scheduling unit), so once the next test is not one
-    # of them, none is left on this worker: the session fixture's processes stop now, not at the run's end.
-    # Not while the next test is in the same file: run without xdist, a file's tests on both backends share a
-    # worker, and its module fixture for the real control plane is finalized only when the next test's
-    # parameter replaces it, after this teardown.
-    if _stop_realkube and not (nextitem and (_on_realkube(nextitem.nodeid) or nextitem.path == item.path)):
-        _stop_realkube.pop()()
-
-
 @pytest.fixture(scope="session")
-def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProcess]:
+def realkube(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealKubeProcess]:
     bin_dir, build_seconds = toolbuild.ensure("realkube")
     server = RealKubeProcess(tmp_path_factory.mktemp("realkube"), bin_dir)
     server.start()
@@ -256,7 +91,7 @@ def realkube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKubeProce
         node.stop()
         server.stop()
 
-    _stop_realkube.append(stop)
+    request.config.pluginmanager.getplugin("support.scheduling").stop_realkube_early(stop)
     try:
         node.start()
         server.apply_files(sorted(CRD_DIR.glob("*.yaml")))
@@ -285,8 +120,8 @@ def localkube_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
 
 @pytest.fixture(scope="session")
 def cert_manager() -> Path:
-    """The directory of the real cert-manager's controller and CRDs (tests/certmanager_process.py), built on
-    first use; the fixture is named as its tool in tests/toolbuild.py, so a cold run builds it early."""
+    """The directory of the real cert-manager's controller and CRDs (tests/support/certmanager_process.py), built on
+    first use; the fixture is named as its tool in tests/support/toolbuild.py, so a cold run builds it early."""
     home, seconds = toolbuild.ensure("cert_manager")
     runreport.report(f"cert-manager: {home} ready in {seconds:.1f} s (built on first use)")
     return home

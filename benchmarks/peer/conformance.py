@@ -29,7 +29,6 @@ from typing import Any
 
 from benchmarks.peer.environment import Environment
 from benchmarks.peer.rayjobs import (
-    RAYJOB,
     JobsStandIn,
     create_rayjob_sample,
     rayjob_outcome,
@@ -45,6 +44,7 @@ from integration.raycluster.test_samples import (
     the_cluster,
 )
 from integration.runtime.kube import client_for
+from kuberay.rayresources import RAYJOB
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import NODE
 

@@ -26,10 +26,11 @@ from typing import Any
 
 from benchmarks.peer.conformance import every_sample, is_rayjob, settle
 from benchmarks.peer.environment import Environment
-from benchmarks.peer.rayjobs import RAYJOB, JobsStandIn, the_rayjob
-from integration.raycluster.conftest import RAYCLUSTER, Kube
+from benchmarks.peer.rayjobs import JobsStandIn, the_rayjob
+from integration.raycluster.conftest import Kube
 from integration.raycluster.test_samples import the_cluster
 from integration.runtime.kube import client_for
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import (

@@ -18,7 +18,7 @@ from types import TracebackType
 from benchmarks.peer import upstream
 from benchmarks.processes import stop_group, wait_ready
 from kuberay.local.launcher import LocalOptions, operator_flags
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 # The alpha gates the samples need, as each version names them; upstream's RayMultiHostIndexing (alpha,

@@ -26,13 +26,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from integration.raycluster.conftest import RAYCLUSTER, SAMPLES, Kube, load_sample
+from integration.raycluster.conftest import SAMPLES, Kube, load_sample
 from integration.raycluster.test_samples import SUPPORTING_KINDS
 from integration.runtime.kube import new_namespace
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import Resource
 
-RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")
 POD_IP_ANNOTATION = "localkube.io/pod-ip"
 DASHBOARD_PORT = 8265
 EXISTING_CLUSTER_SAMPLE = "ray-cluster.sample.yaml"

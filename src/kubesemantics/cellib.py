@@ -8,7 +8,7 @@ durations and bytes, declared property names escaped).
 What the `cel` package lacks is added here: property names that are not CEL identifiers are escaped as
 Kubernetes escapes them (`escape`); the list library (`isSorted`, `indexOf`/`lastIndexOf` on lists, besides
 the `cel` package's `sum`, `min`, `max` and string functions) and the regex library (`find`, `findAll`).
-The parsers of formatted strings (`parse_timestamp`, `parse_bytes`, and Go durations from `goparse`) are
+The parsers of formatted strings (`times.parse_time`, `parse_bytes`, and Go durations from `goparse`) are
 what CEL sees; `parse_bytes` is also admission's `byte` format check. Everything is pure.
 """
 
@@ -17,25 +17,13 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 import cel
 from cel import stdlib
 
-from kubesemantics import goparse
-
-# RFC 3339, and the zone-less local form go-openapi's strfmt also accepts (read as UTC).
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?")
-
-
-def parse_timestamp(text: str) -> datetime:
-    """An RFC 3339 date-time; ValueError otherwise."""
-    if not _TIMESTAMP.fullmatch(text):
-        raise ValueError(f"not an RFC 3339 date-time: {text!r}")
-    parsed = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+from kubesemantics import goparse, times
 
 
 def parse_bytes(text: str) -> bytes:
@@ -44,8 +32,8 @@ def parse_bytes(text: str) -> bytes:
 
 
 _FORMAT_PARSERS: dict[str, Callable[[str], Any]] = {
-    "date-time": parse_timestamp,
-    "datetime": parse_timestamp,
+    "date-time": times.parse_time,
+    "datetime": times.parse_time,
     "duration": goparse.to_timedelta,
     "byte": parse_bytes,
 }

@@ -21,6 +21,8 @@ import zoneinfo
 from datetime import timedelta
 from fractions import Fraction
 
+from kubesemantics.errors import SemanticsError
+
 _NANOSECONDS_PER_UNIT = {
     "ns": 1,
     "us": 1_000,
@@ -35,7 +37,7 @@ _MAX_DURATION = (1 << 63) - 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-class GoParseError(ValueError):
+class GoParseError(SemanticsError):
     """The input is rejected; `str(error)` is the Go error text."""
 
 

@@ -3,8 +3,8 @@
 A quantity is a signed decimal number with an optional suffix: a decimal SI suffix (`n u m k M G T P E`),
 a binary one (`Ki Mi Gi Ti Pi Ei`) or a decimal exponent (`e3`, `E-2`). Values are parsed into exact
 fractions, so arithmetic and comparison never lose a digit; the conversions upstream uses are reproduced
-exactly: `Quantity.Value()` (rounds up, away from zero: `500m` -> 1), `AsApproximateFloat64()` and
-`String()` (`canonical`).
+exactly: `Quantity.Value()` (rounds up, away from zero: `500m` -> 1), `AsApproximateFloat64()`,
+`String()` (`canonical`) and `Add` over resource lists (`add`, whose sums keep their first term's format).
 
 Manifests may carry a quantity as a YAML number (`cpu: 1`, `cpu: 0.5`); numbers are read through their
 decimal text, as the Kubernetes JSON decoder does.
@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
+
+from kubesemantics.errors import SemanticsError
 
 _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -29,7 +33,7 @@ OPENAPI_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMG
 than `parse`: it lets an exponent have a fraction."""
 
 
-class QuantityError(ValueError):
+class QuantityError(SemanticsError):
     """The text is not a Kubernetes quantity."""
 
 
@@ -92,3 +96,33 @@ def canonical(value: Fraction, binary: bool) -> str:
     # Go rounds finer values up to the nanounit.
     scaled = value * 10**9
     return f"{-(-scaled.numerator // scaled.denominator)}n"
+
+
+@dataclass
+class Amount:
+    """A quantity being summed: its exact value and the format (binary or decimal) of its first term, which
+    Go's `Quantity.Add` keeps as its receiver's."""
+
+    value: Fraction
+    binary: bool
+
+    @classmethod
+    def of(cls, value: str | int | float) -> Amount:
+        return cls(parse(value), is_binary(value))
+
+    def text(self) -> str:
+        return canonical(self.value, self.binary)
+
+
+def add(
+    total: dict[str, Amount], addends: Mapping[str, Amount | str | int | float], factor: int = 1
+) -> dict[str, Amount]:
+    """Go's `Quantity.Add` over resource lists: each addend, times `factor`, added into `total`'s entry of its
+    name (a new entry takes the addend's format). Returns `total`."""
+    for name, addend in addends.items():
+        amount = addend if isinstance(addend, Amount) else Amount.of(addend)
+        if name in total:
+            total[name].value += amount.value * factor
+        else:
+            total[name] = Amount(amount.value * factor, amount.binary)
+    return total

@@ -19,10 +19,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubesemantics.errors import SemanticsError
+
 Match = Callable[[dict[str, Any]], bool]
 
 
-class SelectorError(ValueError):
+class SelectorError(SemanticsError):
     """A selector that does not parse."""
 
 

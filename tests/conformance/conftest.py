@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from conformance.support import TESTDATA, Kubectl, run_kubectl
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 _counter = itertools.count()
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 TESTDATA = Path(__file__).parent / "testdata"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

@@ -14,7 +14,7 @@ import orjson
 import yaml
 
 from conformance.support import PROTOBUF, envelope, f
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 POLICY = {
     "apiVersion": "audit.k8s.io/v1",

@@ -14,7 +14,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 RayCluster = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import httpx
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 WRITERS = 6
 

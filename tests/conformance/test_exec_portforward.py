@@ -36,7 +36,8 @@ from websockets.typing import Subprotocol
 
 from conformance.support import run_kubectl, web_pod_and_service
 from kuberay.local.ports import free_port
-from localkube_process import LocalKubeProcess
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
 
 POD = "web"
 # The official client's `stream(...)` never closes its TLS socket once the server has ended the session
@@ -89,13 +90,6 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + SETTLE_TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 def _container_pid(server: LocalKubeProcess) -> int:
     pod = yaml.safe_load(run_kubectl(server, "get", "pod", POD, "-o", "yaml").stdout)
     container_id: str = pod["status"]["containerStatuses"][0]["containerID"]
@@ -127,7 +121,7 @@ def test_exec_keeps_stdout_and_stderr_apart_and_exits_with_the_code(
     assert done.stdout == "out\n"
     assert done.stderr.startswith("err\n")
     assert "out" not in done.stderr
-    _until(lambda: _no_exec_left(server, before), "a process of the exec is left")
+    eventually(lambda: _no_exec_left(server, before), SETTLE_TIMEOUT, "a process of the exec is left")
 
 
 def test_exec_runs_in_the_pod_with_the_container_environment(server: LocalKubeProcess, web_port: int) -> None:
@@ -167,14 +161,19 @@ def test_an_exec_the_client_abandons_is_killed(server: LocalKubeProcess, web_por
     before = _children(server.process.pid)
     marker = "424242"
     client = subprocess.Popen(_kubectl(server, "exec", POD, "--", "sleep", marker))
-    _until(lambda: subprocess.run(["pgrep", "-f", f"^sleep {marker}$"]).returncode == 0, "the exec never ran")
+    eventually(
+        lambda: subprocess.run(["pgrep", "-f", f"^sleep {marker}$"]).returncode == 0,
+        SETTLE_TIMEOUT,
+        "the exec never ran",
+    )
     client.send_signal(signal.SIGINT)
     client.wait(timeout=30)
-    _until(
+    eventually(
         lambda: subprocess.run(["pgrep", "-f", f"^sleep {marker}$"]).returncode != 0,
+        SETTLE_TIMEOUT,
         "the command outlived the client",
     )
-    _until(lambda: _no_exec_left(server, before), "a process of the exec is left")
+    eventually(lambda: _no_exec_left(server, before), SETTLE_TIMEOUT, "a process of the exec is left")
 
 
 @pytest.mark.parametrize("resource", [f"pod/{POD}", "svc/web"])
@@ -205,7 +204,11 @@ def test_port_forward_carries_requests_side_by_side_and_leaves_nothing(
         forwarder.communicate(timeout=30)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{local}/", timeout=5)
-    _until(lambda: _pod_connections(server, web_port) == 0, "a connection to the pod outlived the forward")
+    eventually(
+        lambda: _pod_connections(server, web_port) == 0,
+        SETTLE_TIMEOUT,
+        "a connection to the pod outlived the forward",
+    )
 
 
 def test_port_forward_to_a_closed_port_reports_the_error(server: LocalKubeProcess, web_port: int) -> None:
@@ -272,7 +275,11 @@ def _official_client_session(server: LocalKubeProcess, web_port: int) -> None:
 
 def test_the_official_client_execs_and_port_forwards(server: LocalKubeProcess, web_port: int) -> None:
     _official_client_session(server, web_port)
-    _until(lambda: _pod_connections(server, web_port) == 0, "a connection to the pod outlived the forward")
+    eventually(
+        lambda: _pod_connections(server, web_port) == 0,
+        SETTLE_TIMEOUT,
+        "a connection to the pod outlived the forward",
+    )
 
 
 def test_exec_needs_create_on_pods_exec(server: LocalKubeProcess, web_port: int) -> None:
@@ -412,8 +419,10 @@ def test_exec_reaches_a_running_init_container_and_refuses_one_not_started(
         "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}  # fmt: skip
     run_kubectl(server, "apply", "-f", "-", input=yaml.safe_dump(pod))
     path = "jsonpath={.status.initContainerStatuses[0].state.running.startedAt}"
-    _until(
-        lambda: bool(run_kubectl(server, "get", "pod", "initializing", "-o", path).stdout), "init never ran"
+    eventually(
+        lambda: bool(run_kubectl(server, "get", "pod", "initializing", "-o", path).stdout),
+        SETTLE_TIMEOUT,
+        "init never ran",
     )
     assert run_kubectl(server, "exec", "initializing", "-c", "init", "--", "echo", "hi").stdout == "hi\n"
     refused = run_kubectl(server, "exec", "initializing", "-c", "main", "--", "true", check=False)

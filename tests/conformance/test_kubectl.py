@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conformance.support import Kubectl
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 SAMPLES = Path("/work/shared/upstream-samples")
 REPO = Path(__file__).resolve().parents[2]

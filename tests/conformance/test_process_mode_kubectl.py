@@ -11,7 +11,7 @@ import yaml
 
 from conformance.support import run_kubectl, web_pod_and_service
 from kuberay.local.ports import free_port
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 
 def _running(pattern: str) -> bool:

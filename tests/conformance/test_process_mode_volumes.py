@@ -15,7 +15,6 @@ import base64
 import json
 import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,8 @@ import pytest
 import yaml
 
 from conformance.support import run_kubectl
-from localkube_process import LocalKubeProcess
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
 
 ROOT = os.geteuid() == 0
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -77,14 +77,14 @@ def _last_listing(server: LocalKubeProcess, pod: str) -> dict[str, Any] | None:
 def _until_listing(
     server: LocalKubeProcess, pod: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    listing: dict[str, Any] | None = None
-    while time.monotonic() < deadline:
-        listing = _last_listing(server, pod)
-        if listing is not None and check(listing):
-            return listing
-        time.sleep(0.5)
-    raise AssertionError(f"pod {pod} never listed what was expected; last: {listing}")
+    # A one-item list, so that an empty listing that satisfies the check is a result too.
+    found: list[dict[str, Any]] = eventually(
+        lambda: [listing] if (listing := _last_listing(server, pod)) is not None and check(listing) else None,
+        timeout,
+        f"pod {pod} listing what was expected",
+        every=0.5,
+    )
+    return found[0]
 
 
 class Traces:

@@ -10,7 +10,8 @@ import time
 import httpx
 import pytest
 
-from localkube_process import LocalKubeProcess
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
 
 
 def _configmaps(namespace: str) -> str:
@@ -401,10 +402,7 @@ def test_events_are_one_collection_in_both_apis(api: httpx.Client, namespace: st
 
 def _wait_for_log_line(localkube: LocalKubeProcess, text: str, timeout: float = 30) -> None:
     log_path = localkube.data_dir / "localkube.log"
-    deadline = time.monotonic() + timeout
-    while text not in log_path.read_text(errors="replace"):
-        assert time.monotonic() < deadline, f"{text!r} not in {log_path} after {timeout} s"
-        time.sleep(0.1)
+    eventually(lambda: text in log_path.read_text(errors="replace"), timeout, f"{text!r} in {log_path}")
 
 
 def _tls(localkube: LocalKubeProcess, host: str, port: int) -> ssl.SSLSocket:

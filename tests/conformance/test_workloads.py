@@ -17,7 +17,7 @@ import httpx
 import yaml
 
 from conformance.support import Kubectl, run_kubectl
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 PodStates = dict[str, dict[str, Any]]
 

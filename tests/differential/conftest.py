@@ -1,5 +1,5 @@
 """Fixtures of the differential tier: one Runner per backend (the session's localkube and realkube, the Widget
-CRD installed on both), and the tally the run reports (tests/runreport.py): pairs compared, differences
+CRD installed on both), and the tally the run reports (tests/support/runreport.py): pairs compared, differences
 known and differences left."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from differential.harness import TALLY, Runner
-from localkube_process import LocalKubeProcess
-from realkube_process import RealKubeProcess
-from runreport import report
+from support.localkube_process import LocalKubeProcess
+from support.realkube_process import RealKubeProcess
+from support.runreport import report
 
 TESTDATA = Path(__file__).parent / "testdata"
 

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import yaml
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 JSON = Any
 _TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from local_instance import LocalInstance, shared_instance
-from ray_process import RayHead
+from support.local_instance import LocalInstance, shared_instance
+from support.ray_process import RayHead
 
 
 @pytest.fixture(scope="module")

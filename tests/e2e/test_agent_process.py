@@ -5,20 +5,21 @@ control plane, the minimal RayCluster, made by the real operator, is a real Ray 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from agent_process import AgentProcess
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import POD, Resource
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from kuberay.runtime.resources import POD
+from support.agent_process import AgentProcess
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 from ..integration.runtime.kube import client_for, new_namespace
 from .test_examples_run import _nodes_in, _ray_status_with
@@ -26,7 +27,6 @@ from .test_examples_run import _nodes_in, _ray_status_with
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 READY_TIMEOUT = 300.0  # Ray on a loaded two-core machine: a bound, not a measurement
 # Reads the API server as the pod's ServiceAccount, trusting the mounted CA; prints the HTTP status.
 API_CALL = """
@@ -85,14 +85,6 @@ async def kube(attached: tuple[LocalKubeProcess, Path]) -> AsyncIterator[tuple[C
         await client.close()
 
 
-async def until(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{check.__name__} not reached within {timeout}s")
-        await asyncio.sleep(0.5)
-
-
 async def test_a_pod_reaches_the_api_server_as_its_service_account(
     attached: tuple[LocalKubeProcess, Path], kube: tuple[Client, str]
 ) -> None:
@@ -107,7 +99,7 @@ async def test_a_pod_reaches_the_api_server_as_its_service_account(
         found = await client.get(POD, "caller", namespace)
         return (found.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
-    await until(finished, 120)
+    await eventually(finished, 120, every=0.5)
     logs = [p.read_text() for p in (attached[1] / "pods").glob(f"{namespace}_caller_*/main/*.log")]
     assert any("status 200" in text for text in logs), logs
 
@@ -126,7 +118,7 @@ async def test_the_minimal_raycluster_is_a_real_ray_cluster(kube: tuple[Client, 
         return (cluster.get("status") or {}).get("state") == "ready"
 
     try:
-        await until(ready, READY_TIMEOUT)
+        await eventually(ready, READY_TIMEOUT, every=0.5)
         head_ip = (await client.get(RAYCLUSTER, "minimal", namespace))["status"]["head"]["podIP"]
         text = await _ray_status_with(f"{head_ip}:6379", 2)
         assert _nodes_in(text) == 2, text

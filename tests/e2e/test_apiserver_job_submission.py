@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import ray
 
-from apiserver_process import ApiServerProcess
-from kuberay_apis import KubeRayAPIs
-from local_instance import LocalInstance, until
+from support.apiserver_process import ApiServerProcess
+from support.eventually import eventually
+from support.kuberay_apis import KubeRayAPIs
+from support.local_instance import KUBECTL_POLL, LocalInstance
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +52,12 @@ def test_job_submitted_through_the_apiserver_succeeds(
     try:
         assert apis.wait_cluster_ready(ns, "viaapi", wait=READY_TIMEOUT) == (200, None)
         # The dashboard answers a little after the head is ready: retry the submission, within a bound.
-        submitted = until(lambda: _submit(apis, ns), READY_TIMEOUT, "the job submission")
-        status = until(lambda: _finished(apis, ns, submitted), READY_TIMEOUT, "the job to finish")
+        submitted = eventually(
+            lambda: _submit(apis, ns), READY_TIMEOUT, "the job submission", every=KUBECTL_POLL
+        )
+        status = eventually(
+            lambda: _finished(apis, ns, submitted), READY_TIMEOUT, "the job to finish", every=KUBECTL_POLL
+        )
         assert status == "SUCCEEDED", apis.get_job_log(ns, "viaapi", submitted)
         code, error, log = apis.get_job_log(ns, "viaapi", submitted)
         assert (code, error) == (200, None) and "hello from the apiserver" in log

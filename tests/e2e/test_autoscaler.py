@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 import yaml
 
-from local_instance import LocalInstance, until
-from shared import UPSTREAM_SAMPLES
+from support.eventually import eventually
+from support.local_instance import KUBECTL_POLL, LocalInstance
+from support.shared import UPSTREAM_SAMPLES
 
 # Each test starts a Ray cluster and waits out the idle timeout: over the suite's default 300 s under load.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -184,9 +185,9 @@ def test_rays_autoscaler_scales_workers_up_for_demand_and_removes_the_idle_ones(
     group = cluster["spec"]["workerGroupSpecs"][0]
     local.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(docs))
     try:
-        ready = until(
+        ready = eventually(
             lambda: (c := local.get("raycluster", name, namespace)).get("status", {}).get("state") == "ready" and c,
-            TIMEOUT, f"RayCluster {namespace}/{name} ready",
+            TIMEOUT, f"RayCluster {namespace}/{name} ready", every=KUBECTL_POLL,
         )  # fmt: skip
         head = ready["status"]["head"]["podName"]
         head_pod = local.get("pod", head, namespace)
@@ -236,7 +237,12 @@ def test_rays_autoscaler_scales_workers_up_for_demand_and_removes_the_idle_ones(
                 spec = local.get("raycluster", name, namespace)["spec"]["workerGroupSpecs"][0]
                 return spec.get("replicas") == group["minReplicas"] and not _workers(local, namespace, name)
 
-            until(back_to_min, TIMEOUT, f"{name}'s workers gone after {IDLE_TIMEOUT_SECONDS} s idle")
+            eventually(
+                back_to_min,
+                TIMEOUT,
+                f"{name}'s workers gone after {IDLE_TIMEOUT_SECONDS} s idle",
+                every=KUBECTL_POLL,
+            )
         finally:
             watch.stop()
 
@@ -280,12 +286,12 @@ def test_an_autoscaler_that_cannot_start_shows_in_the_rayclusters_conditions(
     name = cluster["metadata"]["name"]
     local.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump_all(docs))
     try:
-        failure = until(
+        failure = eventually(
             lambda: next(
                 (c for c in local.get("raycluster", name, namespace).get("status", {}).get("conditions", ())
                  if c["type"] == "AutoscalerFailure"), None,
             ),
-            TIMEOUT, "the AutoscalerFailure condition",
+            TIMEOUT, "the AutoscalerFailure condition", every=KUBECTL_POLL,
         )  # fmt: skip
         assert failure["status"] == "True"
         assert failure["reason"] == "Error"

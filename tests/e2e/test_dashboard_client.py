@@ -20,7 +20,7 @@ from kuberay.rayclient.dashboard import (
     SubmissionIdInUse,
 )
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url
-from ray_process import RayHead
+from support.ray_process import RayHead
 
 SERVE_APPS = Path(__file__).parent / "serveapps"
 

@@ -27,7 +27,8 @@ import ray
 import yaml
 
 from kuberay.local.ports import free_port
-from local_instance import EXAMPLES, LocalInstance, until
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, LocalInstance
 
 # pytest-timeout's guard above the tests' own bounds (one RayJob may take READY_TIMEOUT, and there are three),
 # as for the other real-Ray files: under parallel load the guard fired before the test's informative bound.
@@ -94,9 +95,9 @@ def minimal_cluster(local_process: LocalInstance) -> Iterator[dict[str, Any]]:
     namespace = local_process.namespace("cluster-one")
     local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
     try:
-        yield until(
+        yield eventually(
             lambda: (c := local_process.get("raycluster", "minimal", namespace)).get("status", {}).get("state")
-            == "ready" and c, READY_TIMEOUT, f"RayCluster {namespace}/minimal ready",
+            == "ready" and c, READY_TIMEOUT, f"RayCluster {namespace}/minimal ready", every=KUBECTL_POLL,
         )  # fmt: skip
     finally:
         local_process.kubectl("delete", "raycluster", "minimal", "-n", namespace, "--wait=false")
@@ -109,9 +110,9 @@ def test_every_submitting_rayjob_example_succeeds(local_process: LocalInstance) 
         local_process.kubectl("apply", "-n", namespace, "-f", str(EXAMPLES / f"ray-job.{name}.yaml"))
     greeting = yaml.safe_load(_example("ray-job.k8s-job-mode.yaml")["spec"]["runtimeEnvYAML"])["env_vars"]
     for mode, name in RAYJOB_MODES.items():
-        done = until(
+        done = eventually(
             lambda name=name: (s := _state(local_process, "rayjob", name, namespace)).get("jobDeploymentStatus")
-            in ("Complete", "Failed") and s, READY_TIMEOUT, f"RayJob {name} ({mode}) finished",
+            in ("Complete", "Failed") and s, READY_TIMEOUT, f"RayJob {name} ({mode}) finished", every=KUBECTL_POLL,
         )  # fmt: skip
         assert (done["jobDeploymentStatus"], done.get("jobStatus"), done.get("succeeded")) == (
             "Complete", "SUCCEEDED", 1,
@@ -178,9 +179,9 @@ def test_a_failing_entrypoint_ends_failed_with_rays_message(
         },
     }
     local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
-    failed = until(
+    failed = eventually(
         lambda: (s := _state(local_process, "rayjob", "fails", namespace)).get("jobDeploymentStatus") == "Failed"
-        and s, READY_TIMEOUT, "RayJob fails Failed",
+        and s, READY_TIMEOUT, "RayJob fails Failed", every=KUBECTL_POLL,
     )  # fmt: skip
     assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
     assert failed["message"].startswith("Job entrypoint command failed with exit code 3")

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from helm import CHARTS, Helm
-from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
+from support.eventually import eventually
+from support.helm import CHARTS, Helm
+from support.local_instance import EXAMPLES, KUBECTL_POLL, REPO, LocalInstance, kuberay
 
 pytestmark = [
     pytest.mark.slow,
@@ -94,7 +95,9 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
             "install", RELEASE, chart, "--namespace", OPERATOR_NS, "--create-namespace",
             "--values", _values(tmp_path / "off.yaml", GATE_OFF), kubeconfig=kubeconfig,
         )  # fmt: skip
-        first = until(lambda: _running_operator(local), READY_TIMEOUT, "the operator pod Ready")
+        first = eventually(
+            lambda: _running_operator(local), READY_TIMEOUT, "the operator pod Ready", every=KUBECTL_POLL
+        )
         (container,) = first["spec"]["containers"]
         assert container["command"] == ["kuberay-operator"]
         assert "--feature-gates=RayClusterStatusConditions=false" in container["args"]
@@ -105,8 +108,11 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
 
         local.namespace(RAY_NS)
         local.kubectl("apply", "-n", RAY_NS, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
-        until(
-            lambda: _cluster_status(local).get("state") == "ready", READY_TIMEOUT, "RayCluster minimal ready"
+        eventually(
+            lambda: _cluster_status(local).get("state") == "ready",
+            READY_TIMEOUT,
+            "RayCluster minimal ready",
+            every=KUBECTL_POLL,
         )
         assert not _cluster_status(local).get("conditions"), "conditions written with the gate off"
 
@@ -119,17 +125,21 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
             pod = _running_operator(local)
             return pod if pod and pod["metadata"]["uid"] != first["metadata"]["uid"] else None
 
-        second = until(replaced, READY_TIMEOUT, "a new operator pod Ready")
+        second = eventually(replaced, READY_TIMEOUT, "a new operator pod Ready", every=KUBECTL_POLL)
         assert "--feature-gates=RayClusterStatusConditions=true" in second["spec"]["containers"][0]["args"]
 
         def provisioned() -> bool:
             conditions = {c["type"]: c["status"] for c in _cluster_status(local).get("conditions") or []}
             return conditions.get("RayClusterProvisioned") == "True"
 
-        until(provisioned, READY_TIMEOUT, "RayClusterProvisioned from the upgraded operator")
+        eventually(
+            provisioned, READY_TIMEOUT, "RayClusterProvisioned from the upgraded operator", every=KUBECTL_POLL
+        )
 
         helm.run("uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", kubeconfig=kubeconfig)
-        until(lambda: not _operator_pods(local), READY_TIMEOUT, "the operator pod gone")
+        eventually(
+            lambda: not _operator_pods(local), READY_TIMEOUT, "the operator pod gone", every=KUBECTL_POLL
+        )
         assert not local.kubectl("get", "deployments,services,serviceaccounts", "-n", OPERATOR_NS,
                                  "-l", "app.kubernetes.io/instance=kuberay-operator", "-o", "name").strip()  # fmt: skip
         assert local.kubectl("get", "clusterrole", "kuberay-operator", check=False).strip() == ""
@@ -147,6 +157,6 @@ def test_helm_install_upgrade_uninstall(helm: Helm, tmp_path: Path) -> None:
             )
             return (json.loads(lease)["spec"].get("holderIdentity") or None) if lease else None
 
-        holder = until(leader, READY_TIMEOUT, "the deploy/ operator's leader Lease")
+        holder = eventually(leader, READY_TIMEOUT, "the deploy/ operator's leader Lease", every=KUBECTL_POLL)
         assert holder.startswith("kuberay-operator-")
         local.kubectl("delete", "raycluster", "minimal", "-n", RAY_NS, "--wait=false")

@@ -25,9 +25,10 @@ from typing import Any
 import pytest
 import yaml
 
-from browser import CHROMIUM, chromium_page
-from history_processes import REPO, HistoryServer, S3Proxy, running_s3proxy
-from local_instance import EXAMPLES, LocalInstance, until
+from support.browser import CHROMIUM, chromium_page
+from support.eventually import eventually
+from support.history_processes import REPO, HistoryServer, S3Proxy, running_s3proxy
+from support.local_instance import EXAMPLES, KUBECTL_POLL, LocalInstance
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -109,12 +110,15 @@ async def test_a_failed_rayjob_is_answered_after_its_cluster_is_gone(
         status = local_process.get("rayjob", name, namespace).get("status") or {}
         return status if status.get("jobStatus") == "FAILED" else None
 
-    status = until(finished, JOB_TIMEOUT, "the RayJob failed")
+    status = eventually(finished, JOB_TIMEOUT, "the RayJob failed", every=KUBECTL_POLL)
     cluster = status["rayClusterName"]
     # The TTL deletes the cluster; its Ray pods (and the collectors, flushing on SIGTERM) go with it.
     ray_pods = ("get", "rayclusters,pods", "-n", namespace, "-l", "ray.io/node-type", "-o", "name")
-    until(
-        lambda: not local_process.kubectl(*ray_pods).strip(), JOB_TIMEOUT, "the cluster and its pods deleted"
+    eventually(
+        lambda: not local_process.kubectl(*ray_pods).strip(),
+        JOB_TIMEOUT,
+        "the cluster and its pods deleted",
+        every=KUBECTL_POLL,
     )
 
     results = {}

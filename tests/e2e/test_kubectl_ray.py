@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from integration.kubectl import tables
-from local_instance import EXAMPLES, LocalInstance, until
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, LocalInstance
 
 pytestmark = pytest.mark.slow
 
@@ -81,12 +82,17 @@ def test_job_submit_log_and_session_on_real_ray(local_process: LocalInstance, tm
     session = subprocess.Popen(["kubectl", "ray", "session", cluster, "-n", namespace], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
-        until(dashboard_answers, 120, "the dashboard on localhost:8265")
+        eventually(dashboard_answers, 120, "the dashboard on localhost:8265", every=KUBECTL_POLL)
         head = local_process.kubectl("get", "pods", "-n", namespace, "-l", f"ray.io/cluster={cluster},ray.io/node-type=head",
                                      "-o", "jsonpath={.items[0].metadata.name}")  # fmt: skip
         local_process.kubectl("delete", "pod", head, "-n", namespace, "--wait=false")
-        until(lambda: not dashboard_answers(), 120, "the old head's dashboard gone")
-        until(dashboard_answers, 420, "the new head's dashboard through the reconnected session")
+        eventually(lambda: not dashboard_answers(), 120, "the old head's dashboard gone", every=KUBECTL_POLL)
+        eventually(
+            dashboard_answers,
+            420,
+            "the new head's dashboard through the reconnected session",
+            every=KUBECTL_POLL,
+        )
     finally:
         session.send_signal(signal.SIGINT)
         try:

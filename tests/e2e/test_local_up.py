@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from local_instance import EXAMPLES, REPO, LocalInstance, kuberay, until
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, REPO, LocalInstance, kuberay
 
 STATE_TIMEOUT = 120.0
 
@@ -44,9 +45,10 @@ def test_the_readme_walk_through(tmp_path: Path) -> None:
         assert status is not None
         ns = first.namespace("walk")
         first.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
-        until(
+        eventually(
             lambda: first.get("raycluster", "minimal", ns).get("status", {}).get("state") == "ready",
             STATE_TIMEOUT,
+            every=KUBECTL_POLL,
         )
         # The operator's endpoints are free ports the status names, and they answer there.
         probe = status["operator_health_probe"]
@@ -93,7 +95,9 @@ def test_a_killed_launcher_takes_its_children_along_and_frees_the_directory(tmp_
         assert status is not None and local.process is not None
         local.process.kill()  # SIGKILL: no clean-up code runs
         local.process.wait()
-        until(lambda: all(_gone(pid) for pid in status["children"].values()), STATE_TIMEOUT)
+        eventually(
+            lambda: all(_gone(pid) for pid in status["children"].values()), STATE_TIMEOUT, every=KUBECTL_POLL
+        )
         assert local.status() is None
         assert again.start().status()["pid"] != status["pid"]  # type: ignore[index]
         assert again.down().returncode == 0
@@ -111,7 +115,11 @@ def test_flags_after_the_separator_reach_the_operator_and_logs_are_json(tmp_path
         local.kubectl("apply", "-n", ns, "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
         metrics = f"http://{status['operator_metrics']}/metrics"
         # --enable-metrics turns on the control-plane metrics, which name the cluster.
-        until(lambda: f'name="minimal",namespace="{ns}"' in httpx.get(metrics, timeout=5).text, STATE_TIMEOUT)
+        eventually(
+            lambda: f'name="minimal",namespace="{ns}"' in httpx.get(metrics, timeout=5).text,
+            STATE_TIMEOUT,
+            every=KUBECTL_POLL,
+        )
         # One format for the launcher and the operator: every line a JSON record.
         for text in (local.log(), Path(status["logs"]["operator"]).read_text()):
             records = [json.loads(line) for line in text.splitlines()]

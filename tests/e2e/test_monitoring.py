@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from local_instance import EXAMPLES, REPO, LocalInstance, until
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, REPO, LocalInstance
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +41,19 @@ def test_prometheus_scrapes_the_operator_and_finds_the_ray_pods(tmp_path: Path, 
         url = status["prometheus"]
         assert url in local.log()
         local.kubectl("apply", "-f", str(EXAMPLES / "ray-cluster.minimal.yaml"))
-        info = until(lambda: _query(url, 'kuberay_cluster_info{name="minimal"}'), 120, "kuberay_cluster_info")
+        info = eventually(
+            lambda: _query(url, 'kuberay_cluster_info{name="minimal"}'),
+            120,
+            "kuberay_cluster_info",
+            every=KUBECTL_POLL,
+        )
         assert info[0]["metric"]["job"] == "kuberay-operator"
         assert info[0]["metric"]["namespace"] == "default"
-        reconciles = until(
+        reconciles = eventually(
             lambda: _query(url, 'controller_runtime_reconcile_total{controller="raycluster"}'),
             120,
             "reconciles",
+            every=KUBECTL_POLL,
         )
         assert {series["metric"]["result"] for series in reconciles} <= {
             "success",
@@ -59,8 +66,11 @@ def test_prometheus_scrapes_the_operator_and_finds_the_ray_pods(tmp_path: Path, 
             targets = httpx.get(f"{url}/api/v1/targets", timeout=10).json()["data"]["activeTargets"]
             return [t for t in targets if t["labels"]["job"] == "ray-pods"]
 
-        found = until(
-            lambda: len(ray_targets()) >= 2 and ray_targets(), 120, "the head and worker as targets"
+        found = eventually(
+            lambda: len(ray_targets()) >= 2 and ray_targets(),
+            120,
+            "the head and worker as targets",
+            every=KUBECTL_POLL,
         )
         assert {t["labels"]["ray_io_cluster"] for t in found} == {"minimal"}
         assert any(t["labels"]["pod"].startswith("minimal-head") for t in found)

@@ -27,8 +27,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from ray.core.generated import gcs_pb2, gcs_service_pb2
 
-from certmanager_process import CertManager
-from local_instance import EXAMPLES, LocalInstance, until
+from support.certmanager_process import CertManager
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, LocalInstance
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -49,9 +50,9 @@ def tls_cluster(
         try:
             namespace = local.namespace("mtls")
             local.kubectl("apply", "-n", namespace, "-f", str(EXAMPLE))
-            yield local, until(
+            yield local, eventually(
                 lambda: (c := local.get("raycluster", "mtls", namespace)).get("status", {}).get("state") == "ready"
-                and c, READY_TIMEOUT, f"RayCluster {namespace}/mtls ready",
+                and c, READY_TIMEOUT, f"RayCluster {namespace}/mtls ready", every=KUBECTL_POLL,
             )  # fmt: skip
             local.kubectl("delete", "raycluster", "mtls", "-n", namespace, "--wait=false")
         finally:

@@ -29,7 +29,8 @@ import pytest
 import ray
 import yaml
 
-from local_instance import EXAMPLES, LocalInstance, until
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, LocalInstance
 
 # Three real Ray clusters at once on a loaded two-core machine: a bound, not a measurement.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -78,9 +79,9 @@ def _status(local: LocalInstance, name: str, namespace: str) -> dict[str, Any]:
 
 def _finished(local: LocalInstance, name: str, namespace: str) -> dict[str, Any]:
     try:
-        return until(
+        return eventually(
             lambda: (s := _status(local, name, namespace)).get("jobDeploymentStatus") in ("Complete", "Failed")
-            and s, TIMEOUT, f"RayJob {namespace}/{name} finished",
+            and s, TIMEOUT, f"RayJob {namespace}/{name} finished", every=KUBECTL_POLL,
         )  # fmt: skip
     except AssertionError as e:
         pods = local.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False)
@@ -103,9 +104,9 @@ def test_a_head_pod_deleted_mid_job_fails_the_rayjob_naming_it_and_cleans_up(
     job["spec"]["entrypoint"] = "python -c \"import time; print('started', flush=True); time.sleep(900)\""
     job["spec"]["ttlSecondsAfterFinished"] = 0
     local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
-    running = until(
+    running = eventually(
         lambda: (s := _status(local_process, "head-lost", namespace)).get("jobStatus") == "RUNNING" and s,
-        TIMEOUT, "the Ray job RUNNING",
+        TIMEOUT, "the Ray job RUNNING", every=KUBECTL_POLL,
     )  # fmt: skip
     cluster = running["rayClusterName"]
     (head,) = _head_pods(local_process, cluster, namespace)
@@ -118,10 +119,10 @@ def test_a_head_pod_deleted_mid_job_fails_the_rayjob_naming_it_and_cleans_up(
     ), failed  # fmt: skip
     assert f"{namespace}/{lost}" in failed["message"]
     # shutdownAfterJobFinishes with no TTL: the cluster and every pod of it go; the RayJob stays.
-    until(lambda: not local_process.kubectl("get", "raycluster", "-n", namespace, "-o", "name"),
-          TIMEOUT, "the RayCluster deleted")  # fmt: skip
-    until(lambda: not local_process.kubectl("get", "pods", "-n", namespace, "-l", f"ray.io/cluster={cluster}",
-                                            "-o", "name"), TIMEOUT, "the cluster's pods gone")  # fmt: skip
+    eventually(lambda: not local_process.kubectl("get", "raycluster", "-n", namespace, "-o", "name"),
+          TIMEOUT, "the RayCluster deleted", every=KUBECTL_POLL)  # fmt: skip
+    eventually(lambda: not local_process.kubectl("get", "pods", "-n", namespace, "-l", f"ray.io/cluster={cluster}",
+                                            "-o", "name"), TIMEOUT, "the cluster's pods gone", every=KUBECTL_POLL)  # fmt: skip
     assert _status(local_process, "head-lost", namespace)["jobDeploymentStatus"] == "Failed"
     local_process.kubectl("delete", "rayjob", "head-lost", "-n", namespace, "--wait=false")
 
@@ -206,7 +207,12 @@ def test_a_late_dashboard_burns_no_submission_in_any_mode(local_process: LocalIn
         return not closed
 
     try:
-        until(open_where_waiting, TIMEOUT, "each mode seen waiting on its refusing dashboard")
+        eventually(
+            open_where_waiting,
+            TIMEOUT,
+            "each mode seen waiting on its refusing dashboard",
+            every=KUBECTL_POLL,
+        )
     except AssertionError as error:
         error.args = (f"{error}; not seen waiting with a ready head: {', '.join(closed)}",)
         raise

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from local_instance import EXAMPLES, KUBERAY, LocalInstance, until
+from support.eventually import eventually
+from support.local_instance import EXAMPLES, KUBECTL_POLL, KUBERAY, LocalInstance
 
 NAME = "every-five-minutes"
 
@@ -37,7 +38,7 @@ def test_the_cronjob_example_makes_rayjobs_with_the_gate_on(tmp_path: Path) -> N
             moment = datetime.fromisoformat(last) if last else None
             return moment if moment is not None and moment >= created + timedelta(seconds=10) else None
 
-        last = until(scheduled_twice, 90, "two ticks of the RayCronJob")
+        last = eventually(scheduled_twice, 90, "two ticks of the RayCronJob", every=KUBECTL_POLL)
         out = local.kubectl("get", "rayjobs", "-n", ns, "-l", f"ray.io/cronjob-name={NAME}", "-o", "json")
         jobs: list[dict[str, Any]] = json.loads(out)["items"]
         # Ticks come 5 s apart (from the creation time, or from a */5 tick that came before the patch); ticks

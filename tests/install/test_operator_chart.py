@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from helm import CHARTS, Helm
 from install.rendered import find, kinds, load_all, validate_all
 from kuberay.api.config import Configuration
 from kuberay.api.features import Feature
 from kuberay.operator import settings
+from support.helm import CHARTS, Helm
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = "kuberay-operator"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from helm import Helm
 from install.rendered import find, kinds, validate_all
 from kuberay.apiserver import main as apiserver
+from support.helm import Helm
 
 
 def test_apiserver_defaults(helm: Helm) -> None:

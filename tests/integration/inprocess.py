@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -75,15 +75,3 @@ async def running_operator(
         stop.set()
         await asyncio.wait_for(task, 60)
         await client.close()
-
-
-async def wait_for(probe: Callable[[], Awaitable[Any]], timeout: float = 60.0, what: str = "") -> Any:
-    """Polls `probe` until it returns something truthy (a bound on waiting, not a measurement)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{what or 'condition'} not reached within {timeout}s; last: {value!r}")
-        await asyncio.sleep(0.2)

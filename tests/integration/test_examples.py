@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from local_instance import EXAMPLES, kuberay
+from support.local_instance import EXAMPLES, kuberay
 
 FILES = sorted(EXAMPLES.glob("*.yaml"))
 

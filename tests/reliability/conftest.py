@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 _counter = itertools.count()
 

@@ -13,7 +13,7 @@ import collections
 import re
 from typing import Any
 
-from runreport import report
+from support.runreport import report
 
 _FIELD = re.compile(r"(?:spec|metadata|status|apiVersion|kind)(?:[.\[][^\s:,\"\]]*\]?)*")
 _POSITION = re.compile(r"line \d+ column \d+")

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
+
+from support.eventually import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = sorted((REPO / "deploy" / "crds").glob("*.yaml"))
@@ -73,7 +74,7 @@ def start_scale_up(client: httpx.Client, namespace: str, name: str, count: int) 
     created.raise_for_status()
     settle(client, namespace, {name: 0})
     scale(client, namespace, name, count, count)
-    wait_for(lambda: 5 < len(workers(client, namespace, name)) < count - 10, 60, f"the scale-up of {name}")
+    eventually(lambda: 5 < len(workers(client, namespace, name)) < count - 10, 60, f"the scale-up of {name}")
     version: str = created.json()["metadata"]["resourceVersion"]
     return version
 
@@ -139,14 +140,6 @@ def settle(client: httpx.Client, namespace: str, want: dict[str, int], timeout: 
     for _ in range(3):
         time.sleep(1)
         assert not violations(client, namespace, want)
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Polls `condition()` every 0.1 s until it is true; fails naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def deleted_workers(client: httpx.Client, namespace: str) -> list[str]:

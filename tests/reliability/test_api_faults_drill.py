@@ -17,9 +17,9 @@ import httpx
 import pytest
 import yaml
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
 from reliability import invariants
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timers
 

@@ -29,9 +29,10 @@ import httpx
 import pytest
 
 from kuberay.local.ports import free_port
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
 from reliability import invariants
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timers
 
@@ -165,14 +166,10 @@ def test_bad_dashboards_stall_only_their_own_rayjobs_and_say_why(
             def status(name: str) -> dict[str, Any]:
                 return client.get(f"{rayjobs}/{name}").json().get("status") or {}
 
-            invariants.wait_for(
-                lambda: status("healthy").get("jobStatus") == "SUCCEEDED", 120, "the healthy job"
-            )
+            eventually(lambda: status("healthy").get("jobStatus") == "SUCCEEDED", 120, "the healthy job")
             assert healthy.submissions == 1
             for name, why in WHY.items():
-                invariants.wait_for(
-                    partial(lambda n, w: w in _why(client, n), name, why), 60, f"why {name} is stuck"
-                )
+                eventually(partial(lambda n, w: w in _why(client, n), name, why), 60, f"why {name} is stuck")
                 stuck = status(name)
                 # No job status was read, so none is shown (not the proxy's Status decoded as one).
                 assert (stuck.get("jobDeploymentStatus"), stuck.get("jobStatus") or "") == ("Running", ""), (

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 VALUE = "x" * 200_000
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

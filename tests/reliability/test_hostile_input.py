@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from kuberay.cli import app
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
 from reliability import crd_strategies as cs
 from reliability.hostile import Catalogue, names_the_field
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 PLURALS = {"RayCluster": "rayclusters", "RayJob": "rayjobs", "RayService": "rayservices", "RayCronJob": "raycronjobs"}  # fmt: skip
 # x 9 kinds of case: 180 objects, 10-20 s of admission on an idle machine; more for a longer hunt.

@@ -24,9 +24,10 @@ from typing import Any
 import httpx
 import pytest
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
 from reliability import invariants
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timers
 
@@ -77,7 +78,7 @@ def pair(localkube_factory: Callable[..., LocalKubeProcess], tmp_path: Path) -> 
         client.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}}).raise_for_status()
         try:
             leader.start()
-            invariants.wait_for(lambda: bool(_lease(client).get("holderIdentity")), 60, "a leader")
+            eventually(lambda: bool(_lease(client).get("holderIdentity")), 60, "a leader")
             identity = _lease(client)["holderIdentity"]
             follower.start()
             invariants.start_scale_up(client, NAMESPACE, "big", WORKERS)
@@ -93,7 +94,7 @@ def _takeover(pair: Pair) -> dict[str, Any]:
     """Waits for the follower to hold the lease; checks it waited out the old leader's last renewal."""
     last = _lease(pair.client)
     assert last["holderIdentity"] == pair.leader_identity
-    invariants.wait_for(
+    eventually(
         lambda: _lease(pair.client)["holderIdentity"] != pair.leader_identity,
         LEASE + RENEW + 30,
         "a takeover",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
 from reliability import invariants
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timers
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from conformance.support import run_kubectl
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 if shutil.which("kubectl") is None:
     pytest.skip("kubectl is not on the PATH", allow_module_level=True)

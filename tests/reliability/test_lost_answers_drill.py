@@ -1,6 +1,6 @@
 """Drill: the operator's writes are lost, or carried out with their answers lost, and its connections drop.
 
-Between the operator and localkube sits a cable (tests/cable.py) that, in the middle of a scale-up, swallows
+Between the operator and localkube sits a cable (tests/support/cable.py) that, in the middle of a scale-up, swallows
 every answer for a second (the creates sent meanwhile make their pods, the operator hears nothing), then cuts
 every connection, watches too, for a few seconds, as a server dying between a write and its answer would;
 again until a cut has caught a create. Then the same with the requests dropped instead: creates sent that
@@ -20,10 +20,11 @@ import httpx
 import pytest
 import yaml
 
-from cable import ThreadedCable
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
 from reliability import invariants
+from support.cable import ThreadedCable
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 pytestmark = pytest.mark.timers
 
@@ -40,7 +41,7 @@ UNANSWERED_CREATE = re.compile(r"POST /api/v1/namespaces/[a-z-]+/pods: [^\"]*sen
 def creating(client: httpx.Client) -> None:
     """Returns once the operator is seen making workers (after a cut it may first wait for its cache)."""
     start = len(invariants.workers(client, NAMESPACE, "big"))
-    invariants.wait_for(lambda: len(invariants.workers(client, NAMESPACE, "big")) > start, 60, "a new worker")
+    eventually(lambda: len(invariants.workers(client, NAMESPACE, "big")) > start, 60, "a new worker")
 
 
 def cut(cable: ThreadedCable) -> None:

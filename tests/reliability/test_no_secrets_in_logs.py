@@ -13,7 +13,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 if shutil.which("kubectl") is None:
     pytest.skip("kubectl is not on the PATH", allow_module_level=True)
@@ -40,16 +40,6 @@ def _kubectl(server: LocalKubeProcess, *args: str, input: str | None = None, che
     if check and done.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed:\n{done.stderr}")
     return done.stdout
-
-
-def _wait(what: str, ready: Callable[[], Any], timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = ready()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _with_token_auth(path: Path) -> dict[str, Any]:
@@ -104,16 +94,18 @@ def test_no_log_line_holds_a_token_or_a_secret_value(
                     return next((s for s in items if s["metadata"]["name"].startswith(prefix)
                                  and "auth_token" in (s.get("data") or {})), None)  # fmt: skip
 
-                secret = _wait(f"the token Secret of {cluster}", token_secret)
+                secret = eventually(token_secret, 120, f"the token Secret of {cluster}", every=0.5)
                 ray_tokens.append(base64.b64decode(secret["data"]["auth_token"]).decode())
             # The operator has made the job's cluster and has its token: it now calls the dashboard with it.
-            _wait(
-                "the RayJob's cluster to be ready",
+            eventually(
                 lambda: any(
                     (c.get("status") or {}).get("state") == "ready"
                     for c in api.get(f"/apis/ray.io/v1/namespaces/{NAMESPACE}/rayclusters").json()["items"]
                     if c["metadata"]["name"].startswith("http-mode")
                 ),
+                120,
+                "the RayJob's cluster to be ready",
+                every=0.5,
             )
         _kubectl(server, "get", "secrets", "-n", NAMESPACE, "-o", "json")
     finally:

@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
-from runreport import report
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
+from support.runreport import report
 
 REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "deploy" / "rbac"
@@ -198,13 +199,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubeProces
         process.stop()
 
 
-def _until(condition: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.5)
-
-
 def test_the_operator_uses_every_rule_it_is_granted(server: LocalKubeProcess, tmp_path: Path) -> None:
     role, election = load("role.yaml"), load("leader_election_role.yaml")
     home, work = "rbac-operator", "rbac-work"
@@ -230,10 +224,15 @@ def test_the_operator_uses_every_rule_it_is_granted(server: LocalKubeProcess, tm
                 # The RayJob's and the RayService's clusters besides ours; the autoscaler's RBAC, the Ingress.
                 return bool(jobs) and len(clusters) >= 3 and bool(ingresses) and bool(roles)
 
-            _until(settled, 120, "the scenario's objects")
+            eventually(settled, 120, "the scenario's objects", every=0.5)
             for obj in objects:
                 api.delete(f"{base}/{plurals[obj['kind']]}/{obj['metadata']['name']}").raise_for_status()
-            _until(lambda: not api.get(f"{base}/rayclusters").json()["items"], 120, "the clusters deleted")
+            eventually(
+                lambda: not api.get(f"{base}/rayclusters").json()["items"],
+                120,
+                "the clusters deleted",
+                every=0.5,
+            )
     finally:
         operator.stop()
     account = f"system:serviceaccount:{home}:kuberay-operator"
@@ -279,7 +278,12 @@ def test_removing_a_used_rule_breaks_the_operator(server: LocalKubeProcess, tmp_
             # localkube's words for a 403, as the API server's: the operator logs the refusal.
             refusal = f'cannot {verb} resource "{resource}" in API group "{group}"'
             # (The log is JSON: its quotes are escaped.)
-            _until(lambda: refusal in operator.log.read_text().replace('\\"', '"'), 90, f"403 without {pair}")  # noqa: B023
+            eventually(
+                lambda: refusal in operator.log.read_text().replace('\\"', '"'),  # noqa: B023
+                90,
+                f"403 without {pair}",
+                every=0.5,
+            )
     finally:
         for _, operator in operators:
             operator.stop()

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conformance.support import run_kubectl
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024

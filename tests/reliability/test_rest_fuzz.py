@@ -18,8 +18,8 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from localkube_process import LocalKubeProcess
 from reliability.hostile import Catalogue, named_fields
+from support.localkube_process import LocalKubeProcess
 
 DOCUMENTS = {  # group-version: examples per document
     "apis/ray.io/v1": 60,

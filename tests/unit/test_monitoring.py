@@ -11,8 +11,8 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-import promql
 from kuberay.apiserver.dispatch import ServerMetrics
+from support import promql
 
 
 def test_every_expression_parses() -> None:

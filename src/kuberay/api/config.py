@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kuberay.api.errors import InputError
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.meta import Container, EnvVar, GoFloat
 
@@ -27,7 +28,7 @@ BATCH_SCHEDULERS: Final = ("volcano", "yunikorn", "scheduler-plugins", "kai-sche
 LOG_ENCODERS: Final = ("json", "console")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """The operator configuration is invalid; the message names the field."""
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from kuberay.api.errors import InputError
+
 
 class Feature(StrEnum):
     RAY_CLUSTER_STATUS_CONDITIONS = "RayClusterStatusConditions"
@@ -52,7 +54,7 @@ FLAG_SOURCE = "--feature-gates"
 DEFAULT_SOURCE = "default"
 
 
-class FeatureGateError(ValueError):
+class FeatureGateError(InputError):
     """A `--feature-gates` value or a `KUBERAY_FEATURE_*` variable names an unknown gate or is not boolean."""
 
 

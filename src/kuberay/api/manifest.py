@@ -27,6 +27,7 @@ import yaml
 
 from kuberay.api import constants as c
 from kuberay.api import schemacheck, validation
+from kuberay.api.errors import InputError
 from kuberay.api.features import FeatureGates
 from kuberay.api.meta import KubeObject
 from kuberay.api.raycluster import RayCluster
@@ -38,7 +39,7 @@ from kubesemantics import jsonvalue
 from kubesemantics.names import MAX_GENERATE_NAME_PREFIX, SUFFIX_ALPHABET, SUFFIX_LENGTH
 
 
-class ManifestError(ValueError):
+class ManifestError(InputError):
     """The text is not a YAML stream of objects; the message says where."""
 
 

@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from kuberay.api import constants
 from kuberay.api.config import Configuration
+from kuberay.api.errors import InputError
 from kuberay.api.features import FeatureGates
 from kubesemantics import goparse
 
@@ -51,7 +52,7 @@ RAYSERVICE_UPGRADE_TIMEOUT_SECONDS: Final = "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS"
 _ATOI = re.compile(r"[+-]?[0-9]+")
 
 
-class EnvVarError(ValueError):
+class EnvVarError(InputError):
     """An environment variable has a value the operator cannot use; the message names it."""
 
 

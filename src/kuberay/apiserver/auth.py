@@ -79,7 +79,7 @@ class TokenReviewAuth(Auth):
         try:
             answer = await self.backend.kube.create(TOKEN_REVIEW, review)
         except kube_errors.KubeError as e:
-            raise errors.ApiError(grpc.StatusCode.UNAVAILABLE, "TokenReview failed", [str(e)]) from e
+            raise errors.UserError(grpc.StatusCode.UNAVAILABLE, "TokenReview failed", [str(e)]) from e
         status = answer.get("status") or {}
         if not status.get("authenticated"):
             reason = status.get("error") or "the token is not valid"

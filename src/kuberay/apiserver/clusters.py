@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from kuberay.apiserver import errors, volumes
+from kuberay.rayresources import RAYCLUSTER
 
 Object = dict[str, Any]
 
-API_VERSION = "ray.io/v1"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "kuberay-apiserver"
 APP_NAME_LABEL = "app.kubernetes.io/name"
@@ -129,8 +129,8 @@ def to_raycluster(cluster: Object, templates: dict[str, Object], created_at: str
     serve = annotations.get(ENABLE_SERVE_SERVICE_ANNOTATION) == "true"
     annotations[CREATION_TIMESTAMP_ANNOTATION] = created_at
     return {
-        "apiVersion": API_VERSION,
-        "kind": "RayCluster",
+        "apiVersion": RAYCLUSTER.api_version,
+        "kind": RAYCLUSTER.kind,
         "metadata": {
             "name": cluster["name"],
             "namespace": cluster["namespace"],

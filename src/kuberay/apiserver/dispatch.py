@@ -53,7 +53,7 @@ class Dispatcher:
         return method.full_name in self._handlers
 
     async def call(self, method: Method, request: Message, backend: Backend) -> Message:
-        """The method's reply; `errors.ApiError` on failure (any other exception becomes Internal)."""
+        """The method's reply; `errors.UserError` on failure (any other exception becomes Internal)."""
         labels = ("unary", method.service, method.name)
         started = time.monotonic()
         if self._metrics:
@@ -67,7 +67,7 @@ class Dispatcher:
                     self._handlers[method.full_name](backend, as_dict), self._timeout
                 )
             except TimeoutError:
-                raise errors.ApiError(
+                raise errors.UserError(
                     grpc.StatusCode.DEADLINE_EXCEEDED, "context deadline exceeded"
                 ) from None
             response = method.response()
@@ -75,14 +75,14 @@ class Dispatcher:
             if self._metrics:
                 self._metrics.sent.labels(*labels).inc()
             return response
-        except errors.ApiError as e:
+        except errors.UserError as e:
             code = e.code
             log.warning("%s: %s", method.full_name, e.message)
             raise
         except Exception as e:
             code = grpc.StatusCode.INTERNAL
             log.exception("%s failed", method.full_name)
-            raise errors.ApiError(grpc.StatusCode.INTERNAL, "Internal Server Error", [str(e)]) from e
+            raise errors.UserError(grpc.StatusCode.INTERNAL, "Internal Server Error", [str(e)]) from e
         finally:
             if self._metrics:
                 self._metrics.handled.labels(*labels, GO_CODE_NAMES[code]).inc()

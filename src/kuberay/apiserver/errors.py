@@ -33,14 +33,15 @@ HTTP_STATUS = {
 
 
 @dataclass
-class ApiError(Exception):
-    """An error with the message a user sees and the chain of contexts it passed through."""
+class UserError(Exception):
+    """Upstream's `util.UserError`: an error with the message a user sees and the chain of contexts it
+    passed through."""
 
     code: grpc.StatusCode
     external: str
     chain: list[str] = field(default_factory=list)
 
-    def wrap(self, context: str) -> ApiError:
+    def wrap(self, context: str) -> UserError:
         self.chain.insert(0, context)
         return self
 
@@ -59,16 +60,16 @@ class ApiError(Exception):
         return HTTP_STATUS.get(self.code, 500)
 
 
-def invalid_input(message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, message, [f"Invalid input error: {message}"])
+def invalid_input(message: str) -> UserError:
+    return UserError(grpc.StatusCode.INVALID_ARGUMENT, message, [f"Invalid input error: {message}"])
 
 
-def already_exists(message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.ALREADY_EXISTS, message, [f"Already exist error: {message}"])
+def already_exists(message: str) -> UserError:
+    return UserError(grpc.StatusCode.ALREADY_EXISTS, message, [f"Already exist error: {message}"])
 
 
-def not_found(message: str, cause: Exception) -> ApiError:
-    return ApiError(grpc.StatusCode.NOT_FOUND, message, [f"NotFoundError: {message}", str(cause)])
+def not_found(message: str, cause: Exception) -> UserError:
+    return UserError(grpc.StatusCode.NOT_FOUND, message, [f"NotFoundError: {message}", str(cause)])
 
 
 # A Kubernetes refusal keeps its meaning (a caller acting with their own token sees why), where upstream,
@@ -76,16 +77,16 @@ def not_found(message: str, cause: Exception) -> ApiError:
 _REFUSALS = {401: grpc.StatusCode.UNAUTHENTICATED, 403: grpc.StatusCode.PERMISSION_DENIED}
 
 
-def internal(message: str, cause: Exception) -> ApiError:
+def internal(message: str, cause: Exception) -> UserError:
     """The user sees only "Internal Server Error" first; what failed follows in the chain."""
     code = _REFUSALS.get(getattr(cause, "status", 0), grpc.StatusCode.INTERNAL)
-    return ApiError(code, "Internal Server Error", [f"InternalServerError: {message}", str(cause)])
+    return UserError(code, "Internal Server Error", [f"InternalServerError: {message}", str(cause)])
 
 
-def unknown(message: str) -> ApiError:
+def unknown(message: str) -> UserError:
     """A plain error upstream returns without a code (gRPC's Unknown)."""
-    return ApiError(grpc.StatusCode.UNKNOWN, message)
+    return UserError(grpc.StatusCode.UNKNOWN, message)
 
 
-def unauthenticated(message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.UNAUTHENTICATED, message)
+def unauthenticated(message: str) -> UserError:
+    return UserError(grpc.StatusCode.UNAUTHENTICATED, message)

@@ -39,7 +39,7 @@ class Health:
         self.stopping = False
 
 
-def error_response(error: errors.ApiError) -> JSONResponse:
+def error_response(error: errors.UserError) -> JSONResponse:
     return JSONResponse(error.http_body(), status_code=error.http_status)
 
 
@@ -81,7 +81,7 @@ def _endpoint(method: Method, dispatcher: Dispatcher, auth: Auth) -> Endpoint:
             backend = await auth.backend_for(request.headers.get("authorization"))
             message = await _request_message(method, request)
             reply = await dispatcher.call(method, message, backend)
-        except errors.ApiError as e:
+        except errors.UserError as e:
             return error_response(e)
         return JSONResponse(to_json(reply))
 
@@ -140,10 +140,10 @@ def build_app(dispatcher: Dispatcher, auth: Auth, registry: CollectorRegistry | 
     async def not_routed(request: Request, exc: HTTPException) -> Response:
         # grpc-gateway's answers for a path or a verb it has no route for.
         if exc.status_code == 405:
-            error = errors.ApiError(grpc.StatusCode.UNIMPLEMENTED, "Method Not Allowed")
+            error = errors.UserError(grpc.StatusCode.UNIMPLEMENTED, "Method Not Allowed")
             return JSONResponse(error.http_body(), status_code=405)
         if exc.status_code == 404:
-            return error_response(errors.ApiError(grpc.StatusCode.NOT_FOUND, "Not Found"))
+            return error_response(errors.UserError(grpc.StatusCode.NOT_FOUND, "Not Found"))
         return JSONResponse({"message": str(exc.detail)}, status_code=exc.status_code)
 
     if cors_allow_origin:

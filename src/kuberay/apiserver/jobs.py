@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from kuberay.apiserver import clusters, errors
+from kuberay.rayresources import RAYJOB
 
 Object = dict[str, Any]
 
@@ -72,7 +73,7 @@ def to_rayjob(job: Object, templates: dict[str, Object]) -> Object:
     metadata: Object = {"name": job["name"], "namespace": job["namespace"], "labels": labels}
     if job.get("metadata"):
         metadata["annotations"] = dict(job["metadata"])
-    return {"apiVersion": clusters.API_VERSION, "kind": "RayJob", "metadata": metadata, "spec": spec}
+    return {"apiVersion": RAYJOB.api_version, "kind": RAYJOB.kind, "metadata": metadata, "spec": spec}
 
 
 def from_rayjob(obj: Object) -> Object:

@@ -172,7 +172,7 @@ class Proxy:
     async def _admitted(self, request: Request) -> Response | None:
         try:
             await self._auth.backend_for(request.headers.get("authorization"))
-        except errors.ApiError as e:
+        except errors.UserError as e:
             return JSONResponse(e.http_body(), status_code=e.http_status)
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kuberay.apiserver import clusters, errors
+from kuberay.rayresources import RAYSERVICE
 
 Object = dict[str, Any]
 
@@ -56,7 +57,7 @@ def to_rayservice(service: Object, templates: dict[str, Object]) -> Object:
         "labels": labels,
         "annotations": {},
     }
-    return {"apiVersion": clusters.API_VERSION, "kind": "RayService", "metadata": metadata, "spec": spec}
+    return {"apiVersion": RAYSERVICE.api_version, "kind": RAYSERVICE.kind, "metadata": metadata, "spec": spec}
 
 
 def from_rayservice(obj: Object, events: list[Object]) -> Object:

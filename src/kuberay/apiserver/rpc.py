@@ -22,7 +22,7 @@ def _handler(method: Method, dispatcher: Dispatcher, auth: Auth) -> grpc.RpcMeth
         try:
             backend = await auth.backend_for(metadata.get("authorization"))
             return await dispatcher.call(method, request, backend)
-        except errors.ApiError as e:
+        except errors.UserError as e:
             await context.abort(e.code, e.message)
 
     return grpc.unary_unary_rpc_method_handler(

@@ -1,5 +1,5 @@
 """The v1 services: each RPC as a coroutine from a request dict to a response dict (proto field names),
-talking to Kubernetes through the runtime client, failing with `errors.ApiError` as upstream does.
+talking to Kubernetes through the runtime client, failing with `errors.UserError` as upstream does.
 
 Lists pass `limit` and the page token straight to the Kubernetes list (its `continue`), so a page token is
 good for as long as Kubernetes keeps it (410 after compaction).
@@ -15,24 +15,22 @@ import grpc
 
 from kuberay.apiserver import clusters, errors, jobs, rayservices, submissions, templates, volumes
 from kuberay.apiserver.backend import Backend, Handler
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors as kube_errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP, Resource
+from kubesemantics import times
 
 Object = dict[str, Any]
 KubeHandler = Callable[[Client, Object], Awaitable[Object]]
 
-RAYCLUSTER = Resource(clusters.API_VERSION, "RayCluster", "rayclusters")
-RAYJOB = Resource(clusters.API_VERSION, "RayJob", "rayjobs")
-RAYSERVICE = Resource(clusters.API_VERSION, "RayService", "rayservices")
 EVENT = Resource("events.k8s.io/v1", "Event", "events")
 MANAGED_SELECTOR = f"{clusters.MANAGED_BY_LABEL}={clusters.MANAGED_BY}"
 NAMESPACE_EMPTY = "Namespace is empty. Please specify a valid value."
 
 
 def _now() -> str:
-    # Go's time.Time.String() of upstream, in UTC: "2006-01-02 15:04:05.999999999 +0000 UTC".
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f +0000 UTC")
+    return times.go_string(datetime.datetime.now(datetime.UTC))
 
 
 def _require(value: str, message: str) -> None:
@@ -47,11 +45,11 @@ _KUBE_CODES = {
 }
 
 
-def _wrap_kube(error: kube_errors.KubeError, context: str) -> errors.ApiError:
+def _wrap_kube(error: kube_errors.KubeError, context: str) -> errors.UserError:
     """A Kubernetes failure the way upstream's `util.Wrap` of a client-go error comes out (`<context>:
     <error>`, gRPC Unknown), unless the API server's answer maps to a code of its own: RBAC's refusal is
     PermissionDenied here, so a caller sees why."""
-    return errors.ApiError(_KUBE_CODES.get(error.status, grpc.StatusCode.UNKNOWN), context, [str(error)])
+    return errors.UserError(_KUBE_CODES.get(error.status, grpc.StatusCode.UNKNOWN), context, [str(error)])
 
 
 # --- compute templates ---------------------------------------------------------------------------------
@@ -69,7 +67,7 @@ async def _get_template(client: Client, name: str, namespace: str) -> Object:
 async def create_compute_template(client: Client, request: Object) -> Object:
     try:
         templates.validate_create(request)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Validate compute template runtime request failed.") from None
     template = request["compute_template"]
     try:
@@ -96,7 +94,7 @@ async def get_compute_template(client: Client, request: Object) -> Object:
     _require(request.get("namespace", ""), NAMESPACE_EMPTY)
     try:
         return templates.from_config_map(await _get_template(client, request["name"], request["namespace"]))
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Get compute template failed.") from None
 
 
@@ -131,7 +129,7 @@ async def delete_compute_template(client: Client, request: Object) -> Object:
     name, namespace = request["name"], request["namespace"]
     try:
         await _get_template(client, name, namespace)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Get compute template failure") from None
     try:
         await client.delete(CONFIG_MAP, name, namespace)
@@ -145,7 +143,7 @@ async def _templates_for(client: Client, spec: Object, namespace: str, owner: st
     for name in clusters.template_names(spec):
         try:
             found[name] = templates.from_config_map(await _get_template(client, name, namespace))
-        except errors.ApiError as e:
+        except errors.UserError as e:
             cause = RuntimeError(
                 f"Cannot get compute template for name '{name}' in namespace '{namespace}', error: {e}"
             )
@@ -202,7 +200,7 @@ async def _delete_managed(
     name, namespace = request["name"], request["namespace"]
     try:
         await _get_managed(client, resource, name, namespace, label)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap(get_failure) from None
     try:
         await client.delete(resource, name, namespace)
@@ -227,8 +225,8 @@ def _built(build: Callable[[], Object], what: str) -> Object:
     """A builder's object; a volume it refuses is upstream's InvalidArgument "Failed to create a Ray <what>"."""
     try:
         return build()
-    except volumes.VolumeError as e:
-        raise errors.ApiError(
+    except volumes.VolumeSpecError as e:
+        raise errors.UserError(
             grpc.StatusCode.INVALID_ARGUMENT, f"Failed to create a Ray {what}", [str(e)]
         ) from e
 
@@ -244,14 +242,14 @@ async def _cluster_out(client: Client, obj: Object) -> Object:
 async def create_cluster(client: Client, request: Object) -> Object:
     try:
         clusters.validate_create(request)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Validate create cluster request failed.") from None
     cluster = request["cluster"]
     try:
         found = await _templates_for(client, cluster["cluster_spec"], cluster["namespace"], cluster["name"])
         created = await _create(client, RAYCLUSTER, _built(lambda: clusters.to_raycluster(cluster, found, _now()), "cluster"),
                                 "Failed to create a cluster for ({}/{})")  # fmt: skip
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Create Cluster failed.") from None
     return await _cluster_out(client, created)
 
@@ -261,7 +259,7 @@ async def get_cluster(client: Client, request: Object) -> Object:
     _require(request.get("namespace", ""), NAMESPACE_EMPTY)
     try:
         obj = await _get_managed(client, RAYCLUSTER, request["name"], request["namespace"], "Cluster")
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Get cluster failed.") from None
     return await _cluster_out(client, obj)
 
@@ -293,7 +291,7 @@ async def delete_cluster(client: Client, request: Object) -> Object:
 async def create_ray_job(client: Client, request: Object) -> Object:
     try:
         jobs.validate_create(request)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Validate job request failed.") from None
     job = request["job"]
     try:
@@ -305,7 +303,7 @@ async def create_ray_job(client: Client, request: Object) -> Object:
             _built(lambda: jobs.to_rayjob(job, found), "Job"),
             "Failed to create a job for ({}/{})",
         )
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Create Job failed.") from None
     return jobs.from_rayjob(created)
 
@@ -315,7 +313,7 @@ async def get_ray_job(client: Client, request: Object) -> Object:
     _require(request.get("namespace", ""), "job namespace is empty. Please specify a valid value.")
     try:
         obj = await _get_managed(client, RAYJOB, request["name"], request["namespace"], "Job")
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Get cluster failed.") from None
     return jobs.from_rayjob(obj)
 
@@ -362,7 +360,7 @@ async def _service_out(client: Client, obj: Object) -> Object:
 async def create_ray_service(client: Client, request: Object) -> Object:
     try:
         rayservices.validate(request, update=False)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Validate create service request failed.") from None
     service = request["service"]
     try:
@@ -370,7 +368,7 @@ async def create_ray_service(client: Client, request: Object) -> Object:
         obj = _built(lambda: rayservices.to_rayservice(service, found), "Service")
         obj["metadata"]["annotations"][clusters.CREATION_TIMESTAMP_ANNOTATION] = _now()
         created = await _create(client, RAYSERVICE, obj, "Failed to create service for ({}/{})")
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Create ray service failed.") from None
     return await _service_out(client, created)
 
@@ -378,14 +376,14 @@ async def create_ray_service(client: Client, request: Object) -> Object:
 async def update_ray_service(client: Client, request: Object) -> Object:
     try:
         rayservices.validate(request, update=True)
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Validate update service request failed.") from None
     service = request["service"]
     name, namespace = service["name"], service["namespace"]
     try:
         try:
             old = await _get_managed(client, RAYSERVICE, name, namespace, "Service")
-        except errors.ApiError as e:
+        except errors.UserError as e:
             raise e.wrap(f"Update service fail, no service named: {name} ") from None
         found = await _templates_for(client, service["cluster_spec"], namespace, name)
         obj = _built(lambda: rayservices.to_rayservice(service, found), "Service")
@@ -395,7 +393,7 @@ async def update_ray_service(client: Client, request: Object) -> Object:
             updated = await client.update(RAYSERVICE, obj)
         except kube_errors.KubeError as e:
             raise errors.internal(f"Failed to update service for ({namespace}/{name})", e) from e
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("Update ray service failed.") from None
     return await _service_out(client, updated)
 
@@ -405,7 +403,7 @@ async def get_ray_service(client: Client, request: Object) -> Object:
     _require(request.get("namespace", ""), "ray service namespace is empty. Please specify a valid value.")
     try:
         obj = await _get_managed(client, RAYSERVICE, request["name"], request["namespace"], "Service")
-    except errors.ApiError as e:
+    except errors.UserError as e:
         raise e.wrap("get ray service failed") from None
     return await _service_out(client, obj)
 

@@ -43,7 +43,7 @@ def _submission_id(request: Object) -> str:
     return str(submission)
 
 
-def _failed(what: str, error: DashboardError) -> errors.ApiError:
+def _failed(what: str, error: DashboardError) -> errors.UserError:
     return errors.internal(what, error)
 
 

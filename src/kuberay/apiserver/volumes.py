@@ -1,5 +1,5 @@
 """The API's `Volume`s to a pod template's volumes and the container's mounts, and back, as upstream's
-APIServer maps them (pure). Enums are their names; a bad storage quantity is a `VolumeError`."""
+APIServer maps them (pure). Enums are their names; a bad storage quantity is a `VolumeSpecError`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ _ACCESS = {"RWO": "ReadWriteOnce", "ROX": "ReadOnlyMany", "RWX": "ReadWriteMany"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 
 
-class VolumeError(ValueError):
+class VolumeSpecError(ValueError):
     """A volume upstream refuses to build (its messages)."""
 
 
@@ -32,16 +32,16 @@ def _source(volume: Object) -> Object:
         return {"secret": {"secretName": name, **({"items": _items(volume)} if volume.get("items") else {})}}
     if kind == "EMPTY_DIR":
         if storage and not _QUANTITY.match(storage):
-            raise VolumeError("storage for empty dir volume is not specified correctly")
+            raise VolumeSpecError("storage for empty dir volume is not specified correctly")
         return {"emptyDir": {"sizeLimit": storage} if storage else {}}
     if kind == "HOST_PATH":
         path_type = "File" if volume.get("host_path_type") == "FILE" else "Directory"
         return {"hostPath": {"path": name, "type": path_type}}
     if kind == "EPHEMERAL":
         if not storage:
-            raise VolumeError("storage for ephemeral volume is empty")
+            raise VolumeSpecError("storage for ephemeral volume is empty")
         if not _QUANTITY.match(storage):
-            raise VolumeError("storage for ephemeral volume is not specified correctly")
+            raise VolumeSpecError("storage for ephemeral volume is not specified correctly")
         spec: Object = {"accessModes": [_ACCESS.get(volume.get("accessMode", "RWO"), "ReadWriteOnce")],
                         "resources": {"requests": {"storage": storage}}}  # fmt: skip
         if volume.get("storageClassName"):

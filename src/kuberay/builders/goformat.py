@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from kuberay.builders.errors import BuildError
+
 _QUOTE_ESCAPES = {
     "\a": "\\a",
     "\b": "\\b",
@@ -35,7 +37,7 @@ _JSON_HTML_ESCAPES = str.maketrans(
 )
 
 
-class GoEncodingError(ValueError):
+class GoEncodingError(BuildError):
     """The value has no Go encoding (NaN, infinity, or a type JSON cannot carry)."""
 
 

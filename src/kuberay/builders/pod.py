@@ -32,6 +32,7 @@ from kuberay.api import constants
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster, WorkerGroupSpec
 from kuberay.builders import auth, autoscaler, collector, container, gcsft, names, ownership, raystart, tls
+from kuberay.builders.errors import BuildError
 from kubesemantics import goparse
 
 JSON = container.JSON
@@ -44,7 +45,7 @@ RAY_NODE_HEALTH_PATH = "/api/healthz"
 _WGET_HEALTH = "wget --tries 1 -T {timeout} -q -O- http://localhost:{port}{path} | grep success"
 
 
-class PodBuildError(ValueError):
+class PodBuildError(BuildError):
     """The RayCluster cannot produce a pod (the message names the field)."""
 
 

@@ -29,6 +29,7 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService, RayServiceUpgradeType
 from kuberay.builders import names, ownership
+from kuberay.builders.errors import BuildError
 
 JSON = dict[str, Any]
 
@@ -45,7 +46,7 @@ NO_SERVE_PORT_MESSAGE = (
 )
 
 
-class ServiceBuildError(ValueError):
+class ServiceBuildError(BuildError):
     """The Service cannot be built from the object (the message is upstream's)."""
 
 

@@ -28,6 +28,7 @@ from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster, RayClusterSpec
 from kuberay.api.rayjob import JobSubmissionMode, RayJob
 from kuberay.builders import auth, container, goformat, ownership
+from kuberay.builders.errors import BuildError
 
 JSON = dict[str, Any]
 
@@ -52,7 +53,7 @@ _SEMVER = re.compile(
 )
 
 
-class SubmitterError(ValueError):
+class SubmitterError(BuildError):
     """The RayJob cannot be turned into a submitter (mode, runtime env, metadata or Ray version); the
     message is upstream's."""
 

@@ -1,6 +1,6 @@
-"""The NetworkPolicy controller (gate `RayClusterNetworkPolicy`, spec §5.1): keeps each RayCluster's
-NetworkPolicies equal to `builders.networkpolicy.build_network_policies`, and removes the ones it made that
-are no longer wanted (all of them when `spec.networkPolicy` is removed).
+"""The NetworkPolicy controller (gate `RayClusterNetworkPolicy`; upstream's `NetworkPolicyController`): keeps
+each RayCluster's NetworkPolicies equal to `builders.networkpolicy.build_network_policies`, and removes the ones
+it made that are no longer wanted (all of them when `spec.networkPolicy` is removed).
 
 It only touches policies it controls: a policy with a wanted name but another owner is a name collision,
 reported as a Warning Event and an error, never overwritten. It wakes on RayCluster generation changes and
@@ -15,8 +15,8 @@ from typing import Any
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.settings import OperatorSettings
 from kuberay.builders import networkpolicy, ownership
-from kuberay.controllers.raycluster.context import RAYCLUSTER
 from kuberay.controllers.raycluster.reconciler import is_managed_elsewhere
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client

@@ -34,6 +34,7 @@ from kuberay.kubectl import log as log_ops
 from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
 from kuberay.kubectl.kube import KubeFlags, PluginError
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.resources import Resource
 from kubesemantics import goparse
 
@@ -94,7 +95,7 @@ def _names(resource: Resource) -> Callable[[click.Context, click.Parameter, str]
     return complete
 
 
-_cluster_names = _names(kube.RAYCLUSTER)
+_cluster_names = _names(RAYCLUSTER)
 
 
 def _target_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -198,7 +199,7 @@ def _target(args: Sequence[str]) -> tuple[str, str]:
     """(kind, name) of `NAME`, `TYPE/NAME` or `TYPE NAME` (`log`'s and `session`'s)."""
     try:
         return session.parse_target(session.joined(args))
-    except session.UsageError as e:
+    except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
 
 
@@ -353,7 +354,7 @@ def delete(targets: tuple[str, ...], yes: bool) -> None:
     """Delete Ray resources: RAYCLUSTER or TYPE/NAME (raycluster, rayjob, rayservice)."""
     try:
         parsed = delete_ops.parse_targets(list(targets))
-    except delete_ops.UsageError as e:
+    except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
     if not yes and not delete_ops.confirm(parsed, _read_answer):
         return
@@ -460,7 +461,7 @@ def log_command(target: tuple[str, ...], out_dir: str | None, node_type: str, li
     driver's output and its submitter's log."""
     try:
         [(kind, name)] = delete_ops.parse_targets([session.joined(target)])
-    except (delete_ops.UsageError, session.UsageError) as e:
+    except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
     log_ops.check_link(link, out_dir)
     run(lambda k: log_ops.logs(k, _flags(), kind, name, out_dir, node_type.lower(), link))

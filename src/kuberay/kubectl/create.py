@@ -23,7 +23,8 @@ import yaml
 
 from kuberay.kubectl import generation, printer
 from kuberay.kubectl.generation import ClusterConfig, raycluster, resource_list
-from kuberay.kubectl.kube import RAYCLUSTER, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import PatchType
 
@@ -37,7 +38,7 @@ QUANTITY_FLAGS = ("head_cpu", "head_gpu", "head_memory", "head_ephemeral_storage
 def _checked(check: Any, *args: Any) -> None:
     try:
         check(*args)
-    except generation.ConfigError as e:
+    except generation.ClusterConfigError as e:
         raise PluginError(str(e)) from e
 
 
@@ -55,11 +56,11 @@ def config_file(path: Path) -> ClusterConfig:
         raise PluginError(f"failed to parse config file: config file {path} does not exist")
     try:
         config = generation.parse_config(yaml.safe_load(path.read_text()))
-    except (yaml.YAMLError, generation.ConfigError) as e:
+    except (yaml.YAMLError, generation.ClusterConfigError) as e:
         raise PluginError(f"failed to parse config file: {e}") from e
     try:
         generation.validate_config(config)
-    except generation.ConfigError as e:
+    except generation.ClusterConfigError as e:
         raise PluginError(f"failed to validate config file: {e}") from e
     return config
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, TargetError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.resources import Resource
 
 KINDS: dict[str, Resource] = {"raycluster": RAYCLUSTER, "rayjob": RAYJOB, "rayservice": RAYSERVICE}
-
-
-class UsageError(ValueError):
-    pass
 
 
 def parse_targets(args: list[str]) -> list[tuple[str, str]]:
@@ -24,9 +21,9 @@ def parse_targets(args: list[str]) -> list[tuple[str, str]]:
         if len(parts) == 1:
             kind, name = "raycluster", parts[0]
         elif len(parts) != 2 or not parts[1]:
-            raise UsageError(f"invalid resource type/name: {arg}")
+            raise TargetError(f"invalid resource type/name: {arg}")
         elif parts[0].lower() not in KINDS:
-            raise UsageError(f"unsupported resource type: {arg}")
+            raise TargetError(f"unsupported resource type: {arg}")
         else:
             kind, name = parts[0].lower(), parts[1]
         targets.setdefault(kind, []).append(name)

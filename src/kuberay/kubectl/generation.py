@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from kuberay.rayresources import RAYCLUSTER
 from kubesemantics import quantity
 
 RAY_VERSION = "2.52.0"
@@ -42,7 +43,7 @@ def _scalar_text(value: Any) -> Any:
 Text = Annotated[str, BeforeValidator(_scalar_text)]
 
 
-class ConfigError(ValueError):
+class ClusterConfigError(ValueError):
     """A config file or flag value that cannot make a RayCluster; the message is upstream's."""
 
 
@@ -122,7 +123,7 @@ def parse_config(data: Any) -> ClusterConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError("failed to parse YAML: the config file must be a mapping")
+        raise ClusterConfigError("failed to parse YAML: the config file must be a mapping")
     head = data.get("head")
     if isinstance(head, dict):
         data = {**data, "head": {"cpu": DEFAULT_HEAD_CPU, "memory": DEFAULT_HEAD_MEMORY, **head}}
@@ -132,26 +133,26 @@ def parse_config(data: Any) -> ClusterConfig:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in e.errors()
         )
-        raise ConfigError(f"failed to parse YAML: {problems}") from e
+        raise ClusterConfigError(f"failed to parse YAML: {problems}") from e
 
 
 def validate_quantity(value: str, name: str) -> None:
     try:
         parsed = quantity.parse(value)
     except (quantity.QuantityError, ValueError) as e:
-        raise ConfigError(f"{name} is not a valid resource quantity: {e}") from e
+        raise ClusterConfigError(f"{name} is not a valid resource quantity: {e}") from e
     if parsed < 0:
-        raise ConfigError(f"{name} cannot be negative")
+        raise ClusterConfigError(f"{name} cannot be negative")
 
 
 def validate_tpu(tpu: str | None, num_of_hosts: int | None, node_selectors: dict[str, str]) -> None:
     if not tpu or tpu == "0":
         return
     if num_of_hosts == 0:
-        raise ConfigError("numOfHosts cannot be 0 when using TPU")
+        raise ClusterConfigError("numOfHosts cannot be 0 when using TPU")
     for key in (TPU_ACCELERATOR, TPU_TOPOLOGY):
         if key not in node_selectors:
-            raise ConfigError(
+            raise ClusterConfigError(
                 f"{key} is not set in --worker-node-selectors. See {TPU_DOC_URL} for supported values"
             )
 
@@ -172,9 +173,9 @@ def validate_config(config: ClusterConfig) -> None:
     gcsfuse = config.gke.gcsfuse if config.gke else None
     if gcsfuse is not None:
         if not gcsfuse.bucket_name:
-            raise ConfigError(".gcsfuse.bucket-name is required")
+            raise ClusterConfigError(".gcsfuse.bucket-name is required")
         if not gcsfuse.mount_path:
-            raise ConfigError(".gcsfuse.mount-path is required")
+            raise ClusterConfigError(".gcsfuse.mount-path is required")
         if gcsfuse.resources is not None:
             r = gcsfuse.resources
             for name, value in (
@@ -266,7 +267,7 @@ def raycluster(config: ClusterConfig, name: str, namespace: str) -> dict[str, An
         metadata["labels"] = dict(config.labels)
     if config.annotations:
         metadata["annotations"] = dict(config.annotations)
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata, "spec": spec}
+    return {"apiVersion": RAYCLUSTER.api_version, "kind": RAYCLUSTER.kind, "metadata": metadata, "spec": spec}
 
 
 def _add_gcsfuse(spec: dict[str, Any], gcsfuse: GCSFuse) -> None:

@@ -10,13 +10,13 @@ times the group's replicas, zero for a suspended group. Quantities print in Go's
 from __future__ import annotations
 
 import base64
-from fractions import Fraction
 from typing import Any
 
 from kuberay.kubectl import printer
 from kuberay.kubectl.generation import GOOGLE_TPU, NVIDIA_GPU
-from kuberay.kubectl.kube import RAYCLUSTER, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, describe
 from kuberay.kubectl.listing import canonical, scope
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.resources import POD, SECRET
 from kubesemantics import quantity
@@ -79,15 +79,11 @@ def group_resources(group: dict[str, Any]) -> dict[str, str]:
     replicas = int(group.get("replicas") or 0)
     if group.get("suspend") or replicas == 0:
         return {}
-    totals: dict[str, Fraction] = {}
-    binary: dict[str, bool] = {}
+    pod: dict[str, quantity.Amount] = {}
     for container in ((group.get("template") or {}).get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
-        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        for name, value in merged.items():
-            totals[name] = totals.get(name, Fraction(0)) + quantity.parse(value)
-            binary.setdefault(name, quantity.is_binary(str(value)))
-    return {name: quantity.canonical(total * replicas, binary[name]) for name, total in totals.items()}
+        quantity.add(pod, {**(resources.get("limits") or {}), **(resources.get("requests") or {})})
+    return {name: amount.text() for name, amount in quantity.add({}, pod, replicas).items()}
 
 
 def _running_and_ready(pod: dict[str, Any]) -> bool:

@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 from kuberay.kubectl import generation, printer, session
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.client import PatchType
 
@@ -128,7 +129,7 @@ def validate(options: Submit) -> None:
     for name in ("head_cpu", "head_gpu", "head_memory", "worker_cpu", "worker_gpu", "worker_memory"):
         try:
             generation.validate_quantity(getattr(options, name), name.replace("_", "-"))
-        except generation.ConfigError as e:
+        except generation.ClusterConfigError as e:
             raise PluginError(str(e)) from e
     if options.address is not None and not options.address.strip():
         raise PluginError("--address was provided but is empty")
@@ -147,8 +148,8 @@ def generated_rayjob(options: Submit, namespace: str, job_id: str) -> dict[str, 
     )  # fmt: skip
     cluster = generation.raycluster(config, options.name, namespace)
     return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
+        "apiVersion": RAYJOB.api_version,
+        "kind": RAYJOB.kind,
         "metadata": {"name": options.name, "namespace": namespace},
         "spec": {
             "submissionMode": "InteractiveMode",

@@ -19,14 +19,16 @@ from kuberay.runtime import errors
 from kuberay.runtime.client import Client, ConfigurationError, load_config
 from kuberay.runtime.resources import Resource
 
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
-RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")
-RAYSERVICE = Resource("ray.io/v1", "RayService", "rayservices")
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 
 class PluginError(Exception):
     """What a command failed with; its message is the whole story for the user."""
+
+
+class TargetError(ValueError):
+    """A `TYPE/NAME` argument that names no resource the command handles (a usage error on the command
+    line, upstream's wording)."""
 
 
 @dataclass

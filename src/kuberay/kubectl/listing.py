@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kuberay.kubectl import printer
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.resources import Resource
 from kubesemantics import quantity

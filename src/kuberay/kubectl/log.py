@@ -29,8 +29,9 @@ import httpx
 
 from kuberay.api.constants import SUBMITTER_CONTAINER_NAME
 from kuberay.kubectl import delete, session
-from kuberay.kubectl.kube import RAYJOB, Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError
+from kuberay.rayresources import RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.resources import POD
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from kubesemantics import times
 from kubesemantics.goparse import human_duration
 
 MIN_WIDTH = 6
@@ -46,7 +47,7 @@ def age(obj: dict[str, Any], now: datetime.datetime | None = None) -> str:
     stamp = (obj.get("metadata") or {}).get("creationTimestamp")
     if not stamp:
         return "<unknown>"
-    then = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    then = times.parse_time(str(stamp))
     return human_duration(((now or datetime.datetime.now(datetime.UTC)) - then).total_seconds())
 
 

@@ -4,7 +4,8 @@ when something changes, with upstream's messages."""
 
 from __future__ import annotations
 
-from kuberay.kubectl.kube import RAYCLUSTER, Kube, PluginError, describe
+from kuberay.kubectl.kube import Kube, PluginError, describe
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 
 UNSET = -1

@@ -22,7 +22,8 @@ from typing import Any
 
 import httpx
 
-from kuberay.kubectl.kube import RAYCLUSTER, RAYJOB, RAYSERVICE, Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, TargetError, describe
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 
 RECONNECT_DELAY = 3.0
@@ -51,19 +52,15 @@ TYPE_WORDS = {
 }  # fmt: skip
 
 
-class UsageError(ValueError):
-    pass
-
-
 def joined(args: Sequence[str]) -> str:
     """`TYPE NAME` as `TYPE/NAME`; one argument as it is."""
     if len(args) == 1:
         return args[0]
     if len(args) != 2:
-        raise UsageError(f"accepts NAME, TYPE/NAME or TYPE NAME, received {len(args)} arguments")
+        raise TargetError(f"accepts NAME, TYPE/NAME or TYPE NAME, received {len(args)} arguments")
     kind = TYPE_WORDS.get(args[0].lower())
     if kind is None:
-        raise UsageError(f"unsupported resource type: {args[0]}")
+        raise TargetError(f"unsupported resource type: {args[0]}")
     return f"{kind}/{args[1]}"
 
 
@@ -73,9 +70,9 @@ def parse_target(arg: str) -> tuple[str, str]:
     if len(parts) == 1:
         return "raycluster", parts[0]
     if len(parts) != 2 or not parts[1]:
-        raise UsageError(f"invalid resource type/name: {arg}")
+        raise TargetError(f"invalid resource type/name: {arg}")
     if parts[0] not in PORTS:
-        raise UsageError(f"unsupported resource type: {parts[0]}")
+        raise TargetError(f"unsupported resource type: {parts[0]}")
     return parts[0], parts[1]
 
 

@@ -26,6 +26,7 @@ from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
 from kuberay.runtime.resources import EVENT, Resource
+from kubesemantics.times import format_micro_time, format_time
 
 log = logging.getLogger(__name__)
 
@@ -138,9 +139,11 @@ class EventRecorder:
         if previous is not None:
             times = previous.times + 1
             if controller:
-                patch: dict[str, Any] = {"series": {"count": times, "lastObservedTime": _micro_time(at)}}
+                patch: dict[str, Any] = {
+                    "series": {"count": times, "lastObservedTime": format_micro_time(at)}
+                }
             else:
-                patch = {"count": times, "lastTimestamp": _time(at)}
+                patch = {"count": times, "lastTimestamp": format_time(at)}
             try:
                 await self.client.patch(resource, previous.name, patch, namespace)
                 self._remember(similar, _Written(previous.name, times))
@@ -162,7 +165,7 @@ class EventRecorder:
         if controller:
             event = {
                 "metadata": {"name": name, "namespace": namespace},
-                "eventTime": _micro_time(at),
+                "eventTime": format_micro_time(at),
                 "regarding": about,
                 "type": type,
                 "reason": reason,
@@ -182,8 +185,8 @@ class EventRecorder:
                 "source": {"component": self.component},
                 "reportingComponent": self.component,
                 "reportingInstance": self.instance,
-                "firstTimestamp": _time(at),
-                "lastTimestamp": _time(at),
+                "firstTimestamp": format_time(at),
+                "lastTimestamp": format_time(at),
                 "count": 1,
             }
         await self.client.create(resource, event, namespace)
@@ -207,11 +210,3 @@ class ControllerRecorder:
         self._parent._enqueue(
             _Occurrence(obj, type, reason, message, action, self._parent._clock.now(), self.controller)
         )
-
-
-def _time(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _micro_time(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

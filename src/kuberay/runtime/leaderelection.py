@@ -20,13 +20,13 @@ import logging
 import socket
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
 from kuberay.runtime.resources import LEASE
+from kubesemantics import times
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +54,6 @@ class LeaderElectionConfig:
                 "leader election needs lease-duration > renew-deadline > retry-period > 0, got "
                 f"{self.lease_duration} / {self.renew_deadline} / {self.retry_period}"
             )
-
-
-def _micro_time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -103,7 +99,7 @@ class LeaderElector:
             lease = await self.client.get(LEASE, self.config.name, self.config.namespace)
             if (lease.get("spec") or {}).get("holderIdentity") != self.config.identity:
                 return
-            now = _micro_time(self._clock.now())
+            now = times.format_micro_time(self._clock.now())
             lease["spec"].update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
             await self.client.update(LEASE, lease)
         except errors.KubeError as e:
@@ -118,7 +114,7 @@ class LeaderElector:
 
     async def _acquire_or_renew(self) -> bool:
         config = self.config
-        now = _micro_time(self._clock.now())
+        now = times.format_micro_time(self._clock.now())
         try:
             lease = await self.client.get(LEASE, config.name, config.namespace)
         except errors.NotFound:

@@ -1,4 +1,5 @@
-"""The plugin interface every batch scheduler implements (spec ecosystem §1.1), and the no-op default.
+"""The plugin interface every batch scheduler implements (upstream's `BatchScheduler`), and the no-op default
+(`DefaultBatchScheduler`).
 
 Objects cross it in wire form: a parent is a RayCluster's or RayJob's dict (with `kind`), a child is a pod,
 a pod template (a PodTemplateSpec: no `kind`) or the RayCluster a RayJob makes. Only pods and pod

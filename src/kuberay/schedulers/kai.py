@@ -1,4 +1,4 @@
-"""NVIDIA KAI scheduler (`kai-scheduler`, spec ecosystem §1.7): no objects of its own (KAI's pod-grouper
+"""NVIDIA KAI scheduler (`kai-scheduler`, upstream's `KaiScheduler`): no objects of its own (KAI's pod-grouper
 makes the PodGroups); pods are scheduled by `kai-scheduler` in the queue of the parent's `kai.scheduler/queue`
 label. K8sJobMode RayJobs are refused: their submitter pod comes after the cluster, outside its gang.
 """

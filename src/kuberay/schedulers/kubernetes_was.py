@@ -1,7 +1,7 @@
-"""Kubernetes workload-aware scheduling (gate `KubernetesWAS`, plugin `kubernetes-was-v1alpha2`, spec
-ecosystem §1.8): a `scheduling.k8s.io/v1alpha2` Workload named as the RayCluster and its PodGroup
-`<cluster>-cluster`, both controlled by the cluster, gang size 1 + desired workers; pods stay with
-`default-scheduler` and name their group in `spec.schedulingGroup`.
+"""Kubernetes workload-aware scheduling (gate `KubernetesWAS`, plugin `kubernetes-was-v1alpha2`; upstream's
+`kubernetes-was` package and its v1alpha2 provider): a `scheduling.k8s.io/v1alpha2` Workload named as the
+RayCluster and its PodGroup `<cluster>-cluster`, both controlled by the cluster, gang size 1 + desired workers;
+pods stay with `default-scheduler` and name their group in `spec.schedulingGroup`.
 
 Only RayClusters that ask for it (label `ray.io/gang-scheduling-enabled` equal to `true`, any case) and do not
 autoscale are covered; for the others, objects left from before are deleted. The objects are immutable:

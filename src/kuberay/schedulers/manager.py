@@ -1,6 +1,6 @@
-"""Choosing the one batch scheduler of the operator (spec ecosystem §1.2): the `KubernetesWAS` gate first,
-then `--batch-scheduler` by name (none: the no-op default), then the deprecated `--enable-batch-scheduler`,
-which forces Volcano. The flags' combinations were checked at start-up
+"""Choosing the one batch scheduler of the operator (upstream's `NewSchedulerManager` and `getSchedulerFactory`):
+the `KubernetesWAS` gate first, then `--batch-scheduler` by name (none: the no-op default), then the deprecated
+`--enable-batch-scheduler`, which forces Volcano. The flags' combinations were checked at start-up
 (`Configuration.validate_batch_scheduler`); `check_served` is the start-up check that needs the API server.
 """
 

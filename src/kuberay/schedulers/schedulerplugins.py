@@ -1,4 +1,4 @@
-"""scheduler-plugins' coscheduling (`scheduler-plugins`, spec ecosystem §1.6): a
+"""scheduler-plugins' coscheduling (`scheduler-plugins`, upstream's `KubeScheduler`): a
 `scheduling.x-k8s.io/v1alpha1` PodGroup named as the RayCluster, made once when the cluster asks for a gang
 (label `ray.io/gang-scheduling-enabled` present) and never resized; pods name it in a label and are
 scheduled by `scheduler-plugins-scheduler`. Only RayClusters are supported: a RayJob stays Initializing with

@@ -1,4 +1,5 @@
-"""The sizing helpers gang schedulers size their groups with (spec ecosystem §1.3), on the wire form.
+"""The sizing helpers gang schedulers size their groups with (upstream's `CalculateDesiredResources`,
+`CalculateMinResources` and their kin in `utils`), on the wire form.
 
 Resource lists are `{name: quantity text}` in Go's canonical form; a sum keeps the format (binary or
 decimal) of its first term, as Go's `Quantity.Add` keeps its receiver's. Counts are pods: a multi-host
@@ -9,8 +10,6 @@ where it is zero too).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from kuberay.api import constants
@@ -23,51 +22,31 @@ ResourceList = dict[str, str]
 INT32_MAX = 2**31 - 1
 
 
-@dataclass
-class _Amount:
-    value: Fraction
-    binary: bool
-
-
 def as_int(value: Any, default: int) -> int:
     """An integer field of the wire form, or `default` when it is unset or not an integer."""
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _amounts(resources: ResourceList) -> dict[str, _Amount]:
-    return {name: _Amount(quantity.parse(v), quantity.is_binary(v)) for name, v in resources.items()}
-
-
-def _text(amounts: Mapping[str, _Amount]) -> ResourceList:
-    return {name: quantity.canonical(a.value, a.binary) for name, a in amounts.items()}
+def _text(amounts: Mapping[str, quantity.Amount]) -> ResourceList:
+    return {name: amount.text() for name, amount in amounts.items()}
 
 
 def pod_resource(pod_spec: Obj) -> ResourceList:
     """`CalculatePodResource`: over `containers` only, each container's requests plus the names it only
     limits."""
-    total: dict[str, _Amount] = {}
+    total: dict[str, quantity.Amount] = {}
     for container in pod_spec.get("containers") or ():
         resources = container.get("resources") or {}
-        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        for name, amount in _amounts(merged).items():
-            if name in total:
-                total[name].value += amount.value
-            else:
-                total[name] = amount
+        quantity.add(total, {**(resources.get("limits") or {}), **(resources.get("requests") or {})})
     return _text(total)
 
 
 def sum_resources(lists: Iterable[ResourceList], factors: Iterable[int] | None = None) -> ResourceList:
     """The sum of resource lists, each times its factor (1 when not given)."""
-    total: dict[str, _Amount] = {}
+    total: dict[str, quantity.Amount] = {}
     factor_list = list(factors) if factors is not None else None
     for index, resources in enumerate(lists):
-        factor = factor_list[index] if factor_list is not None else 1
-        for name, amount in _amounts(resources).items():
-            if name in total:
-                total[name].value += amount.value * factor
-            else:
-                total[name] = _Amount(amount.value * factor, amount.binary)
+        quantity.add(total, resources, factor_list[index] if factor_list is not None else 1)
     return _text(total)
 
 

@@ -1,4 +1,4 @@
-"""Volcano (`volcano`, spec ecosystem §1.4): one `scheduling.volcano.sh/v1beta1` PodGroup per RayCluster,
+"""Volcano (`volcano`, upstream's `VolcanoBatchScheduler`): one `scheduling.volcano.sh/v1beta1` PodGroup per RayCluster,
 or per RayJob (its cluster and submitter join the job's group), named `ray-<name>-pg`.
 
 The PodGroup is created with its queue, priority class and network topology from the owner's labels and
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kuberay.api import constants
-from kuberay.api.raycluster import RayCluster
 from kuberay.builders import ownership
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import Resource
@@ -37,7 +37,6 @@ from kuberay.schedulers.served import ServedKinds
 from kubesemantics import quantity
 
 PODGROUP = Resource("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
-RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", RayCluster.PLURAL)
 QUEUE_LABEL = "volcano.sh/queue-name"
 NETWORK_TOPOLOGY_MODE_LABEL = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_TIER_LABEL = "volcano.sh/network-topology-highest-tier-allowed"

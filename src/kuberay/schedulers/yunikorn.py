@@ -1,4 +1,4 @@
-"""YuniKorn (`yunikorn`, spec ecosystem §1.5): no objects of its own; pods carry YuniKorn's application and
+"""YuniKorn (`yunikorn`, upstream's `YuniKornScheduler`): no objects of its own; pods carry YuniKorn's application and
 queue labels and, for a gang (label `ray.io/gang-scheduling-enabled` present, any value), the task-groups
 annotation and their own task group's name.
 

@@ -26,6 +26,8 @@ import datetime
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kubesemantics import times
+from kubesemantics.conditions import find_condition, transition_time
 from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.ownership import (
@@ -34,7 +36,6 @@ from localkube.controllers.ownership import (
     controller_uid,
     key_of,
 )
-from localkube.controllers.podstate import parse_stamp, stamp
 from localkube.controllers.replicaset import PODS_PREFIX, REPLICASETS_PREFIX, compact
 from localkube.controllers.rollout import (
     POD_TEMPLATE_HASH,
@@ -310,7 +311,9 @@ class DeploymentController(OwningController):
         now: datetime.datetime,
     ) -> dict[str, Any]:
         """Brings the existing new set's revision past every old one's (after an undo, say)."""
-        if _condition(status, "Progressing") is None and _has_deadline(deployment):
+        if find_condition(status.get("conditions") or [], "Progressing") is None and _has_deadline(
+            deployment
+        ):
             _set_condition(
                 status,
                 "Progressing",
@@ -437,12 +440,12 @@ class DeploymentController(OwningController):
         if spec.get("paused"):
             _set_condition(status, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", now)
             return None
-        current = _condition(status, "Progressing")
+        current = find_condition(status.get("conditions") or [], "Progressing")
         if current is not None and current.get("reason") == "DeploymentPaused":
             _set_condition(
                 status, "Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed", now
             )
-            current = _condition(status, "Progressing")
+            current = find_condition(status.get("conditions") or [], "Progressing")
         if not _has_deadline(deployment):
             status["conditions"] = [c for c in status.get("conditions") or [] if c["type"] != "Progressing"]
             return None
@@ -473,12 +476,12 @@ class DeploymentController(OwningController):
                 else f'Deployment "{deployment["metadata"]["name"]}" is progressing.'
             )
             _set_condition(status, "Progressing", "True", "ReplicaSetUpdated", message, now, touch=True)
-        current = _condition(status, "Progressing")
+        current = find_condition(status.get("conditions") or [], "Progressing")
         if current is None or current.get("reason") in ("NewReplicaSetAvailable", "ProgressDeadlineExceeded"):
             return None
         if current.get("status") != "True":
             return None
-        deadline = parse_stamp(current["lastUpdateTime"]) + datetime.timedelta(
+        deadline = times.parse_time(current["lastUpdateTime"]) + datetime.timedelta(
             seconds=int(spec["progressDeadlineSeconds"])
         )
         if now >= deadline:
@@ -537,10 +540,6 @@ def _has_deadline(deployment: dict[str, Any]) -> bool:
     return deployment["spec"].get("progressDeadlineSeconds") is not None
 
 
-def _condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), None)
-
-
 def _set_condition(
     status: dict[str, Any],
     kind: str,
@@ -554,7 +553,7 @@ def _set_condition(
     """Upstream's `SetDeploymentCondition`: an unchanged status and reason is left alone (unless `touch`,
     which refreshes `lastUpdateTime` as progress does); a new status moves `lastTransitionTime`."""
     conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
-    existing = _condition(status, kind)
+    existing = find_condition(status.get("conditions") or [], kind)
     if (
         existing is not None
         and existing.get("status") == value
@@ -562,10 +561,8 @@ def _set_condition(
         and not touch
     ):
         return
-    moment = stamp(now)
-    transition = (
-        existing["lastTransitionTime"] if existing is not None and existing.get("status") == value else moment
-    )
+    moment = times.format_time(now)
+    transition = transition_time(existing, value, moment)
     condition = {
         "type": kind,
         "status": value,

@@ -21,10 +21,11 @@ import datetime
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kubesemantics import times
+from kubesemantics.conditions import find_condition
 from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
 from localkube.controllers.ownership import pod_from_template
-from localkube.controllers.podstate import parse_stamp, stamp
 from localkube.storage import Event, Store
 
 JOBS_PREFIX = "/registry/batch/jobs/"
@@ -96,10 +97,10 @@ class JobController:
             _set_condition(
                 status, "Suspended", "False", "JobResumed", "Job resumed", now, only_if_present=True
             )
-            status.setdefault("startTime", stamp(now))
+            status.setdefault("startTime", times.format_time(now))
             completions = spec.get("completions", None if "parallelism" in spec else 1)
             deadline = spec.get("activeDeadlineSeconds")
-            elapsed = (now - parse_stamp(status["startTime"])).total_seconds()
+            elapsed = (now - times.parse_time(status["startTime"])).total_seconds()
             if failed > spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT):
                 self._delete_all(active)
                 active = []
@@ -140,7 +141,7 @@ class JobController:
         ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
         if ttl is None:
             return None
-        finished = parse_stamp(
+        finished = times.parse_time(
             next(c["lastTransitionTime"] for c in status["conditions"] if c["type"] in ("Complete", "Failed"))
         )
         remaining = (finished - now).total_seconds() + float(ttl)
@@ -182,7 +183,7 @@ def _set_condition(
     only_if_present: bool = False,
 ) -> None:
     conditions = status.setdefault("conditions", [])
-    existing = next((c for c in conditions if c["type"] == kind), None)
+    existing = find_condition(conditions, kind)
     if existing is None:
         if only_if_present:
             if not conditions:
@@ -192,7 +193,7 @@ def _set_condition(
         conditions.append(existing)
     elif existing.get("status") == value:
         return
-    moment = stamp(now)
+    moment = times.format_time(now)
     existing.update(
         status=value, reason=reason, message=message, lastProbeTime=moment, lastTransitionTime=moment
     )
@@ -202,7 +203,7 @@ def _complete(status: dict[str, Any], now: datetime.datetime) -> None:
     message = "Reached expected number of succeeded pods"
     _set_condition(status, "SuccessCriteriaMet", "True", "CompletionsReached", message, now)
     _set_condition(status, "Complete", "True", "CompletionsReached", message, now)
-    status["completionTime"] = stamp(now)
+    status["completionTime"] = times.format_time(now)
 
 
 def _fail(status: dict[str, Any], reason: str, message: str, now: datetime.datetime) -> None:

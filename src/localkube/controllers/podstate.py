@@ -10,19 +10,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+from kubesemantics import times
+from kubesemantics.conditions import find_condition
 
 
 def now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-def stamp(moment: datetime.datetime) -> str:
-    return moment.strftime(STAMP_FORMAT)
-
-
-def parse_stamp(text: str) -> datetime.datetime:
-    return datetime.datetime.strptime(text, STAMP_FORMAT).replace(tzinfo=datetime.UTC)
 
 
 def phase(pod: dict[str, Any]) -> str:
@@ -45,8 +38,8 @@ def active(pod: dict[str, Any]) -> bool:
 
 
 def _ready_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None)
+    ready = find_condition((pod.get("status") or {}).get("conditions") or [], "Ready")
+    return ready if ready is not None and ready.get("status") == "True" else None
 
 
 def ready(pod: dict[str, Any]) -> bool:
@@ -62,7 +55,7 @@ def ready_since(pod: dict[str, Any]) -> datetime.datetime | None:
     if not isinstance(transition, str):
         return datetime.datetime.min.replace(tzinfo=datetime.UTC)
     try:
-        return parse_stamp(transition)
+        return times.parse_time(transition)
     except ValueError:
         return datetime.datetime.min.replace(tzinfo=datetime.UTC)
 

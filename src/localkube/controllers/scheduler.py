@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
+from kubesemantics import times
+from kubesemantics.conditions import find_condition, transition_time
 from localkube.controllers import gang
 from localkube.controllers.scheduling import (
     NodeUsage,
@@ -183,14 +185,14 @@ def _set_condition(pod: dict[str, Any], status: str, reason: str = "", message: 
     conditions = [
         c for c in pod.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"
     ]
-    previous = next(
-        (c for c in pod["status"].get("conditions") or [] if c.get("type") == "PodScheduled"), None
-    )  # keep the transition time while the status stays the same
-    condition: dict[str, Any] = {"type": "PodScheduled", "status": status, "lastProbeTime": None}
-    if previous is not None and previous.get("status") == status:
-        condition["lastTransitionTime"] = previous.get("lastTransitionTime")
-    else:
-        condition["lastTransitionTime"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    previous = find_condition(pod["status"].get("conditions") or [], "PodScheduled")
+    now = times.format_time(datetime.datetime.now(datetime.UTC))
+    condition: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": status,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition_time(previous, status, now),
+    }
     if reason:
         condition["reason"] = reason
         condition["message"] = message

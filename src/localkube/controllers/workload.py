@@ -15,7 +15,7 @@ from typing import Any
 
 from localkube.controllers import podstate
 from localkube.controllers.api import ControllerApi
-from localkube.controllers.events import record_event
+from localkube.controllers.events import event_object
 from localkube.controllers.history import REVISIONS_PREFIX, History
 from localkube.controllers.ownership import Ownership, key_of
 from localkube.server.errors import ApiError
@@ -72,7 +72,8 @@ class OwningController:
 
     def _event(self, about: dict[str, Any], reason: str, message: str, kind: str = "Normal") -> None:
         try:
-            record_event(self._api, self.name, about, reason, message, self._clock(), kind)
+            event = event_object(self.name, about, reason, message, self._clock(), kind)
+            self._api.create("", "events", about["metadata"]["namespace"], event)
         except ApiError:
             # An event that cannot be written (its namespace is going) is no reason to fail the reconcile.
             log.debug("%s: could not record %s about %s", self.name, reason, about["metadata"]["name"])

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import logging
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from kubesemantics import times
 from localkube.controllers.runner import Runner
 from localkube.node.apiaccess import ApiAccess
 from localkube.node.apiclient import ApiClient, cluster_ca, load_config, server_address
@@ -67,8 +67,7 @@ def token_issuer(client: ApiClient) -> IssueToken:
 
 
 def _unix_seconds(stamp: str) -> int:
-    when = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-    return int(when.timestamp())
+    return int(times.parse_time(stamp).timestamp())
 
 
 async def run(options: AgentOptions, stopping: asyncio.Event) -> None:

@@ -1,7 +1,7 @@
 """The node agent's door to an API server (`localkube agent`): REST requests and watches of JSON-shaped dicts.
 
 lightkube supplies the connection, as for the operator: kubeconfig, authentication, TLS and its httpx2
-transport; requests and answers are plain dicts through orjson. Every failure surfaces as `ApiError` with
+transport; requests and answers are plain dicts through orjson. Every failure surfaces as `RequestFailed` with
 the HTTP status (0 when the server could not be reached) and the server's reason and message.
 """
 
@@ -22,7 +22,7 @@ Object = dict[str, Any]
 USER_AGENT = "localkube-agent"
 
 
-class ApiError(Exception):
+class RequestFailed(Exception):
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
@@ -34,9 +34,9 @@ def load_config(path: str) -> SingleConfig:
     try:
         single = KubeConfig.from_file(path).get()
     except (ConfigError, OSError, ValueError, KeyError) as err:
-        raise ApiError(0, "BadConfig", f"--kubeconfig {path}: {err}") from err
+        raise RequestFailed(0, "BadConfig", f"--kubeconfig {path}: {err}") from err
     if single is None:
-        raise ApiError(0, "BadConfig", f"--kubeconfig {path}: no current context")
+        raise RequestFailed(0, "BadConfig", f"--kubeconfig {path}: no current context")
     return single
 
 
@@ -93,7 +93,7 @@ class ApiClient:
         try:
             response = await self._http.request(method, path, params=params, content=content, headers=headers)
         except httpx2.HTTPError as err:
-            raise ApiError(0, "Unavailable", f"{method} {path}: {err}") from err
+            raise RequestFailed(0, "Unavailable", f"{method} {path}: {err}") from err
         return _answer(method, path, response.status_code, response.content)
 
     def request_now(self, method: str, path: str, body: Any) -> Object:
@@ -102,7 +102,7 @@ class ApiClient:
                 method, path, content=orjson.dumps(body), headers={"Content-Type": "application/json"}
             )
         except httpx2.HTTPError as err:
-            raise ApiError(0, "Unavailable", f"{method} {path}: {err}") from err
+            raise RequestFailed(0, "Unavailable", f"{method} {path}: {err}") from err
         return _answer(method, path, response.status_code, response.content)
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Object]:
@@ -115,7 +115,7 @@ class ApiClient:
                     if line:
                         yield orjson.loads(line)
         except httpx2.HTTPError as err:
-            raise ApiError(0, "Unavailable", f"WATCH {path}: {err}") from err
+            raise RequestFailed(0, "Unavailable", f"WATCH {path}: {err}") from err
 
 
 def _answer(method: str, path: str, status: int, content: bytes) -> Object:
@@ -130,7 +130,7 @@ def _answer(method: str, path: str, status: int, content: bytes) -> Object:
             if isinstance(body, dict)
             else content[:200].decode(errors="replace")
         )
-        raise ApiError(status, reason, f"{method} {path}: {message}")
+        raise RequestFailed(status, reason, f"{method} {path}: {message}")
     if not content:
         return {}
     decoded: Object = orjson.loads(content)

@@ -20,7 +20,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from localkube.node.apiclient import ApiClient, ApiError
+from kubesemantics import times
+from kubesemantics.conditions import find_condition, transition_time
+from localkube.node.apiclient import ApiClient, RequestFailed
 from localkube.node.kubelet import NodeOptions, node_object
 
 log = logging.getLogger(__name__)
@@ -31,11 +33,6 @@ REGISTER_ATTEMPTS = 5
 STATUS_SECONDS = 60.0
 MERGE_PATCH = "application/merge-patch+json"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
-
-
-def micro_time(now: datetime.datetime) -> str:
-    """A Lease's MicroTime."""
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def lease_object(node: dict[str, Any], now: datetime.datetime, duration: int) -> dict[str, Any]:
@@ -54,21 +51,24 @@ def lease_object(node: dict[str, Any], now: datetime.datetime, duration: int) ->
         "spec": {
             "holderIdentity": metadata["name"],
             "leaseDurationSeconds": duration,
-            "renewTime": micro_time(now),
+            "renewTime": times.format_micro_time(now),
         },
     }
 
 
 def renewed_conditions(current: list[dict[str, Any]], fresh: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The fresh conditions, keeping the transition time of each whose status did not change."""
-    before = {c.get("type"): c for c in current}
-    out = []
-    for condition in fresh:
-        old = before.get(condition["type"])
-        if old is not None and old.get("status") == condition["status"]:
-            condition = {**condition, "lastTransitionTime": old.get("lastTransitionTime")}
-        out.append(condition)
-    return out
+    return [
+        {
+            **condition,
+            "lastTransitionTime": transition_time(
+                find_condition(current, condition["type"]),
+                condition["status"],
+                condition["lastTransitionTime"],
+            ),
+        }
+        for condition in fresh
+    ]
 
 
 def _now() -> datetime.datetime:
@@ -97,7 +97,7 @@ class Heartbeat:
         for _ in range(REGISTER_ATTEMPTS - 1):
             try:
                 return await self._write_status(await self._get_or_create())
-            except ApiError as err:
+            except RequestFailed as err:
                 if err.status != 409:
                     raise
         return await self._write_status(await self._get_or_create())
@@ -105,7 +105,7 @@ class Heartbeat:
     async def _get_or_create(self) -> dict[str, Any]:
         try:
             return await self._client.request("GET", self._path)
-        except ApiError as err:
+        except RequestFailed as err:
             if err.status != 404:
                 raise
         return await self._client.request(
@@ -121,7 +121,7 @@ class Heartbeat:
                 if asyncio.get_running_loop().time() >= next_status:
                     node = await self._write_status(await self._client.request("GET", self._path))
                     next_status += STATUS_SECONDS
-            except ApiError as err:
+            except RequestFailed as err:
                 log.warning("node %s: heartbeat failed: %s", self._options.name, err)
             await asyncio.sleep(self._lease_seconds / 4)
 
@@ -141,7 +141,7 @@ class Heartbeat:
         path = f"{LEASES}/{self._options.name}"
         try:
             current = await self._client.request("GET", path)
-        except ApiError as err:
+        except RequestFailed as err:
             if err.status != 404:
                 raise
             await self._client.request("POST", LEASES, body=lease)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesemantics import times
+from kubesemantics.conditions import find_condition
 from localkube.node.network import LOOPBACK_PODS, AddressPool
 from localkube.node.simulate import Placement, SimulationError, Timing, pod_status
 from localkube.storage import Event
@@ -59,7 +61,7 @@ def _now() -> datetime.datetime:
 
 def node_object(options: NodeOptions, now: datetime.datetime) -> dict[str, Any]:
     """The Node as its kubelet registers it."""
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = times.format_time(now)
     labels = {
         "kubernetes.io/hostname": options.name,
         "kubernetes.io/os": "linux",
@@ -130,8 +132,7 @@ def finish_deletion(store: StoreView, key: str, pod: dict[str, Any]) -> None:
 
 def scheduled_condition(pod: dict[str, Any]) -> dict[str, Any] | None:
     """The PodScheduled condition the scheduler wrote, which a kubelet keeps as it is."""
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    return find_condition((pod.get("status") or {}).get("conditions") or [], "PodScheduled")
 
 
 class SimulatedKubelet:
@@ -178,9 +179,7 @@ class SimulatedKubelet:
         if metadata.get("deletionTimestamp"):
             finish_deletion(self._store, key, pod)
             return None
-        started = self._admitted.setdefault(
-            key, parse_time((pod.get("status") or {}).get("startTime")) or self._clock()
-        )
+        started = self._admitted.setdefault(key, _start_time(pod) or self._clock())
         placement = Placement(self._options.name, self._options.host_ip, self._address(key, pod))
         try:
             outcome = pod_status(pod, placement, started, self._clock(), self._options.timing)
@@ -206,7 +205,6 @@ class SimulatedKubelet:
         return self._addresses.assign(key)
 
 
-def parse_time(text: str | None) -> datetime.datetime | None:
-    if not text:
-        return None
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+def _start_time(pod: dict[str, Any]) -> datetime.datetime | None:
+    started = (pod.get("status") or {}).get("startTime")
+    return times.parse_time(started) if started else None

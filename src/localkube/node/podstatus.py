@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesemantics import goparse
+from kubesemantics.conditions import transition_time
 from localkube.node.kubelet import scheduled_condition
 from localkube.node.simulate import pod_condition, qos_class, uninitialized_message, unready_message
 from localkube.node.supervision import ContainerState
 
-# A condition's last value and when it took that value.
-Transitions = Mapping[str, tuple[bool, str]]
+# Each condition as the last status written had it, whose transition time the next keeps while its status holds.
+Transitions = Mapping[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -120,15 +121,14 @@ def pod_status(
     pod: dict[str, Any],
     transitions: Transitions,
     stamp: str,
-) -> tuple[dict[str, Any], dict[str, tuple[bool, str]]]:
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The pod's status at time `stamp`, and the conditions' transitions to pass in next time."""
     after = dict(transitions)
 
     def condition(kind: str, ok: bool, reason: str = "", message: str = "") -> dict[str, Any]:
-        previous = after.get(kind)
-        if previous is None or previous[0] != ok:
-            previous = after[kind] = (ok, stamp)
-        return pod_condition(kind, ok, previous[1], reason, message)
+        since = transition_time(after.get(kind), "True" if ok else "False", stamp)
+        after[kind] = pod_condition(kind, ok, since, reason, message)
+        return dict(after[kind])  # the status's own copy: what is kept for next time stays as written
 
     inits = [c for c in containers if c.init]
     apps = [c for c in containers if not c.init]

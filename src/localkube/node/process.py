@@ -19,58 +19,43 @@ the status, rendered from the per-container state, is `podstatus.py` (pure). A d
 logs are removed after its processes are gone; then the pod object is removed, as the simulated kubelet
 does.
 
-Every container has a home directory of its own (under `<data-dir>/kubelet/pods/<uid>/`, unless its env
-sets HOME) whose .profile keeps PATH for login shells. Where the sandbox gives commands a mount namespace
-(a network namespace; the host network with user namespaces) every pod also has a /tmp/ray of its own
-(`<data-dir>/kubelet/pods/<uid>/ray`), shared by its containers and probes, so one pod's Ray session
-directory does not meet another's, and its own hostname (the pod's name). Only /tmp/ray is the pod's own:
-the rest of /tmp stays the host's, because localkube's interpreter or the files a pod is given may live
-there (a checkout under /tmp, a test's temporary directory). A pod that had already finished when
-localkube (re)started is never run again; a running one is started afresh (restart counts begin at 0).
+How a container is started (its environment, home directory, namespaces and mounts, the process itself) is
+`launch.py`. A pod that had already finished when localkube (re)started is never run again; a running one
+is started afresh (restart counts begin at 0).
 
-Volumes (`podvolumes.py`) are set up after the sandbox and before any container, kept in sync every
-`volume_sync` seconds, and mounted in each container's own mount namespace by `mountns.py`, which also
-gives the container a PID namespace; probes, lifecycle hooks and exec (`exec.py`) enter the container's
-namespaces by the pid the kubelet started. Pods get their ServiceAccount's credentials and the
-`KUBERNETES_SERVICE_*` variables when the node is given the API server (`ProcessOptions.api`); on the
-bridge a forwarder (`apiaccess.py`) takes them to it.
+Volumes (`podvolumes.py`) are set up after the sandbox and before any container and kept in sync every
+`volume_sync` seconds; a volume that cannot be set up is a FailedMount Warning Event (`controllers.events`).
+Pods get their ServiceAccount's credentials and the `KUBERNETES_SERVICE_*` variables when the node is given
+the API server (`ProcessOptions.api`); on the bridge a forwarder (`apiaccess.py`) takes them to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import logging
 import math
 import os
-import shlex
 import shutil
 import signal
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kubesemantics import times
+from localkube.controllers import events
 from localkube.node import logs
-from localkube.node.apiaccess import ApiAccess, Forwarder, service_environment
-from localkube.node.environment import (
-    ContainerConfigError,
-    MissingCommand,
-    command_line,
-    container_environment,
-)
+from localkube.node.apiaccess import ApiAccess, Forwarder
 from localkube.node.exec import ContainerProcess
 from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
+from localkube.node.launch import Launcher, PodState, after_setup, stamp
 from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
-from localkube.node.podstatus import PodView, Transitions, addresses, failed, pod_status
-from localkube.node.podvolumes import Mount, PodVolumes, unmount_leftovers
-from localkube.node.probes import ProbeContext, Prober, run_hook, tick_run
-from localkube.node.simulate import rfc3339
+from localkube.node.podstatus import PodView, failed, pod_status
+from localkube.node.podvolumes import PodVolumes, unmount_leftovers
+from localkube.node.probes import Prober, run_hook, tick_run
 from localkube.node.supervision import (
     MINIMUM_GRACE,
     ContainerState,
@@ -79,7 +64,6 @@ from localkube.node.supervision import (
     Run,
     exit_code,
     kill_leftovers,
-    record_process,
 )
 from localkube.node.volumes import Sources, VolumeError, automounts_token
 from localkube.storage import Event
@@ -93,8 +77,6 @@ HOSTS_KEY = ENDPOINTS_PREFIX
 DEFAULT_GRACE = 30.0
 # Ray keeps its sessions under /tmp/ray; a pod with a mount namespace gets its own there.
 HOST_RAY_DIR = Path("/tmp/ray")
-# The program that mounts a container's volumes inside its mount namespace, then runs its command.
-MOUNT_HELPER = Path(__file__).with_name("mountns.py")
 SHUTDOWN_SLACK = 10.0  # seconds past the shutdown grace before a stuck pod is left behind
 
 
@@ -114,37 +96,6 @@ class ProcessOptions:
     # What an image runs when its container gives neither command nor args (`--image-entrypoint`): the
     # image's ENTRYPOINT, which a real kubelet reads from the image and this one, pulling none, is told.
     image_entrypoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-def _now() -> str:
-    return rfc3339(datetime.datetime.now(datetime.UTC))
-
-
-@dataclass
-class _Pod:
-    key: str
-    uid: str
-    name: str
-    namespace: str
-    ip: str
-    started_at: str
-    containers: list[ContainerState]
-    hostname: str
-    rules: RestartRules
-    grace: float
-    host_network: bool
-    sandbox_task: asyncio.Task[Sandbox] | None = None
-    sandbox: Sandbox | None = None
-    transitions: Transitions = field(default_factory=dict)
-    stopping: bool = False
-    teardown: asyncio.Task[None] | None = None
-    volumes: PodVolumes | None = None
-    volumes_ready: bool = False
-    next_sync: float = 0.0
-    reported: set[str] = field(default_factory=set)  # FailedMount messages already recorded as Events
-
-    def live_runs(self) -> Iterable[Run]:
-        return (c.run for c in self.containers if c.run is not None)
 
 
 class ProcessKubelet:
@@ -170,12 +121,18 @@ class ProcessKubelet:
         self._process_options = process_options
         kill_leftovers(process_options.data_dir / "kubelet" / "pods")
         unmount_leftovers(process_options.data_dir / "kubelet" / "pods")
-        self._pods: dict[str, _Pod] = {}
-        self._unshare = shutil.which("unshare")
-        self._nsenter = shutil.which("nsenter")
+        self._pods: dict[str, PodState] = {}
         api = process_options.api
         gateway = self._network.host_address
         self._forwarder = Forwarder(api, gateway) if api is not None and gateway is not None else None
+        self._launcher = Launcher(
+            process_options.data_dir,
+            self._options,
+            self._network,
+            self._read,
+            lambda: self.api_endpoint,
+            process_options.image_entrypoints,
+        )
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
@@ -286,17 +243,17 @@ class ProcessKubelet:
 
     # Admission and the sandbox.
 
-    def _admit(self, key: str, pod: dict[str, Any]) -> _Pod:
+    def _admit(self, key: str, pod: dict[str, Any]) -> PodState:
         metadata, spec = pod["metadata"], pod.get("spec") or {}
         previous_ip = (pod.get("status") or {}).get("podIP")
-        state = _Pod(
+        state = PodState(
             key=key,
             uid=str(metadata.get("uid", "")),
             name=metadata["name"],
             namespace=metadata.get("namespace", ""),
             ip=self._options.host_ip if spec.get("hostNetwork") else self._network.address(key, previous_ip),
             host_network=bool(spec.get("hostNetwork")),
-            started_at=(pod.get("status") or {}).get("startTime") or _now(),
+            started_at=(pod.get("status") or {}).get("startTime") or stamp(),
             containers=[
                 *(ContainerState(c, init=True) for c in spec.get("initContainers") or []),
                 *(ContainerState(c, init=False) for c in spec.get("containers") or []),
@@ -312,7 +269,7 @@ class ProcessKubelet:
         self._pods[key] = state
         return state
 
-    def _sandbox_ready(self, state: _Pod, pod: dict[str, Any]) -> bool:
+    def _sandbox_ready(self, state: PodState, pod: dict[str, Any]) -> bool:
         """Starts or collects the creation of the pod's sandbox. A failure raises, and the runner retries the
         pod with back-off."""
         if state.sandbox is not None:
@@ -330,12 +287,12 @@ class ProcessKubelet:
         state.sandbox = task.result()
         if state.sandbox.private_mounts:
             HOST_RAY_DIR.mkdir(mode=0o1777, exist_ok=True)  # the mount point the pod's own is bound over
-            self._scratch(state).mkdir(parents=True, exist_ok=True)
-            self._scratch(state).chmod(0o1777)
+            self._launcher.scratch(state).mkdir(parents=True, exist_ok=True)
+            self._launcher.scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
         return True
 
-    async def _create_sandbox(self, state: _Pod) -> Sandbox:
+    async def _create_sandbox(self, state: PodState) -> Sandbox:
         sandbox = await self._network.create(state.key, state.uid)
         if self._forwarder is not None:
             await self._forwarder.start()  # the bridge exists from now on
@@ -353,7 +310,7 @@ class ProcessKubelet:
 
     # Containers.
 
-    def _step(self, state: _Pod, pod: dict[str, Any]) -> float | None:
+    def _step(self, state: PodState, pod: dict[str, Any]) -> float | None:
         """Moves the pod's containers on; returns when to look again."""
         if not self._sandbox_ready(state, pod):
             return 0.05
@@ -374,13 +331,13 @@ class ProcessKubelet:
 
     # Volumes.
 
-    def _volumes_ready(self, state: _Pod, pod: dict[str, Any], now: float) -> bool:
+    def _volumes_ready(self, state: PodState, pod: dict[str, Any], now: float) -> bool:
         """Sets the pod's volumes up (once) and keeps them in sync (every `volume_sync`); False while they
         cannot be set up (a FailedMount Event says why)."""
         assert state.sandbox is not None
         if state.volumes is None:
             state.volumes = PodVolumes(
-                self._pod_dir(state) / "volumes",
+                self._launcher.pod_dir(state) / "volumes",
                 self._sources(),
                 api_access=self._mounts_api_access(pod, state.sandbox),
                 may_mount=os.geteuid() == 0,
@@ -419,34 +376,25 @@ class ProcessKubelet:
         )
         return account is not None and automounts_token(pod, account)
 
-    def _warning(self, state: _Pod, reason: str, message: str) -> None:
+    def _warning(self, state: PodState, reason: str, message: str) -> None:
         """Records a Warning Event on the pod (FailedMount once per message), as the kubelet reports it."""
         log.warning("pod %s: %s: %s", state.key, reason, message)
         if reason == "FailedMount" and message in state.reported:
             return
         state.reported.add(message)
-        stamp = _now()
-        name = f"{state.name}.{uuid.uuid4().hex[:16]}"
-        event = {
+        pod = {
             "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": state.namespace, "uid": str(uuid.uuid4()), "creationTimestamp": stamp},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": state.name, "namespace": state.namespace,
-                               "uid": state.uid},
-            "reason": reason,
-            "message": message,
-            "source": {"component": "kubelet", "host": self._options.name},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "type": "Warning",
-            "reportingComponent": "kubelet",
-            "reportingInstance": self._options.name,
-        }  # fmt: skip
-        self._store.create(f"/registry/core/events/{state.namespace}/{name}", event)
+            "kind": "Pod",
+            "metadata": {"name": state.name, "namespace": state.namespace, "uid": state.uid},
+        }
+        now = datetime.datetime.now(datetime.UTC)
+        event = events.event_object("kubelet", pod, reason, message, now, "Warning", host=self._options.name)
+        # Written to the store as the pod's status is, so the fields the REST layer would add are set here.
+        event["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=times.format_time(now))
+        self._store.create(f"/registry/core/events/{state.namespace}/{event['metadata']['name']}", event)
 
     def _step_container(
-        self, state: _Pod, pod: dict[str, Any], container: ContainerState, now: float
+        self, state: PodState, pod: dict[str, Any], container: ContainerState, now: float
     ) -> None:
         if failed(state.containers):
             return
@@ -467,9 +415,9 @@ class ProcessKubelet:
             self._finish_run(state, container, run, now)
         if container.done or now < container.restart_at:
             return
-        self._start(state, pod, container, now)
+        self._launcher.start(state, pod, container, now)
 
-    def _finish_run(self, state: _Pod, container: ContainerState, run: Run, now: float) -> None:
+    def _finish_run(self, state: PodState, container: ContainerState, run: Run, now: float) -> None:
         for prober in run.probes.values():
             prober.cancel()
         run.signal(signal.SIGKILL)  # what is left of the container once its main process is gone
@@ -479,202 +427,13 @@ class ProcessKubelet:
             "exitCode": code,
             "reason": "Completed" if code == 0 else "Error",
             "startedAt": run.started_at,
-            "finishedAt": _now(),
+            "finishedAt": stamp(),
             "containerID": run.container_id,
         }
         container.run = None
         state.rules.after_exit(container, code, now - run.started, now)
 
-    def _start(self, state: _Pod, pod: dict[str, Any], container: ContainerState, now: float) -> None:
-        assert state.sandbox is not None
-        spec = container.spec
-        pod_now = {
-            **pod,
-            "status": {**(pod.get("status") or {}), **addresses(self._options.host_ip, state.ip)},
-        }
-        try:
-            declared = container_environment(pod_now, spec, self._read, self._options.capacity)
-            env = {**self._base_environment(pod_now), **declared}
-            entrypoint = self._process_options.image_entrypoints.get(spec.get("image", ""), ())
-            argv = command_line(spec, env, entrypoint)
-            if "HOME" not in declared:
-                env["HOME"] = self._home(state, container, env["PATH"])
-        except MissingCommand as err:
-            container.waiting = ("RunContainerError", str(err))
-            container.restart_at = math.inf  # containers are immutable: it will never have a command
-            return
-        except ContainerConfigError as err:
-            container.waiting = ("CreateContainerConfigError", str(err))
-            container.restart_at = now + 1.0  # the ConfigMap or Secret may yet appear
-            return
-        try:
-            mounts = self._mount_plan(state, pod, spec, env)
-        except VolumeError as err:
-            container.waiting = ("CreateContainerConfigError", str(err))
-            container.restart_at = now + 1.0
-            return
-        container.waiting = None
-        executable = shutil.which(argv[0], path=env.get("PATH")) if "/" not in argv[0] else argv[0]
-        working_dir = spec.get("workingDir") or None
-        problem = ""
-        if executable is None:
-            problem = f'exec: "{argv[0]}": executable file not found in $PATH'
-        elif working_dir and not Path(working_dir).is_dir():
-            problem = f'chdir to cwd ("{working_dir}") set in config.json failed: no such file or directory'
-        restart = container.runs
-        container.runs += 1
-        if problem or executable is None:
-            self._start_error(state, container, problem, now)
-            return
-        path = logs.log_path(
-            self._process_options.data_dir, state.namespace, state.name, state.uid, container.name, restart
-        )
-        writer = logs.LogWriter(path)
-        plan = self._mount_plan_file(state, container, mounts)
-        helper = (sys.executable, "-I", "-S", str(MOUNT_HELPER), str(plan)) if plan is not None else ()
-        try:
-            process = subprocess.Popen(
-                [*self._exec_prefix(state), *helper, executable, *argv[1:]],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=working_dir,
-                start_new_session=True,
-            )
-        except OSError as err:
-            writer.close()
-            self._start_error(state, container, str(err), now)
-            return
-        assert process.stdout is not None and process.stderr is not None
-        record_process(self._pod_dir(state), process.pid)
-        writer.attach("stdout", process.stdout)
-        writer.attach("stderr", process.stderr)
-        ports = {p["name"]: int(p["containerPort"]) for p in spec.get("ports") or [] if p.get("name")}
-        shares_host_network = state.host_network or not self._network.isolated
-        prefix = self._entering(process.pid) if state.sandbox.private_mounts else self._exec_prefix(state)
-        context = ProbeContext(state.ip, prefix, env, ports, shares_host_network)
-        probes = {
-            kind: Prober(kind, spec[f"{kind}Probe"], context, now)
-            for kind in ("startup", "liveness", "readiness")
-            if spec.get(f"{kind}Probe") and not container.init
-        }
-        container.run = Run(process, _now(), now, probes, writer, context, setup=plan)
-        post_start = (spec.get("lifecycle") or {}).get("postStart")
-        if post_start:
-            container.run.post_start = asyncio.get_running_loop().create_task(
-                self._after_setup(
-                    container.run, lambda: run_hook("PostStart", post_start, context, state.grace)
-                )
-            )
-
-    def _mount_plan(
-        self, state: _Pod, pod: dict[str, Any], spec: dict[str, Any], env: dict[str, str]
-    ) -> list[Mount]:
-        assert state.sandbox is not None and state.volumes is not None
-        mounts = state.volumes.mounts(pod, spec, env)
-        if mounts and not state.sandbox.private_mounts:
-            raise VolumeError(
-                "volumeMounts need a mount namespace of the pod's own, which this node cannot make: run "
-                "localkube as root, or where unprivileged user namespaces are allowed"
-            )
-        return mounts
-
-    def _mount_plan_file(self, state: _Pod, container: ContainerState, mounts: list[Mount]) -> Path | None:
-        """Where the sandbox gives every command a mount namespace: the plan for `mountns.py`, which mounts
-        the container's volumes there and gives it a PID namespace."""
-        assert state.sandbox is not None
-        if not state.sandbox.private_mounts:
-            return None
-        plans = self._pod_dir(state) / "mounts"
-        stage = plans / "stage"
-        stage.mkdir(parents=True, exist_ok=True)
-        plan = plans / f"{container.name}.json"
-        plan.write_text(json.dumps({"stage": str(stage), "mounts": [m.plan() for m in mounts]}))
-        return plan
-
-    def _entering(self, pid: int) -> tuple[str, ...]:
-        """The argv prefix that runs a command in the namespaces of a running container (its volumes, its
-        processes, its network): probes and hooks run there, as in a real container. `pid` is the process
-        the kubelet started; the container's own processes are in the PID namespace it made."""
-        assert self._nsenter is not None
-        spaces = ("--net",) if self._network.isolated else ("--user", "--preserve-credentials")
-        children = f"--pid=/proc/{pid}/ns/pid_for_children"
-        return (self._nsenter, f"--target={pid}", *spaces, "--mount", "--uts", children, "--")
-
-    def _pod_dir(self, state: _Pod) -> Path:
-        """The pod's kubelet directory: its /tmp/ray, its containers' homes, its process records."""
-        return self._process_options.data_dir / "kubelet" / "pods" / state.uid
-
-    def _scratch(self, state: _Pod) -> Path:
-        """The pod's own /tmp/ray, on the host (when the sandbox has a mount namespace)."""
-        return self._pod_dir(state) / "ray"
-
-    def _home(self, state: _Pod, container: ContainerState, path: str) -> str:
-        """The container's own home directory, as its processes see it. Its .profile puts the container's
-        PATH back for login shells (`bash -lc`, as KubeRay's commands use), which /etc/profile on many hosts
-        resets to the system's, losing localkube's interpreter."""
-        home = self._pod_dir(state) / ".home" / container.name
-        home.mkdir(parents=True, exist_ok=True)
-        (home / ".profile").write_text(
-            "# Written by localkube: a login shell's /etc/profile may have reset PATH.\n"
-            f"export PATH={shlex.quote(path)}\n"
-        )
-        return str(home)
-
-    def _exec_prefix(self, state: _Pod) -> tuple[str, ...]:
-        """What runs a command inside the pod. When the sandbox gives every command a mount namespace of its
-        own (`ip netns exec` does, and so does the user namespace of the host network), binding the pod's
-        scratch directory over /tmp/ray there gives the pod one Ray directory of its own, shared by its
-        containers and probes, and a UTS namespace gives it its own hostname (the pod's, which its hosts file maps to its
-        address), as a real pod has."""
-        assert state.sandbox is not None
-        if not state.sandbox.private_mounts:
-            return state.sandbox.exec_prefix
-        scratch = str(self._scratch(state))
-        if self._unshare is None:
-            return (
-                *state.sandbox.exec_prefix,
-                "/bin/sh",
-                "-c",
-                'mount --bind "$0" /tmp/ray && exec "$@"',
-                scratch,
-            )
-        script = 'mount --bind "$0" /tmp/ray && hostname "$1" && shift && exec "$@"'
-        return (
-            *state.sandbox.exec_prefix,
-            self._unshare,
-            "--uts",
-            "/bin/sh",
-            "-c",
-            script,
-            scratch,
-            state.hostname,
-        )
-
-    def _start_error(self, state: _Pod, container: ContainerState, message: str, now: float) -> None:
-        """A container that could not be started counts as a run that ended at once (reason StartError)."""
-        stamp = _now()
-        container.terminated = {
-            "exitCode": 128,
-            "reason": "StartError",
-            "message": message,
-            "startedAt": "1970-01-01T00:00:00Z",
-            "finishedAt": stamp,
-            "containerID": "",
-        }
-        state.rules.after_exit(container, 128, 0.0, now)
-
-    @staticmethod
-    async def _after_setup(
-        run: Run, hook: Callable[[], Coroutine[Any, Any, tuple[bool, str]]]
-    ) -> tuple[bool, str]:
-        """Runs `hook` once the run's container is set up (a hook may need its mounts)."""
-        while not run.set_up():
-            await asyncio.sleep(0.02)
-        return await hook()
-
-    def _post_started(self, state: _Pod, container: ContainerState, run: Run, now: float) -> None:
+    def _post_started(self, state: PodState, container: ContainerState, run: Run, now: float) -> None:
         """Collects the postStart hook: the run's probes start after it; a failure kills the run."""
         assert run.post_start is not None
         if not run.post_start.done():
@@ -692,9 +451,7 @@ class ProcessKubelet:
             return None
 
         async def hook(timeout: float) -> tuple[bool, str]:
-            ok, message = await self._after_setup(
-                run, lambda: run_hook("PreStop", spec, run.context, timeout)
-            )
+            ok, message = await after_setup(run, lambda: run_hook("PreStop", spec, run.context, timeout))
             if not ok:
                 log.warning("container %s: preStop hook failed: %s", container.name, message.strip())
             return ok, message
@@ -702,7 +459,7 @@ class ProcessKubelet:
         return hook
 
     def _kill_for_probe(
-        self, state: _Pod, container: ContainerState, run: Run, prober: Prober, now: float
+        self, state: PodState, container: ContainerState, run: Run, prober: Prober, now: float
     ) -> None:
         log.info(
             "pod %s: container %s failed %s probe (%s), will be restarted",
@@ -716,7 +473,7 @@ class ProcessKubelet:
             float(grace) if grace is not None else state.grace, now, self._pre_stop(container, run)
         )
 
-    def _stop(self, state: _Pod, grace: float | None, *, remove_logs: bool) -> bool:
+    def _stop(self, state: PodState, grace: float | None, *, remove_logs: bool) -> bool:
         """One step of stopping the whole pod; True once its processes and its sandbox are gone."""
         now = time.monotonic()
         if not state.stopping:
@@ -752,7 +509,7 @@ class ProcessKubelet:
         shutil.rmtree(logs.pod_log_dir(data_dir, namespace, name, uid), ignore_errors=True)
         shutil.rmtree(data_dir / "kubelet" / "pods" / uid, ignore_errors=True)
 
-    def _recheck(self, state: _Pod, now: float) -> float | None:
+    def _recheck(self, state: PodState, now: float) -> float | None:
         if failed(state.containers) and not any(state.live_runs()):
             return None
         waits: list[float] = []
@@ -768,7 +525,7 @@ class ProcessKubelet:
 
     # Status.
 
-    def _status(self, state: _Pod, pod: dict[str, Any]) -> dict[str, Any]:
+    def _status(self, state: PodState, pod: dict[str, Any]) -> dict[str, Any]:
         view = PodView(
             state.name,
             state.namespace,
@@ -778,21 +535,10 @@ class ProcessKubelet:
             state.started_at,
             state.sandbox is not None,
         )
-        status, state.transitions = pod_status(view, state.containers, pod, state.transitions, _now())
+        status, state.transitions = pod_status(view, state.containers, pod, state.transitions, stamp())
         return status
 
     # Inputs.
 
     def _read(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self._store.get(f"/registry/core/{plural}/{namespace}/{name}")
-
-    def _base_environment(self, pod: dict[str, Any]) -> dict[str, str]:
-        """What every container starts from: the host's environment with localkube's interpreter first on
-        PATH, and the pod's hostname."""
-        env = dict(os.environ)
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)])
-        metadata, spec = pod["metadata"], pod.get("spec") or {}
-        env["HOSTNAME"] = spec.get("hostname") or metadata["name"]
-        if self.api_endpoint is not None:
-            env.update(service_environment(*self.api_endpoint))
-        return env

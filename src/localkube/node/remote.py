@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from localkube.node.apiclient import ApiClient, ApiError
+from localkube.node.apiclient import ApiClient, RequestFailed
 from localkube.storage import Event, NotFound, Watch
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ class RemoteStore:
                 version = str(answer.get("metadata", {}).get("resourceVersion", ""))
                 while True:  # a watch the server ended is resumed; a failure or 410 relists
                     version = await self._watch(kind, path, params, version)
-            except ApiError as err:
+            except RequestFailed as err:
                 log.warning(
                     "%s: list or watch failed, relisting in %.0f s: %s", kind.plural, RELIST_DELAY, err
                 )
@@ -198,7 +198,7 @@ class RemoteStore:
         async for event in self._client.watch(path, watch_params):
             kind_name, obj = str(event.get("type")), event.get("object") or {}
             if kind_name == "ERROR":
-                raise ApiError(
+                raise RequestFailed(
                     int(obj.get("code") or 0), str(obj.get("reason") or ""), str(obj.get("message"))
                 )
             version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
@@ -213,7 +213,7 @@ class RemoteStore:
             write = await self._writes.get()
             try:
                 await self._send(write)
-            except ApiError as err:
+            except RequestFailed as err:
                 await self._failed(write, err)
             finally:
                 self._writes.task_done()
@@ -227,7 +227,7 @@ class RemoteStore:
         else:
             await self._client.request("DELETE", path, body=write.body)
 
-    async def _failed(self, write: _Write, err: ApiError) -> None:
+    async def _failed(self, write: _Write, err: RequestFailed) -> None:
         if write.method == "POST":
             log.warning("creating %s failed: %s", write.key, err)
         elif err.status in (404, 409):
@@ -237,7 +237,7 @@ class RemoteStore:
             await asyncio.sleep(RELIST_DELAY)
             try:
                 current = await self._client.request("GET", api_path(write.key))
-            except ApiError as again:
+            except RequestFailed as again:
                 if again.status == 404 and write.key in self._objects:
                     self._apply("DELETED", write.key, self._objects[write.key])
                 return  # otherwise the informer's relist brings it back

@@ -27,8 +27,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from kubesemantics import times
 
 SIMULATE_ANNOTATION = "localkube.io/simulate"
 
@@ -161,7 +163,7 @@ class _Simulation:
         self.init_containers: list[dict[str, Any]] = spec.get("initContainers", [])
 
     def _time(self, offset: float = 0.0) -> str:
-        return rfc3339(self.started + timedelta(seconds=offset))
+        return times.format_time(self.started + timedelta(seconds=offset))
 
     def _container_id(self, name: str, restart: int = 0) -> str:
         digest = hashlib.sha256(f"{self.pod.get('metadata', {}).get('uid', '')}/{name}/{restart}".encode())
@@ -421,8 +423,3 @@ def unready_message(names: Iterable[str]) -> str:
 def uninitialized_message(names: Iterable[str]) -> str:
     """The kubelet's message for ContainersNotInitialized."""
     return f"containers with incomplete status: [{' '.join(names)}]"
-
-
-def rfc3339(moment: datetime) -> str:
-    """A timestamp as Kubernetes writes it in status (seconds, UTC)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

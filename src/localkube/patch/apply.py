@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from kubesemantics import times
 from kubesemantics.jsonvalue import json_equal
 from localkube.admission import builtin
 from localkube.patch.errors import ApplyConflict, PatchError
@@ -359,7 +360,7 @@ def _without_managed_fields(obj: dict[str, Any] | None, *, deep: bool) -> dict[s
 
 
 def _now(now: str) -> str:
-    return now or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now or times.format_time(datetime.now(UTC))
 
 
 def _api_version(obj: dict[str, Any], gvk: tuple[str, str, str] | None) -> str:

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import orjson
 import yaml
 
+from kubesemantics import times
 from localkube.server import protobuf
 from localkube.server.bodies import PROTOBUF
 from localkube.server.errors import ApiError
@@ -160,10 +161,6 @@ def load_policy(text: str) -> list[_Rule]:
     return parsed
 
 
-def _timestamp(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _json_or_none(body: bytes) -> Any:
     try:
         return orjson.loads(body) if body else None
@@ -239,8 +236,8 @@ class AuditLog:
             event["requestObject"] = _request_object(request)
         if rule.level == "RequestResponse" and answer:
             event["responseObject"] = _json_or_none(answer)
-        event["requestReceivedTimestamp"] = _timestamp(received)
-        event["stageTimestamp"] = _timestamp(datetime.datetime.now(datetime.UTC))
+        event["requestReceivedTimestamp"] = times.format_micro_time(received)
+        event["stageTimestamp"] = times.format_micro_time(datetime.datetime.now(datetime.UTC))
         self._file.write(orjson.dumps(event) + b"\n")
 
     def close(self) -> None:

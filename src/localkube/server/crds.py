@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kubesemantics import times
 from kubesemantics.schema import supported_values
 from localkube.admission.errors import INVALID, REQUIRED, UNSUPPORTED, FieldError
 from localkube.admission.schema import check_structural
@@ -56,7 +57,7 @@ def _mapping(value: Any) -> dict[str, Any]:
 def set_status(crd: dict[str, Any]) -> None:
     spec = crd.get("spec") or {}
     status = crd.setdefault("status", {})
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = times.format_time(datetime.datetime.now(datetime.UTC))
     previous = {c.get("type"): c for c in status.get("conditions") or []}
     status["acceptedNames"] = dict(spec.get("names") or {})
     status["conditions"] = [

@@ -15,11 +15,12 @@ server's JSON would: zero values of `omitzero` fields (see `protobuf_schema`), e
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
+from kubesemantics import times
 from localkube.server import errors
 from localkube.server.protobuf_schema import KINDS, MESSAGES, Field
 
@@ -92,8 +93,8 @@ def _time(data: bytes, micro: bool) -> str | None:
         return None
     moment = datetime.fromtimestamp(_signed(seconds), UTC)
     if micro:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{nanos // 1000:06d}Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return times.format_micro_time(moment + timedelta(microseconds=nanos // 1000))
+    return times.format_time(moment)
 
 
 def _wire_form(kind: str, data: bytes) -> Any:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesemantics import times
 from kubesemantics.selectors import selector_text
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
@@ -198,7 +199,7 @@ def _token(call: Call) -> tuple[int, dict[str, Any]]:
     token, expiry = authenticator.issue_service_account_token(
         target.namespace, target.name, account["metadata"]["uid"], seconds, list(spec.get("audiences") or [])
     )
-    expires = datetime.datetime.fromtimestamp(expiry, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expires = times.format_time(datetime.datetime.fromtimestamp(expiry, datetime.UTC))
     return 201, {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kubesemantics import times
 from kubesemantics.goparse import human_duration
 from kubesemantics.selectors import selector_text
 from localkube.server.registry import PrinterColumn, ResourceType
@@ -72,7 +73,7 @@ def age(timestamp: Any) -> str:
     if not isinstance(timestamp, str) or not timestamp:
         return "<unknown>"
     try:
-        then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        then = times.parse_time(timestamp)
     except ValueError:
         return "<invalid>"
     return human_duration((datetime.datetime.now(datetime.UTC) - then).total_seconds())

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from integration.rayjob.harness import Operator, operator
-from kuberay.controllers.rayjob.reconciler import RAYJOB
 from kuberay.rayclient.dashboard import DashboardClient, JobSubmitRequest
-from ray_process import RayHead
+from kuberay.rayresources import RAYJOB
+from support.ray_process import RayHead
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ray-job.http-mode.yaml"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from e2e.rayservice.users import UsersService
-from local_instance import LocalInstance
+from support.local_instance import LocalInstance
 
 
 @pytest.fixture

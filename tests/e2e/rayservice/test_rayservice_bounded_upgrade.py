@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
-from e2e.rayservice.users import UsersService, rayservice, serve_config, set_cluster_env, wait
-from local_instance import LocalInstance
+from e2e.rayservice.users import UsersService, rayservice, serve_config, set_cluster_env
+from support.eventually import eventually
+from support.local_instance import LocalInstance
 
 pytestmark = [
     pytest.mark.slow,
@@ -50,13 +51,13 @@ async def test_an_import_error_and_a_bounded_upgrade_that_cannot_finish(
     await service.apply(lambda o: o["spec"].update(serveConfigV2=serve_config()))
     ready = await service.wait_condition("Ready", 300, status="True")
     first = ready["status"]["activeServiceStatus"]["rayClusterName"]
-    assert await wait(service.answer, 120, "an answer") == "hello v1"
+    assert await eventually(service.answer, 120, "an answer", every=0.5) == "hello v1"
     # The new cluster cannot import the application (its PYTHONPATH misses the module): it never serves.
     await service.apply(lambda o: set_cluster_env(o, "PYTHONPATH", "/nonexistent"))
     stuck = await service.wait_condition("UpgradeInProgress", 400, text="kuberay_echo")
     pending = stuck["status"]["pendingServiceStatus"]["rayClusterName"]
     await service.wait_condition("UpgradeInProgress", 300, text="abandoned")
-    await wait(lambda: service.clusters_are([first]), 120, f"{pending} deleted")
+    await eventually(lambda: service.clusters_are([first]), 120, f"{pending} deleted", every=0.5)
     assert await service.answer() == "hello v1"
     final = await service.get()
     assert final["status"]["activeServiceStatus"]["rayClusterName"] == first

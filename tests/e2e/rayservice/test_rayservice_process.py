@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable
 import httpx
 import pytest
 
-from e2e.rayservice.users import UsersService, rayservice, serve_config, set_cluster_env, wait
+from e2e.rayservice.users import UsersService, rayservice, serve_config, set_cluster_env
 from integration.kubectl import tables
-from local_instance import LocalInstance
+from support.eventually import eventually
+from support.local_instance import LocalInstance
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,7 +33,9 @@ async def test_serve_upgrade_without_a_failed_request(
     service = await user_service(local_process, "rayservice-upgrade", rayservice("echo"))
     ready = await service.wait_condition("Ready", 400, status="True")
     first = ready["status"]["activeServiceStatus"]["rayClusterName"]
-    assert await wait(service.answer, 120, "an answer through the serve Service") == "hello v1"
+    assert (
+        await eventually(service.answer, 120, "an answer through the serve Service", every=0.5) == "hello v1"
+    )
     [row] = tables.parse(
         local_process.kubectl("ray", "get", "service", service.name, "-n", service.namespace)
     )
@@ -70,8 +73,8 @@ async def test_serve_upgrade_without_a_failed_request(
             (first, second)
         }
         await service.wait_condition("UpgradeInProgress", 400, status="False", reason="NoPendingCluster")
-        await wait(lambda: service.clusters_are([second]), 120, "the old cluster deleted")
-        await wait(lambda: answered("hello v2"), 60, "an answer from the new cluster")
+        await eventually(lambda: service.clusters_are([second]), 120, "the old cluster deleted", every=0.5)
+        await eventually(lambda: answered("hello v2"), 60, "an answer from the new cluster", every=0.5)
     finally:
         stop.set()
         await sender
@@ -82,7 +85,7 @@ async def test_serve_upgrade_without_a_failed_request(
 
     # A serve-config-only change updates the application in place: no new cluster.
     await service.apply(lambda obj: obj["spec"].update(serveConfigV2=serve_config("hi")))
-    assert await wait(lambda: service.answer_is("hi v2"), 300, "the new greeting") == "hi v2"
+    assert await eventually(lambda: service.answer_is("hi v2"), 300, "the new greeting", every=0.5) == "hi v2"
     assert await service.cluster_names() == [second]
     updated = await service.get()
     assert not updated["status"].get("pendingServiceStatus", {}).get("rayClusterName")

@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from local_instance import LocalInstance
+from support.eventually import eventually
+from support.local_instance import LocalInstance
 
 REPO = Path(__file__).resolve().parents[3]
 SERVE_APPS = REPO / "tests" / "e2e" / "serveapps"
@@ -75,15 +76,6 @@ def api_client(kubeconfig: str) -> httpx.AsyncClient:
     )
 
 
-async def wait(probe: Callable[[], Awaitable[Any]], timeout: float, what: str) -> Any:
-    """Polls `probe` until it returns something true and returns that; a bound, not a measurement."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := await probe()):
-        assert asyncio.get_running_loop().time() < deadline, f"{what} not reached within {timeout} s"
-        await asyncio.sleep(0.5)
-    return value
-
-
 class UsersService:
     """One RayService as its user handles it: a YAML file `kubectl apply`-ed (again after each edit), its
     status read from the API, and HTTP through localkube's service proxy to its serve Service."""
@@ -138,8 +130,11 @@ class UsersService:
         return None
 
     async def wait_condition(self, kind: str, timeout: float, **match: str) -> dict[str, Any]:
-        found: dict[str, Any] = await wait(
-            lambda: self.condition(kind, **match), timeout, f"RayService {self.name}: {kind} {match}"
+        found: dict[str, Any] = await eventually(
+            lambda: self.condition(kind, **match),
+            timeout,
+            f"RayService {self.name}: {kind} {match}",
+            every=0.5,
         )
         return found
 

@@ -6,9 +6,8 @@ becomes ready, and an agent killed and started again picks up what changed while
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,19 @@ from typing import Any
 import pytest
 import yaml
 
-from agent_process import AgentProcess
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import LEASE, NODE, POD, Resource
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
-from realkube_process import SPARE_NODE_NAME
+from kuberay.runtime.resources import LEASE, NODE, POD
+from support.agent_process import AgentProcess
+from support.eventually import eventually
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
+from support.realkube_process import SPARE_NODE_NAME
 
 from ..runtime.kube import client_for, new_namespace
 
 REPO = Path(__file__).resolve().parents[3]
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 LEASE_SECONDS = 4  # renewed every second, so the test sees a renewal soon
 
 
@@ -70,15 +70,6 @@ async def kube(attached: Attached) -> AsyncIterator[tuple[Client, str]]:
         await client.close()
 
 
-async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
-    """Waits until `await check()` holds; fails after `timeout` seconds (a bound, not a measurement)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{check.__name__} not reached within {timeout}s")
-        await asyncio.sleep(0.1)
-
-
 def condition(obj: dict[str, Any], kind: str) -> str | None:
     found = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind]
     return found[0]["status"] if found else None
@@ -103,7 +94,7 @@ async def test_the_node_registers_ready_and_renews_its_lease(
             n["metadata"]["name"] == node_name and condition(n, "Ready") == "True" for n in with_node.items
         )
 
-    await until(node_ready)
+    await eventually(node_ready)
     node = await client.get(NODE, node_name)
     assert node["status"]["capacity"]["cpu"] and node["status"]["allocatable"]["pods"]
     leases: list[dict[str, Any]] = []
@@ -113,7 +104,7 @@ async def test_the_node_registers_ready_and_renews_its_lease(
         leases[:] = [lease["spec"] for lease in found.items if lease["metadata"]["name"] == node_name]
         return bool(leases)
 
-    await until(leased)
+    await eventually(leased)
     first = leases[0]
     assert first["holderIdentity"] == node_name and first["leaseDurationSeconds"] == LEASE_SECONDS
 
@@ -121,7 +112,7 @@ async def test_the_node_registers_ready_and_renews_its_lease(
         lease = await client.get(LEASE, node_name, "kube-node-lease")
         return bool(lease["spec"]["renewTime"] > first["renewTime"])
 
-    await until(renewed, timeout=30)
+    await eventually(renewed, timeout=30)
 
 
 async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(
@@ -134,7 +125,7 @@ async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(
         found = await client.get(POD, "sleeper", namespace)
         return found["status"].get("phase") == "Running" and condition(found, "Ready") == "True"
 
-    await until(running)
+    await eventually(running)
     found = await client.get(POD, "sleeper", namespace)
     assert found["spec"]["nodeName"] == attached.node_name
     assert found["status"]["podIP"] and condition(found, "PodScheduled") == "True"
@@ -147,7 +138,7 @@ async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(
             return True
         return False
 
-    await until(gone)
+    await eventually(gone)
 
 
 async def test_a_raycluster_becomes_ready_on_the_agent(
@@ -167,7 +158,7 @@ async def test_a_raycluster_becomes_ready_on_the_agent(
             cluster = await client.get(RAYCLUSTER, "minimal", namespace)
             return (cluster.get("status") or {}).get("state") == "ready"
 
-        await until(ready, timeout=120)
+        await eventually(ready, timeout=120)
         pods = (await client.list(POD, namespace)).items
         assert len(pods) == 2 and {p["spec"]["nodeName"] for p in pods} == {attached.node_name}
         await client.delete(RAYCLUSTER, "minimal", namespace)
@@ -191,7 +182,7 @@ async def test_a_restarted_agent_runs_what_was_created_while_it_was_away(
         except errors.NotFound:
             return False
 
-    await until(registered)
+    await eventually(registered)
     second.kill()
     away = pod("while-away")
     away["spec"]["nodeName"] = "agent-restarted"  # bound to the stopped node: nothing runs it yet
@@ -203,7 +194,7 @@ async def test_a_restarted_agent_runs_what_was_created_while_it_was_away(
             found = await client.get(POD, "while-away", namespace)
             return (found.get("status") or {}).get("phase") == "Running"
 
-        await until(running)
+        await eventually(running)
     finally:
         second.stop()
         await client.delete(NODE, "agent-restarted")

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from apiserver_process import ApiServerProcess
 from kuberay.runtime.client import Client
-from operator_process import OperatorProcess
+from support.apiserver_process import ApiServerProcess
+from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
 

@@ -12,9 +12,9 @@ import grpc
 import httpx
 import pytest
 
-from apiserver_process import ApiServerProcess
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP
+from support.apiserver_process import ApiServerProcess
 
 TOKEN = "s3cret-token"
 

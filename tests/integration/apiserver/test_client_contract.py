@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from apiserver_process import ApiServerProcess
-from kuberay_apis import KubeRayAPIs
+from support.apiserver_process import ApiServerProcess
+from support.kuberay_apis import KubeRayAPIs
 
 from .test_rest import cluster, template
 

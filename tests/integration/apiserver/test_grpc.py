@@ -14,11 +14,12 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_tools import protoc
 
-from apiserver_process import ApiServerProcess
 from kuberay.apiserver import protos
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.client import Client
+from support.apiserver_process import ApiServerProcess
 
-from .test_rest import RAYCLUSTER, eventually_gone
+from .test_rest import eventually_gone
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
-from apiserver_process import ApiServerProcess
+from kuberay.rayresources import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import CONFIG_MAP, Resource
-
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
-RAYJOB = Resource("ray.io/v1", "RayJob", "rayjobs")
-RAYSERVICE = Resource("ray.io/v1", "RayService", "rayservices")
+from support.apiserver_process import ApiServerProcess
+from support.eventually import eventually
 
 pytestmark = pytest.mark.usefixtures("operator")
 
@@ -165,7 +163,7 @@ async def test_cluster_create_get_list_paged_delete_and_ready(
         last[0] = (await http.get(f"{base}/c1")).json()
         return last[0].get("clusterState") == "ready" and bool(last[0].get("events"))
 
-    await _until(
+    await eventually(
         probe, 90, lambda: f"clusterState {last[0].get('clusterState')!r}, events {last[0].get('events')}"
     )
     assert last[0]["serviceEndpoint"]["dashboard"]
@@ -182,16 +180,6 @@ async def test_cluster_create_get_list_paged_delete_and_ready(
     await eventually_gone(kube, RAYCLUSTER, "c2", namespace)
 
 
-async def _until(probe: Any, timeout: float, why: Any) -> None:
-    import asyncio
-
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await probe():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout}s: {why()}")
-        await asyncio.sleep(0.5)
-
-
 async def eventually_gone(kube: Client, resource: Resource, name: str, namespace: str) -> None:
     async def gone() -> bool:
         try:
@@ -200,7 +188,7 @@ async def eventually_gone(kube: Client, resource: Resource, name: str, namespace
             return True
         return False
 
-    await _until(gone, 60, lambda: f"{resource.kind} {name} still there")
+    await eventually(gone, 60, lambda: f"{resource.kind} {name} still there")
 
 
 async def test_cluster_errors_are_upstreams(http: httpx.AsyncClient, kube: Client, namespace: str) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from apiserver_process import ApiServerProcess
-from browser import CHROMIUM, Page, chromium_page
+from support.apiserver_process import ApiServerProcess
+from support.browser import CHROMIUM, Page, chromium_page
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup installs it as root)"

@@ -9,11 +9,12 @@ import httpx
 import pytest
 import yaml
 
-from apiserver_process import ApiServerProcess
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import SERVICE
+from support.apiserver_process import ApiServerProcess
 
-from .test_rest import RAYCLUSTER, template
+from .test_rest import template
 
 
 @pytest.fixture

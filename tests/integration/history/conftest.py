@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from history_processes import S3Proxy, running_s3proxy
+from support.history_processes import S3Proxy, running_s3proxy
 
 
 @pytest.fixture(scope="module")

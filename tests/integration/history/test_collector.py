@@ -20,7 +20,7 @@ import pytest
 
 from kuberay.history import layout
 from kuberay.local.ports import free_port
-from local_instance import until
+from support.eventually import eventually
 
 COLLECTOR = str(Path(sys.executable).parent / "kuberay-history-collector")
 SESSION = "session_2026-01-02_03-04-05_678901_42"
@@ -53,7 +53,7 @@ class Node:
         }  # fmt: skip
         with self.log.open("ab") as log:
             self.process = subprocess.Popen([COLLECTOR], env=env, stdout=log, stderr=log)
-        until(self._listening, 60, "the collector listening", every=0.1)
+        eventually(self._listening, 60, "the collector listening", every=0.1)
 
     def _listening(self) -> bool:
         try:
@@ -103,7 +103,7 @@ def test_logs_rotated_files_and_events_reach_storage_and_sigterm_flushes(node: N
     }
     node_event = {"eventType": "NODE_DEFINITION_EVENT", "sessionName": SESSION}
     assert _post(node, [job_event, node_event])
-    until(lambda: node.stored("worker-1.out").is_file(), 30, "the log uploaded", every=0.1)
+    eventually(lambda: node.stored("worker-1.out").is_file(), 30, "the log uploaded", every=0.1)
     # Ray rotates: the file becomes .1 and a new one starts; both are kept.
     (node.logs / "worker-1.out").rename(node.logs / "worker-1.out.1")
     (node.logs / "worker-1.out").write_text("second\n")
@@ -150,7 +150,12 @@ def test_a_collector_killed_mid_upload_loses_and_duplicates_nothing(node: Node) 
         while kills < 3:
             # Mid-upload: a put's temporary file is there (not one a previous kill left behind).
             left = set(node.store.rglob(".put-*"))
-            until(lambda: set(node.store.rglob(".put-*")) - left, 120, "an upload under way", every=0.005)  # noqa: B023
+            eventually(
+                lambda: set(node.store.rglob(".put-*")) - left,  # noqa: B023
+                120,
+                "an upload under way",
+                every=0.005,
+            )
             node.stop(signal.SIGKILL)
             kills += 1
             node.start()

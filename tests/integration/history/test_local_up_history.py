@@ -12,7 +12,8 @@ import httpx
 
 from kuberay.history import layout
 from kuberay.history.storage import LocalDirectory
-from local_instance import LocalInstance, until
+from support.eventually import eventually
+from support.local_instance import LocalInstance
 
 SESSION = "session_2026-03-04_05-06-07_000008_9"
 
@@ -27,7 +28,7 @@ def test_local_up_history_serves_the_local_directory(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/clusters").json() == []
         LocalDirectory(directory).put(layout.ClusterRef("default", "demo").metadata_key("", SESSION), b"{}")
         # The server re-lists sessions at most every few seconds.
-        listed = until(lambda: httpx.get(f"{url}/clusters").json(), 30, "the session listed", every=0.5)
+        listed = eventually(lambda: httpx.get(f"{url}/clusters").json(), 30, "the session listed", every=0.5)
         assert [(c["name"], c["sessionName"]) for c in listed] == [("demo", SESSION)]
         pid = status["children"]["history-server"]
         # The sidecar the operator injects names only the image: process mode runs its entrypoint.
@@ -38,7 +39,7 @@ def test_local_up_history_serves_the_local_directory(tmp_path: Path) -> None:
                                                 {"name": "STORAGE_LOCAL_DIR", "value": str(directory)}]}]}}  # fmt: skip
         local.kubectl("apply", "-f", "-", input=json.dumps(pod))
         local.kubectl("wait", "pod/collector", "--for=condition=Ready", "--timeout=120s")
-        until(
+        eventually(
             lambda: local.kubectl("logs", "collector", check=False) or None,
             60,
             "the collector's log",

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from history_processes import HistoryServer
 from integration.kubectl.conftest import run_plugin
 from kuberay.history import layout
 from kuberay.history.storage import LocalDirectory
+from support.history_processes import HistoryServer
 
 OLD, NEW = "session_2026-01-01_00-00-00_000001_1", "session_2026-01-02_00-00-00_000001_1"
 CLUSTER = layout.ClusterRef("team-a", "train-abc12", "RayJob", "train")

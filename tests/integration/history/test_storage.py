@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from history_processes import S3Proxy
 from kuberay.history.backends import from_env
 from kuberay.history.storage import LocalDirectory, NotFound, Storage, StorageError
+from support.history_processes import S3Proxy
 
 
 @pytest.fixture(params=["local", "s3"])

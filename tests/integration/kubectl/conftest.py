@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 if shutil.which("kubectl") is None:
     pytest.skip("kubectl is not on the PATH", allow_module_level=True)

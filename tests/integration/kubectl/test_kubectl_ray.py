@@ -14,8 +14,8 @@ import yaml
 
 from integration.kubectl import tables
 from integration.kubectl.conftest import RayCli, run_plugin
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 RAYCLUSTERS = "/apis/ray.io/v1/namespaces/{ns}/rayclusters"
 AGE = re.compile(r"^\d+s$")

@@ -14,9 +14,9 @@ import yaml
 
 from integration.kubectl import tables
 from integration.kubectl.conftest import RayCli, run_plugin
-from local_instance import EXAMPLES
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support.local_instance import EXAMPLES
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 JOB_COLUMNS = [
     "NAME",

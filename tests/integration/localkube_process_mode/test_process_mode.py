@@ -38,6 +38,7 @@ from localkube.node.volumes import Token
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
+from support.eventually import eventually
 
 # Slow: real processes, probes and restarts back-off in real time (~55 s).
 # Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.
@@ -84,12 +85,13 @@ class Cluster:
     async def until(
         self, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
     ) -> dict[str, Any]:
-        async with asyncio.timeout(timeout):
-            while True:
-                pod = self.pod(name)
-                if pod is not None and check(pod):
-                    return pod
-                await asyncio.sleep(0.05)
+        found: dict[str, Any] = await eventually(
+            lambda: (pod := self.pod(name)) is not None and check(pod) and pod,
+            timeout,
+            f"pod {name}",
+            every=0.05,
+        )
+        return found
 
     def log(self, pod: dict[str, Any], container: str = "c", **options: Any) -> str:
         meta = pod["metadata"]

@@ -18,9 +18,9 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-import promql
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support import promql
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 # The operator dashboard's HeadPodReady panel reads kube-state-metrics, as upstream's does.
 KUBE_STATE_METRICS = {"kube_pod_status_ready", "kube_pod_labels"}

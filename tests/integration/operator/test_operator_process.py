@@ -11,8 +11,9 @@ import pytest
 
 from kuberay.local.ports import free_port
 from kuberay.runtime.resources import CONFIG_MAP, LEASE
+from support.eventually import eventually
 
-from ..runtime.kube import client_for, eventually, new_namespace
+from ..runtime.kube import client_for, new_namespace
 
 TOY = Path(__file__).with_name("toy_operator.py")
 LEASE_SECONDS, RENEW_SECONDS, RETRY_SECONDS = 4.0, 3.0, 0.5

@@ -4,7 +4,6 @@ object generation; a kind whose controller runs gets none."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ from kuberay.controllers.unhandled import REASON, message, ray_resources
 from kuberay.operator.registry import BUILTIN
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT
-from operator_process import OperatorProcess
+from support.eventually import eventually
+from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
 
@@ -58,7 +58,7 @@ async def test_a_kind_without_a_controller_gets_one_warning_per_generation(names
         latest[:] = await warnings(client, ns, "cron")
         return sum(e.get("count", 1) for e in latest) == count
 
-    await _until(lambda: warned(1))
+    await eventually(lambda: warned(1))
     assert latest[0]["type"] == "Warning"
     assert latest[0]["message"] == message("RayCronJob", FeatureGates())
     assert "--feature-gates RayCronJob=true" in latest[0]["message"]
@@ -66,10 +66,10 @@ async def test_a_kind_without_a_controller_gets_one_warning_per_generation(names
     # once a later object's warning is out, the label change has been seen.
     await client.patch(RESOURCES["RayCronJob"], "cron", {"metadata": {"labels": {"a": "b"}}}, ns)
     await client.create(RESOURCES["RayCronJob"], {**cron, "metadata": {"name": "later", "namespace": ns}})
-    await _until(lambda: _any(warnings(client, ns, "later")))
+    await eventually(lambda: _any(warnings(client, ns, "later")))
     assert await warned(1)
     await client.patch(RESOURCES["RayCronJob"], "cron", {"spec": {"schedule": "0 * * * *"}}, ns)
-    await _until(lambda: warned(2))
+    await eventually(lambda: warned(2))
 
 
 async def test_a_kind_with_a_running_controller_gets_none(namespace) -> None:
@@ -78,21 +78,12 @@ async def test_a_kind_with_a_running_controller_gets_none(namespace) -> None:
     await client.create(RESOURCES["RayCluster"], cluster)
     cron = {**example("ray-cronjob.yaml"), "metadata": {"name": "cron", "namespace": ns}}
     await client.create(RESOURCES["RayCronJob"], cron)
-    await _until(lambda: _any(warnings(client, ns, "cron")))  # the watcher has seen this namespace
+    await eventually(lambda: _any(warnings(client, ns, "cron")))  # the watcher has seen this namespace
     assert await warnings(client, ns, "handled") == []
 
 
 async def _any(found: Any) -> bool:
     return bool(await found)
-
-
-async def _until(check: Any, timeout: float = 60.0) -> None:
-    """Waits until `await check()` is true; a bound, not a measurement."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        assert loop.time() < deadline, "not reached in time"
-        await asyncio.sleep(0.2)
 
 
 def test_the_registry_installs_the_watcher_last() -> None:

@@ -10,9 +10,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from kuberay.controllers.raycluster.context import RAYCLUSTER
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.resources import POD, SERVICE
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from ..raycluster.test_lifecycle import small_cluster
 from ..runtime.kube import client_for, new_namespace

@@ -25,8 +25,8 @@ import yaml
 from conformance.support import run_kubectl
 from conformance.webhookserver import make_certificates
 from kuberay.local.ports import free_port
-from localkube_process import LocalKubeProcess
-from operator_process import OperatorProcess
+from support.localkube_process import LocalKubeProcess
+from support.operator_process import OperatorProcess
 
 REPO = Path(__file__).resolve().parents[3]
 MINIMAL = REPO / "examples" / "ray-cluster.minimal.yaml"

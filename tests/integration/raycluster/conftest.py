@@ -9,25 +9,24 @@ assertion.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
-from kuberay.runtime.resources import EVENT, POD, SERVICE, Resource
-from operator_process import OperatorProcess
-from shared import yaml_documents
+from kuberay.runtime.resources import EVENT, POD, SERVICE
+from support.operator_process import OperatorProcess
+from support.shared import yaml_documents
 
 from ..runtime.kube import client_for, new_namespace
 
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "upstream-samples"
 
 
@@ -104,15 +103,6 @@ class Kube:
     async def events(self, name: str) -> list[dict[str, Any]]:
         found = await self.client.list(EVENT, self.namespace)
         return [e for e in found.items if e["involvedObject"].get("name") == name]
-
-    async def wait_for(self, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
-        """Waits until `await check()` is true; fails after `timeout` seconds (a bound, not a measurement)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while not await check():
-            if loop.time() > deadline:
-                raise AssertionError(f"{check.__name__} not reached within {timeout}s")
-            await asyncio.sleep(0.2)
 
 
 @pytest.fixture

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.client import PatchType
+from support.eventually import eventually
 
-from .conftest import RAYCLUSTER, Kube
+from .conftest import Kube
 from .test_lifecycle import WORKER, names, small_cluster, wait_ready_with
 
 
@@ -31,7 +33,7 @@ async def scale_events(kube: Kube, name: str, decisions: int) -> list[str]:
         messages[:] = [e["message"] for e in await kube.events(name) if e["reason"] == "ScaledWorkerGroup"]
         return len(messages) >= decisions
 
-    await kube.wait_for(written)
+    await eventually(written)
     return messages
 
 
@@ -49,7 +51,7 @@ async def reconciled_with(kube: Kube, name: str, desired: int) -> None:
     async def seen() -> bool:
         return (await kube.cluster(name)).get("status", {}).get("desiredWorkerReplicas", 0) == desired
 
-    await kube.wait_for(seen)
+    await eventually(seen)
 
 
 async def test_autoscaler_patches_are_carried_out_and_explained(kube: Kube) -> None:

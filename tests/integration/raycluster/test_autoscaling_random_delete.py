@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from .conftest import Kube, service_account_kubeconfig
 from .test_autoscaling import autoscaling_cluster, reconciled_with, replace_in_group, scale_events

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.resources import INGRESS, JOB, POD, SECRET, SERVICE
+from support.eventually import eventually
 
-from .conftest import RAYCLUSTER, Kube
+from .conftest import Kube
 
 WORKER = {"ray.io/node-type": "worker"}
 
@@ -53,7 +55,7 @@ async def wait_ready_with(kube: Kube, name: str, workers: int) -> list[dict[str,
         )
 
     try:
-        await kube.wait_for(settled)
+        await eventually(settled)
     except AssertionError:
         status = (await kube.cluster(name)).get("status")
         raise AssertionError(f"{name} did not settle with {workers} ready workers: status {status}") from None
@@ -114,7 +116,7 @@ async def test_suspend_removes_pods_and_resume_brings_them_back(kube: Kube) -> N
             and not await kube.pods("nap")
         )
 
-    await kube.wait_for(suspended)
+    await eventually(suspended)
     await kube.patch_cluster("nap", {"spec": {"suspend": False}})
     assert len(await wait_ready_with(kube, "nap", 2)) == 2
     conditions = {c["type"]: c["status"] for c in (await kube.cluster("nap"))["status"]["conditions"]}
@@ -144,7 +146,7 @@ async def test_deleting_the_cluster_removes_everything_it_owns(kube: Kube) -> No
         ]
         return not left and not await kube.pods("gone")
 
-    await kube.wait_for(all_gone)
+    await eventually(all_gone)
 
 
 async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_before_the_finalizer_goes(kube: Kube) -> None:
@@ -159,7 +161,7 @@ async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_before_the_finalizer_g
         held = await kube.cluster("ft")  # still there: the finalizer holds it
         return bool(jobs) and held["metadata"].get("deletionTimestamp") is not None
 
-    await kube.wait_for(job_created_while_cluster_held)
+    await eventually(job_created_while_cluster_held)
     (job,) = (await kube.client.list(JOB, kube.namespace)).items
     assert job["metadata"]["name"] == "ft-redis-cleanup"
     assert job["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
@@ -168,7 +170,7 @@ async def test_gcs_ft_deletion_runs_the_redis_cleanup_job_before_the_finalizer_g
         found = await kube.client.list(RAYCLUSTER, kube.namespace)
         return not found.items
 
-    await kube.wait_for(cluster_gone)
+    await eventually(cluster_gone)
     events = {e["reason"] for e in await kube.events("ft")}
     assert "CreatedRedisCleanupJob" in events
 
@@ -181,7 +183,7 @@ async def test_invalid_cluster_gets_upstreams_message_and_no_pods(kube: Kube) ->
     async def refused() -> bool:
         return any(e["reason"] == "InvalidRayClusterSpec" for e in await kube.events("bad"))
 
-    await kube.wait_for(refused)
+    await eventually(refused)
     (event,) = [e for e in await kube.events("bad") if e["reason"] == "InvalidRayClusterSpec"]
     assert event["type"] == "Warning"
     assert event["message"] == (
@@ -204,7 +206,7 @@ async def test_failing_worker_is_named_in_conditions_and_events(kube: Kube, fail
         conditions = (await kube.cluster(name)).get("status", {}).get("conditions", [])
         return any(c["type"] == "PodFailure" and c["reason"] == failure for c in conditions)
 
-    await kube.wait_for(reported)
+    await eventually(reported)
     (worker,) = await kube.pods(name, **WORKER)
     pod = worker["metadata"]["name"]
     (condition,) = [
@@ -220,7 +222,7 @@ async def test_failing_worker_is_named_in_conditions_and_events(kube: Kube, fail
             for e in await kube.events(name)
         )
 
-    await kube.wait_for(warned)
+    await eventually(warned)
 
 
 async def test_recreate_strategy_replaces_every_pod_on_a_spec_change_but_not_on_scaling(kube: Kube) -> None:
@@ -238,7 +240,7 @@ async def test_recreate_strategy_replaces_every_pod_on_a_spec_change_but_not_on_
         status = (await kube.cluster("fresh")).get("status", {})
         return len(live) == 3 and not names(live) & first and status.get("readyWorkerReplicas", 0) == 2
 
-    await kube.wait_for(replaced)
+    await eventually(replaced)
     notes = [e["message"] for e in await kube.events("fresh") if e["reason"] == "DeletedPod"]
     assert notes == [
         f"Deleted all Pods for RayCluster {kube.namespace}/fresh due to spec change with Recreate upgradeStrategy"
@@ -268,4 +270,4 @@ async def test_multi_host_replica_losing_a_host_is_replaced_whole(kube: Kube) ->
         ready = (await kube.cluster("slice")).get("status", {}).get("readyWorkerReplicas", 0) == 4
         return ready and len(live) == 4 and len(groups) == 2 and broken not in groups
 
-    await kube.wait_for(whole_again)
+    await eventually(whole_again)

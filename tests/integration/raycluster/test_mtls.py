@@ -1,5 +1,5 @@
 """mTLS with the real cert-manager (gate RayClusterMTLS), on each backend: cert-manager's CRDs and its
-controller (tests/certmanager_process.py) are installed for this module only, before its operator starts,
+controller (tests/support/certmanager_process.py) are installed for this module only, before its operator starts,
 and removed after it, so the other modules' operators find no cert-manager.
 
 A RayCluster with `tlsOptions.enabled` gets upstream's Issuers and Certificates (controlled by it), reaches
@@ -21,10 +21,10 @@ import pytest
 import yaml
 from cryptography import x509
 
-from certmanager_process import CertManager
 from kuberay.runtime import errors
 from kuberay.runtime.resources import SECRET, Resource
-from operator_process import OperatorProcess
+from support.certmanager_process import CertManager
+from support.operator_process import OperatorProcess
 
 from .conftest import RAYCLUSTER, Kube
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from operator_process import OperatorProcess
+from support.operator_process import OperatorProcess
 
 from .conftest import Kube
 

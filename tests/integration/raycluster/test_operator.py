@@ -12,7 +12,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kuberay.runtime.resources import NETWORK_POLICY, Resource
-from operator_process import OperatorProcess
+from support.eventually import eventually
+from support.operator_process import OperatorProcess
 
 from .conftest import Kube
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with
@@ -47,7 +48,7 @@ async def test_operator_killed_mid_scale_up_ends_with_exactly_100_workers(
         return 10 < await count() < 90
 
     try:
-        await kube.wait_for(partly_scaled)
+        await eventually(partly_scaled)
     finally:
         slow.kill()
     operator.start()
@@ -56,7 +57,7 @@ async def test_operator_killed_mid_scale_up_ends_with_exactly_100_workers(
         await count()
         return (await kube.cluster("big")).get("status", {}).get("readyWorkerReplicas") == 100
 
-    await kube.wait_for(all_ready, 120)
+    await eventually(all_ready, 120)
     pods = await kube.pods("big", **WORKER)
     # The last count can come just before the last pods (the status read after it already counts them).
     most_seen = max(most_seen, len(pods))
@@ -85,13 +86,13 @@ async def test_network_policies_follow_the_spec(kube: Kube) -> None:
     async def made() -> bool:
         return await policies() == {"fenced-head", "fenced-workers-small"}
 
-    await kube.wait_for(made)
+    await eventually(made)
     await kube.patch_cluster("fenced", {"spec": {"networkPolicy": None}})
 
     async def removed() -> bool:
         return await policies() == set()
 
-    await kube.wait_for(removed)
+    await eventually(removed)
 
 
 async def test_metrics(kube: Kube, operator: OperatorProcess) -> None:
@@ -111,7 +112,7 @@ async def test_metrics(kube: Kube, operator: OperatorProcess) -> None:
             and f'kuberay_cluster_provisioned_duration_seconds{{{labels},uid="{uid}"}}' in text
         )
 
-    await kube.wait_for(exposed)
+    await eventually(exposed)
 
 
 async def test_status_is_written_only_when_it_changes(kube: Kube, operator: OperatorProcess) -> None:
@@ -132,7 +133,7 @@ async def test_status_is_written_only_when_it_changes(kube: Kube, operator: Oper
     async def reconciled_again() -> bool:
         return reconciles() > counted
 
-    await kube.wait_for(reconciled_again)
+    await eventually(reconciled_again)
     assert (await kube.cluster("still"))["status"] == before  # nothing changed, nothing written
 
 
@@ -191,4 +192,4 @@ async def test_a_failing_reconcile_step_is_named_in_the_log(kube: Kube, operator
             for line in lines
         )
 
-    await kube.wait_for(reported)
+    await eventually(reported)

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from operator_process import OperatorProcess
+from kuberay.rayresources import RAYCLUSTER
+from support.eventually import eventually
+from support.operator_process import OperatorProcess
 
 from ..runtime.kube import client_for, new_namespace
-from .conftest import RAYCLUSTER, Kube, load_sample
+from .conftest import Kube, load_sample
 from .conftest import service_account_kubeconfig as conftest_service_account_kubeconfig
 from .test_lifecycle import WORKER, small_cluster, wait_ready_with
 
@@ -74,14 +76,14 @@ async def test_operator_as_its_service_account_is_never_forbidden(
                 state == "ready" and len(await kube.live_pods("least", **WORKER)) == 2
             )  # autoscaler decides
 
-        await kube.wait_for(settled)
+        await eventually(settled)
         await kube.client.delete(RAYCLUSTER, "least", kube.namespace)
 
         async def deleted() -> bool:
             remaining = (await kube.client.list(RAYCLUSTER, kube.namespace)).items
             return "least" not in {c["metadata"]["name"] for c in remaining}
 
-        await kube.wait_for(deleted)
+        await eventually(deleted)
     finally:
         operator.stop()
         await client.close()

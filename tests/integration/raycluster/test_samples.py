@@ -24,6 +24,7 @@ import pytest
 
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import NODE, SERVICE_ACCOUNT, Resource
+from support.eventually import eventually
 
 from ..runtime.kube import client_for, new_namespace
 from .conftest import SAMPLES, Kube, load_sample
@@ -123,7 +124,7 @@ async def pods_bound(kube: Kube, cluster: dict[str, Any]) -> None:
         return len(pods) == expected_pods(cluster) and all(p["spec"].get("nodeName") for p in pods)
 
     try:
-        await kube.wait_for(bound, 60)
+        await eventually(bound, 60)
     except AssertionError:
         pods = await kube.pods(name)
         raise AssertionError(f"{name}: {[(p['metadata']['name'], p['status']) for p in pods]}") from None
@@ -184,7 +185,7 @@ async def test_sample_reaches_ready(created: dict[str, Kube], sample: str) -> No
                 for e in await kube.events(name)
             )
 
-        await kube.wait_for(refused, 30)
+        await eventually(refused, 30)
         assert await kube.pods(name) == []
         return
 
@@ -192,7 +193,7 @@ async def test_sample_reaches_ready(created: dict[str, Kube], sample: str) -> No
         return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
 
     # A bound: on kube-apiserver a pod with a claim waits for the volume binder and the scheduler's retry.
-    await kube.wait_for(ready, 150)
+    await eventually(ready, 150)
     pods = await kube.pods(name)
     assert len(pods) == expected_pods(cluster)
     assert sum(p["metadata"]["labels"]["ray.io/node-type"] == "head" for p in pods) == 1

@@ -11,13 +11,13 @@ from typing import Any
 
 import httpx
 
-from integration.inprocess import wait_for
 from integration.runtime.kube import client_for, new_namespace
-from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB
 from kuberay.controllers.unhandled import REASON
+from kuberay.rayresources import RAYCRONJOB
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT
-from operator_process import OperatorProcess
+from support.eventually import eventually
+from support.operator_process import OperatorProcess
 
 from .test_raycronjob import cronjob
 
@@ -56,7 +56,7 @@ async def test_with_the_gate_on_the_controller_runs(localkube: Any, tmp_path: Pa
     async with operator(localkube, tmp_path / "operator.log", "--feature-gates=RayCronJob=true") as (
         client, namespace, process,
     ):  # fmt: skip
-        running = await wait_for(lambda: controllers(process), what="the operator's metrics")
+        running = await eventually(lambda: controllers(process), what="the operator's metrics")
         assert "raycronjob" in running and "unhandled-raycronjob" not in running
         # Suspended, so that its answer comes at once rather than at a tick.
         await client.create(RAYCRONJOB, cronjob(namespace, schedule="@every 5s", suspend=True))
@@ -65,7 +65,7 @@ async def test_with_the_gate_on_the_controller_runs(localkube: Any, tmp_path: Pa
             listed = await client.list(EVENT, namespace)
             return [e for e in listed.items if e.get("reason") == "SuspendedRayCronJob"]
 
-        (event,) = await wait_for(suspended, what="SuspendedRayCronJob")
+        (event,) = await eventually(suspended, what="SuspendedRayCronJob")
         assert event.get("reportingComponent") == "raycronjob-controller"
         assert await no_controller_warnings(client, namespace) == []
 
@@ -75,8 +75,8 @@ async def test_with_the_gate_off_no_raycronjob_controller_runs(localkube: Any, t
     async with operator(localkube, tmp_path / "operator.log", "--feature-gates=RayCronJob=false") as (
         client, namespace, process,
     ):  # fmt: skip
-        running = await wait_for(lambda: controllers(process), what="the operator's metrics")
+        running = await eventually(lambda: controllers(process), what="the operator's metrics")
         assert "raycronjob" not in running and "unhandled-raycronjob" in running
         await client.create(RAYCRONJOB, cronjob(namespace, schedule="@every 1s"))
-        (warning,) = await wait_for(lambda: no_controller_warnings(client, namespace), what="NoController")
+        (warning,) = await eventually(lambda: no_controller_warnings(client, namespace), what="NoController")
         assert "--feature-gates RayCronJob=true" in warning["message"]

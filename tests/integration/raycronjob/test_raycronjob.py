@@ -14,16 +14,18 @@ from typing import Any
 import pytest
 import yaml
 
-from integration.inprocess import Running, running_operator, wait_for
+from integration.inprocess import Running, running_operator
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.controllers.raycronjob import setup as raycronjob_setup
-from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB, RAYJOB, RayCronJobReconciler
+from kuberay.controllers.raycronjob.reconciler import RayCronJobReconciler
+from kuberay.rayresources import RAYCRONJOB, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import EVENTS_V1
 from kuberay.runtime.resources import ObjectKey
-from shared import UPSTREAM_SAMPLES
+from support.eventually import eventually
+from support.shared import UPSTREAM_SAMPLES
 
 GATE_ON = FeatureGates({Feature.RAY_CRON_JOB: True})
 SAMPLES = ["ray-cronjob.sample.yaml", "ray-cronjob-timezone.sample.yaml"]
@@ -78,14 +80,14 @@ class Harness:
             jobs = await self.rayjobs()
             return jobs if set(jobs) == names else None
 
-        result: dict[str, dict[str, Any]] = await wait_for(made, what=f"RayJobs {sorted(names)}")
+        result: dict[str, dict[str, Any]] = await eventually(made, what=f"RayJobs {sorted(names)}")
         return result
 
     async def wait_last_schedule(self, tick: datetime, name: str = "cron") -> None:
         async def written() -> bool:
             return ((await self.cron(name)).get("status") or {}).get("lastScheduleTime") == rfc3339(tick)
 
-        await wait_for(written, what=f"lastScheduleTime {rfc3339(tick)}")
+        await eventually(written, what=f"lastScheduleTime {rfc3339(tick)}")
 
     async def advance_to(self, moment: datetime) -> None:
         self.clock.advance(max((moment - self.clock.now()).total_seconds(), 0.0))
@@ -170,7 +172,7 @@ async def test_a_pass_asks_to_be_run_again_at_the_next_tick(localkube: Any) -> N
         async def cached() -> bool:
             return ((cache.get(key) or {}).get("status") or {}).get("lastScheduleTime") == rfc3339(tick)
 
-        await wait_for(cached, what="the status write in the cache")
+        await eventually(cached, what="the status write in the cache")
         assert await op.run.reconciler.reconcile(key) == Result(requeue_after=270.0)
 
 
@@ -178,7 +180,7 @@ async def test_suspend_holds_back_new_rayjobs_and_resuming_makes_the_missed_ones
     async with operator(localkube) as op:
         cron = await op.create(cronjob(op.namespace, schedule="@every 1m", suspend=True))
         created = at(cron["metadata"]["creationTimestamp"])
-        suspended = await wait_for(lambda: op.events("SuspendedRayCronJob"), what="SuspendedRayCronJob")
+        suspended = await eventually(lambda: op.events("SuspendedRayCronJob"), what="SuspendedRayCronJob")
         assert suspended[0]["type"] == "Normal"
         assert suspended[0]["note"] == "RayCronJob suspended, no new RayJobs will be created"
         assert suspended[0]["reportingController"] == "raycronjob-controller"
@@ -243,14 +245,14 @@ async def test_an_invalid_spec_gets_upstreams_message_and_no_rayjob(
         name = change.pop("name", "cron")
         body = cronjob(op.namespace, name=name, schedule=change.pop("schedule", "@every 1m"), **change)
         await op.create(body)
-        (event,) = await wait_for(lambda: op.events("InvalidRayCronJobSpec", name), what="the Warning")
+        (event,) = await eventually(lambda: op.events("InvalidRayCronJobSpec", name), what="the Warning")
         assert event["type"] == "Warning"
         assert event["note"] == f"{op.namespace}/{name}: {message}"
         assert event["action"] == "Validate"
         # No timer was asked for: however far time goes, the invalid RayCronJob makes nothing until it changes.
         op.clock.advance(3600)
         await op.run.client.patch(RAYCRONJOB, name, {"metadata": {"labels": {"seen": "yes"}}}, op.namespace)
-        await wait_for(lambda: _event_count(op, name, 2), what="the Warning again")
+        await eventually(lambda: _event_count(op, name, 2), what="the Warning again")
         assert await op.rayjobs() == {}
         assert "status" not in await op.cron(name) or not (await op.cron(name))["status"]
 

@@ -10,15 +10,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from integration.inprocess import running_operator, wait_for
+from integration.inprocess import running_operator
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.rayjob import setup as rayjob_setup
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB, RayJobReconciler
+from kuberay.controllers.rayjob.reconciler import RayJobReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.events import EventRecorder
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import EVENT, Resource
+from support.eventually import eventually
 
 IMAGE = "rayproject/ray:2.46.0"
 
@@ -80,7 +82,7 @@ class Operator:
         return await self.get(RAYCLUSTER, name)
 
     async def wait(self, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
-        return await wait_for(probe, timeout)
+        return await eventually(probe, timeout)
 
     async def wait_status(self, name: str = "job", timeout: float = 60.0, **want: Any) -> dict[str, Any]:
         """Waits until the RayJob's status has every `want` field; returns the RayJob."""

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from integration.rayjob.harness import cluster_spec, operator, rayjob
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime.resources import JOB, SERVICE
 
 # Slow: its TTLs and deadlines run out in real time (~75 s per control plane).

@@ -27,16 +27,17 @@ import uvicorn
 import yaml
 from prometheus_client import CollectorRegistry
 
-from integration.inprocess import running_operator, wait_for
+from integration.inprocess import running_operator
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.rayservice import setup as rayservice_setup
-from kuberay.controllers.rayservice.context import RAYCLUSTER, RAYSERVICE
 from kuberay.controllers.rayservice.reconciler import RayServiceReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.events import EVENTS_V1, EventRecorder
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import Resource
+from support.eventually import eventually
 
 # Loopback addresses for stand-ins (simulated pods get 127.244.0.0/16); each is taken at most once here.
 _addresses = (f"127.251.{a}.{b}" for a in range(1, 255) for b in range(1, 255))
@@ -178,7 +179,7 @@ class Operator:
         return list(listed.items)
 
     async def wait(self, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0, what: str = "") -> Any:
-        return await wait_for(probe, timeout, what)
+        return await eventually(probe, timeout, what)
 
     async def wait_condition(
         self,

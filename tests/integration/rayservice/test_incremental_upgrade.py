@@ -28,7 +28,8 @@ from integration.rayservice.harness import (
     set_env,
     start_standin,
 )
-from kuberay.controllers.rayservice.context import GATEWAY, HTTP_ROUTE, RAYSERVICE
+from kuberay.controllers.rayservice.context import GATEWAY, HTTP_ROUTE
+from kuberay.rayresources import RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.resources import SERVICE
 

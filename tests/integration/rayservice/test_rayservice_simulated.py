@@ -20,7 +20,7 @@ from integration.rayservice.harness import (
     set_env,
     start_standin,
 )
-from kuberay.controllers.rayservice.context import RAYCLUSTER, RAYSERVICE
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime.resources import POD, SERVICE, Resource
 
 # Slow: its upgrades and timeouts wait on the controller's requeue periods (~80 s).

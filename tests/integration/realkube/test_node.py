@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from realkube_process import NODE_NAME, RealKubeProcess
+from support.realkube_process import NODE_NAME, RealKubeProcess
 
 pytestmark = pytest.mark.realkube
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from kuberay.runtime import errors
@@ -30,15 +29,3 @@ async def new_namespace(client: Client) -> str:
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.05)
-
-
-async def eventually(
-    condition: Callable[[], bool], timeout: float = 20.0, why: Callable[[], str] = str
-) -> None:
-    """Waits until `condition()` holds; fails the test after `timeout` seconds (a bound, not a measurement),
-    with `why()` in the message."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s {why()}")
-        await asyncio.sleep(0.02)

@@ -14,8 +14,9 @@ from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
 from kuberay.runtime.resources import CONFIG_MAP, EVENT, SECRET, ObjectKey
 from kuberay.runtime.steps import step
+from support.eventually import eventually
 
-from .kube import client_for, eventually, new_namespace
+from .kube import client_for, new_namespace
 
 
 @contextlib.asynccontextmanager
@@ -115,7 +116,7 @@ async def test_a_conflicting_update_is_retried_and_converges(localkube):
         await client.create(
             CONFIG_MAP, {"metadata": {"name": "cm", "namespace": namespace}, "data": {"mine": "1"}}
         )
-        await eventually(lambda: "updated" in results, why=lambda: str(results))
+        await eventually(lambda: "updated" in results, what=lambda: str(results))
         # A reconcile may still run on a cache that has not seen our own write yet: it conflicts, backs
         # off, then finds the object reconciled. Either way exactly one update lands.
         await eventually(

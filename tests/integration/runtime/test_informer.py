@@ -5,14 +5,15 @@ import time
 import pytest
 import yaml
 
-from cable import Cable
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.informer import Event, EventType, Informer
 from kuberay.runtime.resources import CONFIG_MAP
+from support.cable import Cable
+from support.eventually import eventually
 
-from .kube import client_for, eventually, new_namespace
+from .kube import client_for, new_namespace
 
 
 def cm(namespace: str, name: str, value: str = "0") -> dict:

@@ -4,14 +4,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cable import Cable
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from kuberay.runtime.resources import CONFIG_MAP, LEASE
+from support.cable import Cable
+from support.eventually import eventually
 
-from .kube import client_for, eventually, new_namespace
+from .kube import client_for, new_namespace
 
 
 def _localkube_log(localkube) -> str:
@@ -91,7 +92,7 @@ async def test_a_write_whose_lease_lapses_between_its_headers_and_its_body_is_no
     assert checks == [True, True, False]
     await eventually(
         lambda: f"dropped DELETE /api/v1/namespaces/{namespace}/configmaps/kept" in _localkube_log(localkube),
-        why=lambda: "localkube never saw the request cut before its body",
+        what=lambda: "localkube never saw the request cut before its body",
     )
     assert await client.get(CONFIG_MAP, "kept", namespace)
     await client.close()
@@ -121,7 +122,7 @@ async def test_a_write_waiting_for_its_connection_when_the_lease_lapses_is_not_s
         write = asyncio.ensure_future(
             writer.create(CONFIG_MAP, {"metadata": {"name": "late", "namespace": namespace}})
         )
-        await eventually(lambda: cable.held == 1, why=lambda: "the write never opened its connection")
+        await eventually(lambda: cable.held == 1, what=lambda: "the write never opened its connection")
         clock.advance(10)
         await cable.release()
         with pytest.raises(errors.NotLeader, match="refused, the leader lease is no longer held"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from localkube_process import LocalKubeProcess
+from support.localkube_process import LocalKubeProcess
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]

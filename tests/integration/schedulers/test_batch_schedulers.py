@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from integration.inprocess import wait_for
 from integration.rayjob.harness import Operator, operator
 from kuberay.api.features import FeatureGates
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.resources import JOB, POD, ObjectKey
 from kuberay.schedulers import kubernetes_was, schedulerplugins, volcano
 from kubesemantics import quantity
 from localkube.node.kubelet import DEFAULT_CAPACITY
+from support.eventually import eventually
 
 IMAGE = "rayproject/ray:2.52.0"
 GANG = "ray.io/gang-scheduling-enabled"
@@ -60,7 +60,7 @@ async def pods_of(op: Operator, cluster: str, want: int) -> list[dict[str, Any]]
         items = (await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={cluster}")).items
         return items if len(items) >= want else None
 
-    return await wait_for(listed, 60, f"{want} pods of {cluster}")  # type: ignore[no-any-return]
+    return await eventually(listed, 60, f"{want} pods of {cluster}")  # type: ignore[no-any-return]
 
 
 async def get(op: Operator, resource: Any, name: str) -> dict[str, Any] | None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from integration.inprocess import wait_for
 from integration.raycluster.conftest import service_account_kubeconfig
 from integration.runtime.kube import client_for, new_namespace
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.schedulers import volcano
-from operator_process import OperatorProcess
+from support.eventually import eventually
+from support.operator_process import OperatorProcess
 
 from .test_batch_schedulers import raycluster, rayjob
 
@@ -34,7 +34,7 @@ async def test_volcano_as_the_operators_service_account(gang_localkube: Any, tmp
 
     try:
         await client.create(RAYCLUSTER, raycluster(namespace, "rc", {"volcano.sh/queue-name": "q"}))
-        assert (await wait_for(lambda: group("ray-rc-pg")))["spec"]["minMember"] == 3
+        assert (await eventually(lambda: group("ray-rc-pg")))["spec"]["minMember"] == 3
         # Long enough for the Initializing pass to make the PodGroup before the deadline fails the job.
         await client.create(RAYJOB, rayjob(namespace, "job", {}, "HTTPMode", activeDeadlineSeconds=8,
                                            shutdownAfterJobFinishes=True))  # fmt: skip
@@ -43,7 +43,7 @@ async def test_volcano_as_the_operators_service_account(gang_localkube: Any, tmp
             found = await group("ray-job-pg")
             return found is not None and found["spec"]["minMember"] == 0
 
-        await wait_for(given_back, 90)
+        await eventually(given_back, 90)
     finally:
         operator.stop()
         await client.close()

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from integration.rayjob.harness import Operator, operator
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.resources import POD, Resource
 from kuberay.schedulers import schedulerplugins, volcano

@@ -15,7 +15,7 @@ from kuberay.api import crd, k8sschema
 from kuberay.api.base import KubeModel, OpenAPI
 from kuberay.cli import app
 from kubesemantics.quantity import OPENAPI_PATTERN
-from shared import UPSTREAM_CRDS
+from support.shared import UPSTREAM_CRDS
 
 DEPLOYED = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 UPSTREAM = UPSTREAM_CRDS

@@ -10,7 +10,7 @@ from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
-from shared import UPSTREAM_SAMPLES, yaml_documents
+from support.shared import UPSTREAM_SAMPLES, yaml_documents
 
 SAMPLES = UPSTREAM_SAMPLES
 MODELS: dict[str, type[KubeObject]] = {

@@ -10,7 +10,7 @@ import pytest
 
 from kuberay.api import manifest
 from kuberay.api.features import FeatureGates
-from shared import UPSTREAM_SAMPLES
+from support.shared import UPSTREAM_SAMPLES
 
 SAMPLES = UPSTREAM_SAMPLES
 # Samples that use an alpha feature, off by default upstream too: the gate, and the error without it.

@@ -32,7 +32,7 @@ def test_error_chain_and_http_body() -> None:
     assert error.message == ("Namespace is empty. Please specify a valid value.: Validate failed.: "
                              "Invalid input error: Namespace is empty. Please specify a valid value.")  # fmt: skip
     assert (error.http_status, error.http_body()["code"]) == (400, 3)
-    status_of = {code: errors.ApiError(code, "x").http_status for code in grpc.StatusCode}
+    status_of = {code: errors.UserError(code, "x").http_status for code in grpc.StatusCode}
     assert status_of[grpc.StatusCode.NOT_FOUND] == 404 and status_of[grpc.StatusCode.ALREADY_EXISTS] == 409
     assert status_of[grpc.StatusCode.ABORTED] == 409 and status_of[grpc.StatusCode.UNAUTHENTICATED] == 401
     assert status_of[grpc.StatusCode.DEADLINE_EXCEEDED] == 504 and status_of[grpc.StatusCode.UNKNOWN] == 500
@@ -44,7 +44,7 @@ def test_compute_template_round_trip() -> None:
     config_map = templates.to_config_map(template)
     assert config_map["data"]["extended_resources"] == "null" and config_map["data"]["memory_unit"] == "Gi"
     assert templates.from_config_map(config_map) == {**template, "memory_unit": "Gi"}
-    with pytest.raises(errors.ApiError, match="computeTemplate.memoryUnit: 'GB' is not a quantity suffix"):
+    with pytest.raises(errors.UserError, match="computeTemplate.memoryUnit: 'GB' is not a quantity suffix"):
         templates.validate_create({"namespace": "n", "compute_template": {**template, "memory_unit": "GB"}})
 
 
@@ -94,7 +94,7 @@ def test_volumes_to_pod_and_back() -> None:
     }
     back = volumes.from_pod({"volumes": pod_volumes, "containers": [{"volumeMounts": mounts}]})
     assert back == [{**api[0]}, {**api[1]}, {**api[2]}]
-    with pytest.raises(volumes.VolumeError, match="storage for ephemeral volume is empty"):
+    with pytest.raises(volumes.VolumeSpecError, match="storage for ephemeral volume is empty"):
         volumes.to_pod([{"name": "e", "volume_type": "EPHEMERAL"}])
 
 
@@ -114,7 +114,7 @@ async def test_a_call_past_grpc_timeout_is_deadline_exceeded() -> None:
 
     registry = CollectorRegistry()
     dispatcher = Dispatcher({method.full_name: slow}, ServerMetrics(registry), timeout=0.05)
-    with pytest.raises(errors.ApiError) as raised:
+    with pytest.raises(errors.UserError) as raised:
         await dispatcher.call(method, method.request(), backend=None)  # type: ignore[arg-type]
     assert raised.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and raised.value.http_status == 504
     assert 'grpc_code="DeadlineExceeded",grpc_method="ListAllClusters"' in generate_latest(registry).decode()

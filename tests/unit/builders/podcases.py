@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import golden
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import pod
+from support import golden
 
 DIRECTORY = Path(__file__).parent / "testdata" / "pod"
 _TUPLES = ("default_container_envs", "head_sidecar_containers", "worker_sidecar_containers")

@@ -3,9 +3,9 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import certificates
+from support import golden
 
 TESTDATA = Path(__file__).parent / "testdata" / "certificates"
 UID = "6f1c2d3e-aaaa-bbbb-cccc-0123456789ab"

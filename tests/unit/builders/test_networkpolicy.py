@@ -3,9 +3,9 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import networkpolicy
+from support import golden
 
 TESTDATA = Path(__file__).parent / "testdata" / "networkpolicy"
 SAME_CLUSTER = {"podSelector": {"matchLabels": {"ray.io/cluster": "raycluster-deny-all"}}}

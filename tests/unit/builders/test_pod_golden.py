@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-import golden
+from support import golden
 from unit.builders import podcases
 
 

@@ -7,11 +7,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-import k8s_schemas
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import gcsft, pod, rediscleanup
-from shared import UPSTREAM_SAMPLES, yaml_documents
+from support import k8s_schemas
+from support.shared import UPSTREAM_SAMPLES, yaml_documents
 
 SAMPLES = UPSTREAM_SAMPLES
 CREATORS = {"RayCluster": None, "RayJob": "RayJob", "RayService": "RayService"}

@@ -3,8 +3,8 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.builders import rediscleanup
+from support import golden
 from unit.builders import podcases
 
 DIRECTORY = Path(__file__).parent / "testdata" / "rediscleanup"

@@ -3,9 +3,9 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import route
+from support import golden
 
 TESTDATA = Path(__file__).parent / "testdata" / "route"
 

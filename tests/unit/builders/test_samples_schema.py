@@ -9,13 +9,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-import k8s_schemas
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.builders import ingress, networkpolicy, pvc, rbac, secret, service, submitter
-from shared import UPSTREAM_SAMPLES, yaml_documents
+from support import k8s_schemas
+from support.shared import UPSTREAM_SAMPLES, yaml_documents
 
 KINDS = ("RayCluster", "RayJob", "RayService")
 GATE_SETS = (FeatureGates(), FeatureGates({Feature.SIDECAR_SUBMITTER_RESTART: True}))

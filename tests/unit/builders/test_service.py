@@ -3,12 +3,12 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.builders import service
+from support import golden
 
 CASES = golden.cases(Path(__file__).parent / "testdata" / "service")
 

@@ -3,11 +3,11 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.rayjob import RayJob
 from kuberay.builders import submitter
+from support import golden
 
 TESTDATA = Path(__file__).parent / "testdata" / "submitter"
 HEALTH = (

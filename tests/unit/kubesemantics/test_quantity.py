@@ -79,3 +79,18 @@ def test_canonical(value: Fraction, binary: bool, text: str) -> None:
 
 def test_binary_form_follows_the_suffix() -> None:
     assert quantity.is_binary("4Gi") and not quantity.is_binary("4G") and not quantity.is_binary(4)
+
+
+def test_add_keeps_the_first_terms_format_and_scales_by_the_factor() -> None:
+    total = quantity.add({}, {"memory": "1Gi", "cpu": "500m"})
+    quantity.add(total, {"memory": "512Mi", "cpu": 1, "nvidia.com/gpu": "1"}, 2)
+    assert {name: amount.text() for name, amount in total.items()} == {
+        "memory": "2Gi",
+        "cpu": "2500m",
+        "nvidia.com/gpu": "2",
+    }
+    # A decimal first term keeps the sum decimal, as Go's receiver does.
+    assert quantity.add({}, {"memory": "1G", "other": "1Gi"}, 1)["memory"].text() == "1G"
+    assert (
+        quantity.add({"memory": quantity.Amount.of("1G")}, {"memory": "1Gi"})["memory"].text() == "2073741824"
+    )

@@ -15,7 +15,7 @@ from localkube.node.kubelet import NodeOptions
 from localkube.server.registry import Registry
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
-from shared import UPSTREAM_CRDS
+from support.shared import UPSTREAM_CRDS
 
 # The repository's generated CRDs equal upstream's (tests/unit/api checks that); upstream's are the fallback.
 DEPLOYED_CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"

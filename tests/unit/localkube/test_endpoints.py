@@ -1,7 +1,7 @@
-import asyncio
 from typing import Any
 
 from localkube.server.rest import Resources
+from support.eventually import eventually
 
 
 def _pod(cluster: Resources, name: str, app: str, fault: str | None = None) -> None:
@@ -15,12 +15,12 @@ def _pod(cluster: Resources, name: str, app: str, fault: str | None = None) -> N
 
 
 async def _until_endpoints(cluster: Resources, check: Any) -> dict[str, Any]:
-    async with asyncio.timeout(10):
-        while True:
-            endpoints = cluster.store.get("/registry/core/endpoints/default/web")
-            if endpoints is not None and check(endpoints):
-                return endpoints
-            await asyncio.sleep(0.05)
+    def matching() -> dict[str, Any] | None:
+        endpoints = cluster.store.get("/registry/core/endpoints/default/web")
+        return endpoints if endpoints is not None and check(endpoints) else None
+
+    found: dict[str, Any] = await eventually(matching, timeout=10, every=0.05)
+    return found
 
 
 async def test_endpoints_follow_ready_pods_and_resolve_named_ports(cluster: Resources) -> None:

@@ -1,7 +1,6 @@
 """localkube's scheduler with `--schedulers`: pods of schedulers it does not stand in for are left Pending;
 Volcano's gangs are bound all together once minMember fit, and their PodGroup's phase says so."""
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
 from localkube.node.kubelet import NODES_PREFIX, NodeOptions, SimulatedKubelet
 from localkube.storage import Store
+from support.eventually import eventually
 
 PODS = "/registry/core/pods/default/"
 GROUPS = "/registry/scheduling.volcano.sh/podgroups/default/"
@@ -42,10 +42,10 @@ def podgroup(name: str, min_member: int) -> dict[str, Any]:
 
 
 async def until(store: Store, key: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    async with asyncio.timeout(10):
-        while not ((obj := store.get(key)) and check(obj)):
-            await asyncio.sleep(0.02)
-    return obj
+    found: dict[str, Any] = await eventually(
+        lambda: (obj := store.get(key)) and check(obj) and obj, timeout=10, every=0.02
+    )
+    return found
 
 
 def scheduled(p: dict[str, Any]) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@ import asyncio
 from typing import Any
 
 from localkube.server.rest import Resources
+from support.eventually import eventually
 
 
 def _type(cluster: Resources, plural: str) -> Any:
@@ -28,9 +29,7 @@ def _exists(cluster: Resources, name: str) -> bool:
 
 
 async def _until(predicate: Any) -> None:
-    async with asyncio.timeout(10):
-        while not predicate():
-            await asyncio.sleep(0.02)
+    await eventually(predicate, timeout=10, every=0.02)
 
 
 def _delete(cluster: Resources, name: str, policy: str) -> None:

@@ -3,6 +3,7 @@ from collections.abc import Callable
 from typing import Any
 
 from localkube.server.rest import Resources
+from support.eventually import eventually
 
 JOB_KEY = "/registry/batch/jobs/default/"
 
@@ -20,10 +21,11 @@ def _create_job(cluster: Resources, name: str, fault: str | None = None, **spec:
 async def _until(
     cluster: Resources, name: str, check: Callable[[dict[str, Any] | None], bool]
 ) -> dict[str, Any] | None:
-    async with asyncio.timeout(15):
-        while not check(job := cluster.store.get(JOB_KEY + name)):
-            await asyncio.sleep(0.05)
-    return job
+    # A one-item list, so that a Job gone (None) that satisfies the check is a result too.
+    found: list[dict[str, Any] | None] = await eventually(
+        lambda: [job] if check(job := cluster.store.get(JOB_KEY + name)) else None, timeout=15, every=0.05
+    )
+    return found[0]
 
 
 def _condition(kind: str) -> Callable[[dict[str, Any] | None], bool]:

@@ -9,6 +9,7 @@ from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
 from localkube.node.kubelet import NODES_PREFIX, NodeOptions, SimulatedKubelet
 from localkube.storage import Store
+from support.eventually import eventually
 
 POD_KEY = "/registry/core/pods/default/"
 
@@ -36,10 +37,11 @@ def _pod(name: str, cpu: str = "1", **metadata: Any) -> dict[str, Any]:
 async def _until(
     store: Store, key: str, check: Callable[[dict[str, Any] | None], bool]
 ) -> dict[str, Any] | None:
-    async with asyncio.timeout(10):
-        while not check(obj := store.get(key)):
-            await asyncio.sleep(0.02)
-    return obj
+    # A one-item list, so that an object gone (None) that satisfies the check is a result too.
+    found: list[dict[str, Any] | None] = await eventually(
+        lambda: [obj] if check(obj := store.get(key)) else None, timeout=10, every=0.02
+    )
+    return found[0]
 
 
 def _condition(pod: dict[str, Any] | None, kind: str) -> dict[str, Any]:

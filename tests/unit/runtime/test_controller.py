@@ -4,6 +4,7 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.cache import prepare
 from kuberay.runtime.clock import FakeClock
@@ -12,10 +13,9 @@ from kuberay.runtime.informer import Event, EventType
 from kuberay.runtime.logcontext import ReconcileContextFilter
 from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
-from kuberay.runtime.resources import POD, ObjectKey, Resource
+from kuberay.runtime.resources import POD, ObjectKey
 from kuberay.runtime.steps import step
 
-RAYCLUSTER = Resource("ray.io/v1", "RayCluster", "rayclusters")
 KEY = ObjectKey("ns", "c")
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kuberay.api.errors import InputError
 from kubesemantics.goparse import GoParseError, atoi, parse_duration
 
 
-class CronError(ValueError):
+class CronError(InputError):
     """The schedule is rejected; `str(error)` is robfig/cron's text."""
 
 

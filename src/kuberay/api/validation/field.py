@@ -1,7 +1,8 @@
-"""`FieldError`: one validation failure, naming the field it concerns."""
+"""`FieldError`: one validation failure, naming the field it concerns; `Errors`, what a rule yields."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -20,3 +21,7 @@ class FieldError:
         """The same failure with `prefix` in front of the message, as upstream wraps an inner error
         (``The RayJob spec is invalid: <inner>``)."""
         return FieldError(self.path, prefix + self.message)
+
+
+Errors = Iterator[FieldError]
+"""What a rule yields: its failures, in upstream's order."""

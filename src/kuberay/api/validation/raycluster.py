@@ -3,7 +3,8 @@
 worker-group names.
 
 `cluster_spec` is also run by the RayJob, RayService and RayCronJob rules on their embedded cluster spec,
-so every path it reports is relative to the `at` it is given.
+so every path it reports is relative to the `at` it is given. Its history-server checks are
+`historyserver.py`'s, its network-policy and TLS checks `netsecurity.py`'s.
 
 Order and continuation: rules yield in upstream's order. Upstream stops at the first failure; these rules
 go on wherever a later rule still means something, and stop only where upstream's later rules depend on
@@ -13,41 +14,20 @@ further: enable the gate first).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from kuberay.api import constants as c
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayClusterConditionType
-from kuberay.api.validation import names, wire
-from kuberay.api.validation.field import FieldError
+from kuberay.api.validation import historyserver, names, netsecurity, wire
+from kuberay.api.validation.field import Errors, FieldError
 from kuberay.api.validation.wire import JSON
 from kubesemantics import goparse
-
-Errors = Iterator[FieldError]
 
 _RESOURCE_START_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 _TOKEN_AUTH_MIN_VERSION = (2, 52, 0)
 _K8S_TOKEN_AUTH_MIN_VERSION = (2, 55, 0)
 _PRIORITY_MIN_VERSION = (2, 56, 0)
-_TLS_ENV_VARS = (c.RAY_USE_TLS, c.RAY_TLS_SERVER_CERT, c.RAY_TLS_SERVER_KEY, c.RAY_TLS_CA_CERT)
-_COLLECTOR_MANAGED_ENV_VARS = (
-    c.POD_IP,
-    c.FQ_RAY_IP,
-    c.RAY_CLUSTER_NAME,
-    c.RAY_CLUSTER_NAMESPACE,
-    c.RAY_ROLE,
-    c.OWNER_KIND,
-    c.OWNER_NAME,
-    c.EVENTS_PORT,
-)
-
-
-def env_index(container: JSON, name: str) -> int | None:
-    """Index of the first env entry called `name` (upstream's `EnvVarExists`/`EnvVarByName`)."""
-    for i, entry in enumerate(wire.objs(container, "env")):
-        if wire.text(entry, "name") == name:
-            return i
-    return None
 
 
 def _restart_policy_allowed(template: JSON) -> bool:
@@ -241,13 +221,13 @@ def _gcs_fault_tolerance(
             "cannot set `redis-password` in rayStartParams when GcsFaultToleranceOptions is enabled - use "
             "GcsFaultToleranceOptions.RedisPassword instead",
         )
-    if (i := env_index(head_container, c.REDIS_PASSWORD)) is not None:
+    if (i := wire.env_index(head_container, c.REDIS_PASSWORD)) is not None:
         yield FieldError(
             f"{container_at}.env[{i}]",
             "cannot set `REDIS_PASSWORD` env var in head Pod when GcsFaultToleranceOptions is enabled - use "
             "GcsFaultToleranceOptions.RedisPassword instead",
         )
-    if (i := env_index(head_container, c.RAY_REDIS_ADDRESS)) is not None:
+    if (i := wire.env_index(head_container, c.RAY_REDIS_ADDRESS)) is not None:
         yield FieldError(
             f"{container_at}.env[{i}]",
             "cannot set `RAY_REDIS_ADDRESS` env var in head Pod when GcsFaultToleranceOptions is enabled - use "
@@ -297,7 +277,7 @@ def _gcs_fault_tolerance(
             "accessModes",
         )
     for env_name in (c.RAY_GCS_STORAGE, c.RAY_GCS_STORAGE_PATH):
-        if (i := env_index(head_container, env_name)) is not None:
+        if (i := wire.env_index(head_container, env_name)) is not None:
             yield FieldError(
                 f"{container_at}.env[{i}]",
                 f"cannot set `{c.RAY_GCS_STORAGE}` or `{c.RAY_GCS_STORAGE_PATH}` env var in head Pod when the "
@@ -324,105 +304,6 @@ def _gcs_fault_tolerance(
                 "backend is used - it is managed by KubeRay",
             )
             break
-
-
-def _collector_options(options: JSON, at: str) -> Errors:
-    """Upstream's `validateCollectorOptions`; its checks depend on one another, so the first failure ends
-    them."""
-    if not wire.text(options, "image"):
-        yield FieldError(f"{at}.image", "historyServerOptions.collectorOptions.image must be set")
-        return
-    entries = wire.objs(options, "env")
-    # Later entries win for duplicate names, as upstream builds a map from the list.
-    by_name = {wire.text(entry, "name"): (i, entry) for i, entry in enumerate(entries)}
-    for name in _COLLECTOR_MANAGED_ENV_VARS:
-        if name in by_name:
-            yield FieldError(
-                f"{at}.env[{by_name[name][0]}]",
-                f"historyServerOptions.collectorOptions.env must not contain {name}: it is managed by KubeRay and "
-                "injected automatically into the collector container",
-            )
-            return
-
-    def literal(name: str) -> str:
-        return wire.text(by_name[name][1], "value") if name in by_name else ""
-
-    def has_value(name: str) -> bool:
-        return bool(literal(name)) or (name in by_name and wire.has(by_name[name][1], "valueFrom"))
-
-    backend = literal(c.STORAGE_BACKEND)
-    if not backend:
-        yield FieldError(
-            f"{at}.env",
-            f"{c.STORAGE_BACKEND} environment variable must be set with a literal string value in "
-            "historyServerOptions.collectorOptions.env",
-        )
-        return
-    required: tuple[str, ...] = ()
-    backend = backend.upper()
-    if backend == "GCS":
-        required = (c.GCS_BUCKET,)
-    elif backend == "S3":
-        required = (c.S3_REGION,)
-    elif backend == "ALIYUNOSS":
-        required = (c.ALIYUN_OSS_BUCKET, c.ALIYUN_OSS_ENDPOINT, c.ALIYUN_OSS_REGION)
-    elif backend == "AZUREBLOB":
-        mode = literal(c.AZURE_STORAGE_AUTH_MODE).strip().lower()
-        if mode == "connection_string":
-            needed = c.AZURE_STORAGE_CONNECTION_STRING
-        elif mode in ("workload_identity", "default"):
-            needed = c.AZURE_STORAGE_ACCOUNT_URL
-        else:
-            if not has_value(c.AZURE_STORAGE_CONNECTION_STRING) and not has_value(
-                c.AZURE_STORAGE_ACCOUNT_URL
-            ):
-                yield FieldError(
-                    f"{at}.env",
-                    f"either {c.AZURE_STORAGE_CONNECTION_STRING} or {c.AZURE_STORAGE_ACCOUNT_URL} environment "
-                    f"variable must be set when {c.STORAGE_BACKEND} is AZUREBLOB",
-                )
-            return
-        if not has_value(needed):
-            yield FieldError(
-                f"{at}.env",
-                f"{needed} environment variable must be set when {c.STORAGE_BACKEND} is AZUREBLOB and "
-                f"{c.AZURE_STORAGE_AUTH_MODE} is {mode}",
-            )
-        return
-    for name in required:
-        if not has_value(name):
-            yield FieldError(
-                f"{at}.env", f"{name} environment variable must be set when {c.STORAGE_BACKEND} is {backend}"
-            )
-            return
-
-
-def _history_server(spec: JSON, at: str, gates: FeatureGates) -> Errors:
-    options_at = f"{at}.historyServerOptions"
-    if not gates.enabled(Feature.RAY_CLUSTER_HISTORY_SERVER):
-        yield FieldError(options_at, f"{Feature.RAY_CLUSTER_HISTORY_SERVER} feature gate is not enabled")
-        return
-    options = wire.obj(spec, "historyServerOptions")
-    if not wire.has(options, "collectorOptions"):
-        yield FieldError(
-            f"{options_at}.collectorOptions", "historyServerOptions.collectorOptions must be set"
-        )
-        return
-    yield from _collector_options(wire.obj(options, "collectorOptions"), f"{options_at}.collectorOptions")
-    head_at = f"{at}.headGroupSpec"
-    groups = [(head_at, wire.obj(spec, "headGroupSpec"), "head pod template")] + [
-        (f"{at}.workerGroupSpecs[{i}]", group, f"worker group {wire.text(group, 'groupName')} pod template")
-        for i, group in enumerate(wire.objs(spec, "workerGroupSpecs"))
-    ]
-    for group_at, group, owner in groups:
-        containers = wire.objs(wire.obj(wire.obj(group, "template"), "spec"), "containers")
-        for i, container in enumerate(containers):
-            if wire.text(container, "name") == c.COLLECTOR_CONTAINER_NAME:
-                yield FieldError(
-                    f"{group_at}.template.spec.containers[{i}].name",
-                    f"{owner} must not define a container with name '{c.COLLECTOR_CONTAINER_NAME}' when history "
-                    "server collector options are enabled",
-                )
 
 
 def _auth(spec: JSON, at: str) -> Errors:
@@ -455,113 +336,6 @@ def _auth(spec: JSON, at: str) -> Errors:
         )
 
 
-def _rules_against_mode(rules: JSON, mode: str, owner: str, at: str) -> Errors:
-    if mode == "DenyAllEgress" and rules.get("ingressRules"):
-        yield FieldError(
-            f"{at}.ingressRules",
-            f'{owner}.ingressRules cannot be set when mode is "{mode}" (ingress is not restricted)',
-        )
-    if mode == "DenyAllIngress" and rules.get("egressRules"):
-        yield FieldError(
-            f"{at}.egressRules",
-            f'{owner}.egressRules cannot be set when mode is "{mode}" (egress is not restricted)',
-        )
-
-
-def _network_policy(spec: JSON, at: str, gates: FeatureGates) -> Errors:
-    policy_at = f"{at}.networkPolicy"
-    if not gates.enabled(Feature.RAY_CLUSTER_NETWORK_POLICY):
-        yield FieldError(
-            policy_at,
-            f"spec.networkPolicy requires the {Feature.RAY_CLUSTER_NETWORK_POLICY} feature gate to be enabled",
-        )
-        return
-    policy = wire.obj(spec, "networkPolicy")
-    mode = wire.text(policy, "mode") or "DenyAll"
-    for part in ("head", "worker"):
-        yield from _rules_against_mode(
-            wire.obj(policy, part), mode, f"networkPolicy.{part}", f"{policy_at}.{part}"
-        )
-    group_names = set()
-    for i, group in enumerate(wire.objs(spec, "workerGroupSpecs")):
-        name = wire.text(group, "groupName")
-        group_names.add(name)
-        if problems := names.dns1123_label(name):
-            yield FieldError(
-                f"{at}.workerGroupSpecs[{i}].groupName",
-                f'worker group name "{name}" must be a valid DNS1123 label when networkPolicy is enabled (it is '
-                f"embedded in the NetworkPolicy name): {names.go_list(problems)}",
-            )
-    for i, rules in enumerate(wire.objs(policy, "workerGroups")):
-        name = wire.text(rules, "groupName")
-        owner = f'networkPolicy.workerGroups["{name}"]'
-        yield from _rules_against_mode(rules, mode, owner, f"{policy_at}.workerGroups[{i}]")
-        if name not in group_names:
-            yield FieldError(
-                f"{policy_at}.workerGroups[{i}].groupName",
-                f"{owner} does not match any group name in workerGroupSpecs",
-            )
-
-
-def _tls_container(container: JSON, where: str, at: str) -> Errors:
-    for name in _TLS_ENV_VARS:
-        if (i := env_index(container, name)) is not None:
-            yield FieldError(
-                f"{at}.env[{i}]",
-                f"cannot set {name} environment variable in {where} when tlsOptions is set - the operator manages "
-                "TLS configuration automatically",
-            )
-    yield from _tls_mounts(wire.objs(container, "volumeMounts"), where, f"{at}.volumeMounts")
-
-
-def _tls_mounts(mounts: list[JSON], where: str, at: str) -> Errors:
-    for i, mount in enumerate(mounts):
-        if wire.text(mount, "name") == c.RAY_TLS_VOLUME_NAME:
-            yield FieldError(
-                f"{at}[{i}]",
-                f'cannot use volume mount named "{c.RAY_TLS_VOLUME_NAME}" in {where} when tlsOptions is set - the '
-                "operator manages TLS configuration automatically",
-            )
-        elif wire.text(mount, "mountPath") == c.RAY_TLS_CERT_MOUNT_PATH:
-            yield FieldError(
-                f"{at}[{i}]",
-                f'cannot use volume mount at path "{c.RAY_TLS_CERT_MOUNT_PATH}" in {where} when tlsOptions is set - '
-                "the operator manages TLS configuration automatically",
-            )
-
-
-def _tls(spec: JSON, at: str, gates: FeatureGates) -> Errors:
-    if not gates.enabled(Feature.RAY_CLUSTER_MTLS):
-        yield FieldError(
-            f"{at}.tlsOptions",
-            f"spec.tlsOptions requires the {Feature.RAY_CLUSTER_MTLS} feature gate to be enabled",
-        )
-        return
-    if not wire.flag(wire.obj(spec, "tlsOptions"), "enabled"):
-        return
-    groups = [(f"{at}.headGroupSpec", wire.obj(spec, "headGroupSpec"), "head Pod")] + [
-        (f"{at}.workerGroupSpecs[{i}]", group, f'worker group "{wire.text(group, "groupName")}"')
-        for i, group in enumerate(wire.objs(spec, "workerGroupSpecs"))
-    ]
-    for group_at, group, where in groups:
-        containers = wire.objs(wire.obj(wire.obj(group, "template"), "spec"), "containers")
-        if containers:
-            yield from _tls_container(containers[0], where, f"{group_at}.template.spec.containers[0]")
-    autoscaler = wire.obj(spec, "autoscalerOptions")
-    for name in _TLS_ENV_VARS:
-        if (i := env_index(autoscaler, name)) is not None:
-            yield FieldError(
-                f"{at}.autoscalerOptions.env[{i}]",
-                f"cannot set {name} environment variable in autoscalerOptions.env when tlsOptions is set - the "
-                "operator manages TLS configuration for the autoscaler automatically",
-            )
-    yield from _tls_mounts(
-        wire.objs(autoscaler, "volumeMounts"),
-        "autoscalerOptions.volumeMounts",
-        f"{at}.autoscalerOptions.volumeMounts",
-    )
-
-
 def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates, at: str) -> Errors:
     """Upstream's `ValidateRayClusterSpec(spec, annotations)`: `annotations` are the owning object's
     (RayCluster, RayJob or RayService); `at` is the spec's path (``spec``, ``spec.rayClusterSpec``, ...)."""
@@ -582,7 +356,7 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
     autoscaler = wire.obj(spec, "autoscalerOptions")
     explicit_v2 = wire.text(autoscaler, "version") == "v2"
     # Head env RAY_enable_autoscaler_v2 = 1/true: the switch for v2 before KubeRay 1.4.
-    v2_env = env_index(head_container, c.RAY_ENABLE_AUTOSCALER_V2)
+    v2_env = wire.env_index(head_container, c.RAY_ENABLE_AUTOSCALER_V2)
     v2_env_value = "" if v2_env is None else wire.text(wire.objs(head_container, "env")[v2_env], "value")
     v2_env_enabled = v2_env_value in ("1", "true")
     v2 = explicit_v2 or v2_env_enabled
@@ -598,7 +372,7 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
             f"{c.RAY_FT_ENABLED_ANNOTATION} annotation and GcsFaultToleranceOptions are both set. Please use only "
             "GcsFaultToleranceOptions to configure GCS fault tolerance",
         )
-    redis_address = env_index(head_container, c.RAY_REDIS_ADDRESS)
+    redis_address = wire.env_index(head_container, c.RAY_REDIS_ADDRESS)
     if not (ft_annotation.lower() == "true" or has_ft_options) and redis_address is not None:
         yield FieldError(
             f"{container_at}.env[{redis_address}]",
@@ -608,7 +382,7 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
     if has_ft_options:
         yield from _gcs_fault_tolerance(spec, at, head, head_at, head_container, annotations, gates)
     username_param = wire.strings(head, "rayStartParams").get("redis-username")
-    username_env = env_index(head_container, c.REDIS_USERNAME)
+    username_env = wire.env_index(head_container, c.REDIS_USERNAME)
     if username_param or username_env is not None:
         yield FieldError(
             f"{head_at}.rayStartParams[redis-username]"
@@ -663,16 +437,16 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
             f"{at}.autoscalerOptions.idleTimeoutSeconds",
             f"autoscalerOptions.idleTimeoutSeconds must be non-negative, got {idle_timeout}",
         )
-    if (start_cmd := env_index(autoscaler, c.KUBERAY_GEN_AUTOSCALER_START_CMD)) is not None:
+    if (start_cmd := wire.env_index(autoscaler, c.KUBERAY_GEN_AUTOSCALER_START_CMD)) is not None:
         yield FieldError(
             f"{at}.autoscalerOptions.env[{start_cmd}]",
             f"autoscalerOptions.env must not contain {c.KUBERAY_GEN_AUTOSCALER_START_CMD}: it is managed by KubeRay "
             "and injected automatically into the autoscaler container",
         )
     if wire.has(spec, "historyServerOptions"):
-        yield from _history_server(spec, at, gates)
+        yield from historyserver.history_server(spec, at, gates)
     yield from _auth(spec, at)
     if wire.has(spec, "networkPolicy"):
-        yield from _network_policy(spec, at, gates)
+        yield from netsecurity.network_policy(spec, at, gates)
     if wire.has(spec, "tlsOptions"):
-        yield from _tls(spec, at, gates)
+        yield from netsecurity.tls(spec, at, gates)

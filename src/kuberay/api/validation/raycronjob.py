@@ -6,8 +6,7 @@ from __future__ import annotations
 from kuberay.api import constants as c
 from kuberay.api.features import FeatureGates
 from kuberay.api.validation import cron, rayjob, wire
-from kuberay.api.validation.field import FieldError
-from kuberay.api.validation.raycluster import Errors
+from kuberay.api.validation.field import Errors, FieldError
 from kuberay.api.validation.wire import JSON
 from kubesemantics import goparse
 

@@ -19,8 +19,7 @@ from kuberay.api import constants as c
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.rayjob import JobDeploymentStatus, JobSubmissionMode
 from kuberay.api.validation import names, raycluster, wire
-from kuberay.api.validation.field import FieldError
-from kuberay.api.validation.raycluster import Errors
+from kuberay.api.validation.field import Errors, FieldError
 from kuberay.api.validation.wire import JSON
 
 SPEC_INVALID = "The RayJob spec is invalid: "

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from kuberay.api import constants as c
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.validation import names, raycluster, wire
-from kuberay.api.validation.field import FieldError
-from kuberay.api.validation.raycluster import Errors
+from kuberay.api.validation.field import Errors, FieldError
 from kuberay.api.validation.wire import JSON
 from kubesemantics import goparse
 

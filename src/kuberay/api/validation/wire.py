@@ -61,3 +61,26 @@ def strings(parent: JSON, key: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         return {}
     return {str(k): v if isinstance(v, str) else "" for k, v in value.items()}
+
+
+def env_index(container: JSON, name: str) -> int | None:
+    """Index of the first env entry called `name` (upstream's `EnvVarExists`/`EnvVarByName`)."""
+    for i, entry in enumerate(objs(container, "env")):
+        if text(entry, "name") == name:
+            return i
+    return None
+
+
+def pod_groups(spec: JSON, at: str) -> list[tuple[str, str | None, JSON]]:
+    """The head group and the worker groups of a cluster spec: each one's path, its `groupName` (None for the
+    head) and the group itself."""
+    head: list[tuple[str, str | None, JSON]] = [(f"{at}.headGroupSpec", None, obj(spec, "headGroupSpec"))]
+    return head + [
+        (f"{at}.workerGroupSpecs[{i}]", text(group, "groupName"), group)
+        for i, group in enumerate(objs(spec, "workerGroupSpecs"))
+    ]
+
+
+def template_containers(group: JSON) -> list[JSON]:
+    """The containers of a group's pod template."""
+    return objs(obj(obj(group, "template"), "spec"), "containers")

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kuberay.api import constants
 from kuberay.api.config import Configuration
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayCluster
@@ -27,7 +26,6 @@ from kuberay.runtime.expectations import ScaleExpectations
 from kuberay.runtime.resources import Resource
 from kuberay.schedulers.interface import BatchScheduler
 
-RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 ROUTE = Resource("route.openshift.io/v1", "Route", "routes")
 RECORDER_NAME = "raycluster-controller"
 SHORT_REQUEUE_SECONDS = 2.0  # upstream's DefaultRequeueDuration
@@ -54,8 +52,9 @@ def pod_options(gates: FeatureGates, env: PodEnvironment, config: Configuration)
 
 @dataclass(frozen=True)
 class ClusterOptions:
-    """The operator's settings as the RayCluster controller reads them (spec §6.3); the environment
-    variables' names, defaults and rules are in `kuberay.api.settings`."""
+    """The operator's settings as the RayCluster controller reads them (upstream's
+    `RayClusterReconcilerOptions`); the environment variables' names, defaults and rules are in
+    `kuberay.api.settings`."""
 
     gates: FeatureGates = field(default_factory=FeatureGates)
     pods: PodOptions = field(default_factory=PodOptions)

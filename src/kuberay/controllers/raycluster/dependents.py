@@ -1,4 +1,4 @@
-"""The objects a RayCluster owns besides its pods, reconciled in upstream's order (spec §4.2 step 8):
+"""The objects a RayCluster owns besides its pods, reconciled in the order of `rayClusterReconcile`'s `reconcileFuncs`:
 autoscaler ServiceAccount, Role and RoleBinding; Ingress (or the OpenShift Route); the auth Secret; the
 head, headless and serve Services; the GCS storage PVC.
 

@@ -1,5 +1,5 @@
 """GCS fault tolerance on Redis: the finalizer that keeps a deleted RayCluster until a Job has cleaned
-its storage namespace out of Redis (spec §4.4).
+its storage namespace out of Redis (upstream's `GCSFaultToleranceRedisCleanupFinalizer` in `rayClusterReconcile`).
 
 `handle_finalizer` runs before anything else in a reconcile and returns a `Result` when the pass must end
 there (the finalizer was just added, or the cluster is being deleted), or None to carry on. Deletion runs
@@ -19,20 +19,19 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import gcsft, rediscleanup
-from kuberay.controllers.raycluster import status
 from kuberay.controllers.raycluster.context import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS,
     HEAD_TERMINATION_REQUEUE_SECONDS,
-    RAYCLUSTER,
     SHORT_REQUEUE_SECONDS,
     Context,
 )
 from kuberay.controllers.raycluster.podwrites import PodWriter
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.resources import JOB
-from kubesemantics import goparse
+from kubesemantics import goparse, times
 
 Obj = Mapping[str, Any]
 FINALIZER = constants.GCS_FT_REDIS_CLEANUP_FINALIZER
@@ -96,7 +95,7 @@ async def handle_finalizer(ctx: Context, cluster: RayCluster) -> Result | None:
         {constants.RAY_CLUSTER_LABEL: name, constants.RAY_NODE_TYPE_LABEL: constants.REDIS_CLEANUP_NODE},
     )
     if has_finalizer:
-        age = (ctx.clock.now() - status.parse_rfc3339(str(metadata.deletion_timestamp))).total_seconds()
+        age = (ctx.clock.now() - times.parse_time(str(metadata.deletion_timestamp))).total_seconds()
         if age >= deletion_timeout(cluster):
             await _set_finalizer(ctx, cluster, present=False)
             storage = cluster.annotations.get(constants.RAY_EXTERNAL_STORAGE_NS_ANNOTATION, "")

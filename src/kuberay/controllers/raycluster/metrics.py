@@ -1,4 +1,4 @@
-"""The RayCluster metrics of spec §7, registered only with `--enable-metrics`.
+"""The RayCluster metrics of upstream's `RayClusterMetricsManager`, registered only with `--enable-metrics`.
 
 `kuberay_cluster_provisioned_duration_seconds` is observed by the reconciler when `RayClusterProvisioned`
 first turns True (after the status write) and dropped when the RayCluster is gone.
@@ -17,9 +17,10 @@ from prometheus_client.registry import Collector
 
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster, RayClusterConditionType
-from kuberay.controllers.raycluster import conditions, status
 from kuberay.runtime.cache import Store
 from kuberay.runtime.resources import ObjectKey
+from kubesemantics import times
+from kubesemantics.conditions import is_condition_true
 
 
 class _CacheCollector(Collector):
@@ -46,9 +47,7 @@ class _CacheCollector(Collector):
                 str(metadata.get("uid") or ""),
             ]
             info.add_metric([*ident, str(labels.get(constants.RAY_ORIGINATED_FROM_CRD_LABEL, "None"))], 1)
-            true = conditions.is_condition_true(
-                cluster.get("status") or {}, RayClusterConditionType.PROVISIONED
-            )
+            true = is_condition_true(cluster.get("status") or {}, RayClusterConditionType.PROVISIONED)
             provisioned.add_metric([*ident, "true" if true else "false"], 1)
         yield info
         yield provisioned
@@ -73,7 +72,7 @@ class ClusterMetrics:
         uid = cluster.metadata.uid or ""
         self._uids.setdefault(ObjectKey(cluster.namespace, cluster.name), set()).add(uid)
         self.duration.labels(cluster.name, cluster.namespace, uid).set(
-            (now - status.parse_rfc3339(text)).total_seconds()
+            (now - times.parse_time(text)).total_seconds()
         )
 
     def forget(self, key: ObjectKey) -> None:

@@ -1,5 +1,6 @@
-"""A worker group of `numOfHosts > 1` under RayMultiHostIndexing (spec §4.7): pods come and go as whole
-replicas (all hosts of a replica share `ray.io/worker-group-replica-name`), never one host at a time.
+"""A worker group of `numOfHosts > 1` under RayMultiHostIndexing (upstream's `reconcileMultiHostWorkerGroup`):
+pods come and go as whole replicas (all hosts of a replica share `ray.io/worker-group-replica-name`), never one
+host at a time.
 
 Order within a pass: delete incomplete replicas (and stop), delete every replica with a pod that must go,
 delete the replicas named in `workersToDelete` (and stop), then create the missing replicas at the lowest

@@ -1,7 +1,7 @@
 """The pods step of a RayCluster reconcile: upstream's `reconcilePods`, the head pod first, then each worker
 group in spec order.
 
-Order within a pass (spec §4.6): suspension (delete everything while Suspending), the Recreate upgrade,
+Order within a pass (upstream's `reconcilePods`): suspension (delete everything while Suspending), the Recreate upgrade,
 the head pod (create one, delete a dead one, refuse two), then per group: skip while its scale
 expectations are unsatisfied, delete a suspended group, multi-host groups as whole replicas
 (`multihost`), delete dead pods (`podstate.should_delete_pod`), `workersToDelete`, then create or
@@ -36,6 +36,7 @@ from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.expectations import ScaleAction
 from kuberay.runtime.resources import POD
 from kuberay.schedulers.interface import BatchSchedulingError
+from kubesemantics.conditions import is_condition_true
 
 Obj = Mapping[str, Any]
 HEAD_GROUP = ""  # the head's key in the scale expectations
@@ -153,7 +154,7 @@ class PodReconciler:
             listed = " ".join(podstate.pod_name(h) for h in heads)
             raise PodsError(f"{len(heads)} head pods found [{listed}]. Please delete extra head pods")
         if (
-            conditions.is_condition_true(self.status, RayClusterConditionType.PROVISIONED)
+            is_condition_true(self.status, RayClusterConditionType.PROVISIONED)
             and self.cluster.annotations.get(constants.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true"
         ):
             return True

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kuberay.api import constants
+from kubesemantics.conditions import find_condition
 
 Obj = Mapping[str, Any]
 
@@ -49,10 +50,7 @@ def pod_labels(obj: Obj) -> Mapping[str, str]:
 
 
 def pod_condition(pod: Obj, kind: str) -> Obj | None:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == kind:
-            return condition  # type: ignore[no-any-return]
-    return None
+    return find_condition((pod.get("status") or {}).get("conditions") or (), kind)
 
 
 def phase(pod: Obj) -> str:

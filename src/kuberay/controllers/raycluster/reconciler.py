@@ -1,4 +1,4 @@
-"""The RayCluster reconcile: upstream's `rayClusterReconcile`, step for step (spec §4.2).
+"""The RayCluster reconcile: upstream's `rayClusterReconcile`, step for step.
 
 1. Read the RayCluster from the cache; gone → forget its scale expectations and metrics series.
 2. `spec.managedBy` naming another controller → nothing at all.
@@ -39,22 +39,23 @@ from kuberay.api.validation import raycluster as rules
 from kuberay.builders import tls
 from kuberay.controllers.raycluster import (
     autoscalerhealth,
-    conditions,
     dependents,
     finalizer,
     mtls,
     podstate,
     status,
 )
-from kuberay.controllers.raycluster.context import RAYCLUSTER, SHORT_REQUEUE_SECONDS, Context
+from kuberay.controllers.raycluster.context import SHORT_REQUEUE_SECONDS, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.pods import PodReconciler
 from kuberay.controllers.raycluster.podwrites import PodsError
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING
 from kuberay.runtime.resources import ObjectKey
 from kuberay.runtime.steps import step
+from kubesemantics.conditions import is_condition_true
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +215,8 @@ class RayClusterReconciler:
         provisioned = RayClusterConditionType.PROVISIONED
         if (
             self.metrics is not None
-            and conditions.is_condition_true(new, provisioned)
-            and not conditions.is_condition_true(old, provisioned)
+            and is_condition_true(new, provisioned)
+            and not is_condition_true(old, provisioned)
         ):
             self.metrics.provisioned(cluster, self.ctx.clock.now())
         return True, None

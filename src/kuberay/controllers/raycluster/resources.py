@@ -5,7 +5,6 @@ the pod templates' requests (else limits), in Go's canonical quantity text (`kub
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -18,25 +17,11 @@ Obj = Mapping[str, Any]
 TPU_RESOURCE = "google.com/tpu"
 
 
-@dataclass
-class _Amount:
-    """A quantity being summed, with the format of its first term (as Go's `Quantity.Add` keeps)."""
-
-    value: Fraction
-    binary: bool
-
-
-def _pod_resources(pod_spec: Obj) -> dict[str, _Amount]:
-    total: dict[str, _Amount] = {}
+def _pod_resources(pod_spec: Obj) -> dict[str, quantity.Amount]:
+    total: dict[str, quantity.Amount] = {}
     for container in pod_spec.get("containers") or ():
         resources = container.get("resources") or {}
-        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-        for name, value in merged.items():
-            amount = quantity.parse(value)
-            if name in total:
-                total[name].value += amount
-            else:
-                total[name] = _Amount(amount, quantity.is_binary(value))
+        quantity.add(total, {**(resources.get("limits") or {}), **(resources.get("requests") or {})})
     return total
 
 
@@ -49,15 +34,11 @@ def desired_resources(spec: Obj) -> dict[str, str]:
         if group.get("suspend") is True:
             continue
         factor = replicas.as_int(group.get("numOfHosts"), 1) * replicas.as_int(group.get("replicas"), 0)
-        for name, amount in _pod_resources((group.get("template") or {}).get("spec") or {}).items():
-            if name in total:
-                total[name].value += amount.value * factor
-            else:
-                total[name] = _Amount(amount.value * factor, amount.binary)
+        quantity.add(total, _pod_resources((group.get("template") or {}).get("spec") or {}), factor)
 
     def text(name: str) -> str:
         amount = total.get(name)
-        return quantity.canonical(amount.value, amount.binary) if amount else "0"
+        return amount.text() if amount else "0"
 
     # upstream `sumGPUs`: every GPU resource name, the one `ray start`'s `num-gpus` reads (MIG slices too).
     gpus = [a for n, a in total.items() if is_gpu_resource_key(n) and a.value != 0]

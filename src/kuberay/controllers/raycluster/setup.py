@@ -1,7 +1,8 @@
 """Installing the RayCluster controller into a manager: its caches, watches, predicates and reconciler.
 
-Watches as upstream's (spec §4.1): the RayCluster itself when its generation, labels or annotations change
-(status-only writes do not wake it), and the Pods, Services, Secrets and PVCs it controls. Batch Jobs are
+Watches as upstream's `RayClusterReconciler.SetupWithManager`: the RayCluster itself when its generation,
+labels or annotations change (status-only writes do not wake it), and the Pods, Services, Secrets and PVCs
+it controls. Batch Jobs are
 cached (the Redis cleanup Job is read from the cache) but not watched: cleanup progress is polled by
 requeue, as upstream does.
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 from kuberay.api import constants
 from kuberay.api.settings import OperatorSettings
-from kuberay.controllers.raycluster.context import RAYCLUSTER, ClusterOptions, Context
+from kuberay.controllers.raycluster.context import ClusterOptions, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.reconciler import RayClusterReconciler
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.expectations import ScaleExpectations
 from kuberay.runtime.informer import Event, EventType

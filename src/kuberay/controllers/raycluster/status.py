@@ -32,7 +32,9 @@ from kuberay.api.raycluster import (
 )
 from kuberay.builders import autoscaler, names
 from kuberay.controllers.raycluster import autoscalerhealth, podstate, replicas, resources
-from kuberay.controllers.raycluster import conditions as condition
+from kuberay.controllers.raycluster.conditions import suspend_status
+from kubesemantics import times
+from kubesemantics.conditions import is_condition_true, remove_condition, set_condition
 
 JSON = dict[str, Any]
 Obj = Mapping[str, Any]
@@ -129,15 +131,6 @@ def _endpoints(current: Mapping[str, str] | None, services: Sequence[Obj]) -> di
 # --- the whole status ------------------------------------------------------------------------------------------
 
 
-def rfc3339(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> datetime:
-    """A timestamp of the API server's (`creationTimestamp`, `deletionTimestamp`) as an aware datetime."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def calculate_status(
     cluster: RayCluster,
     pods: Sequence[Obj],
@@ -154,13 +147,13 @@ def calculate_status(
     spec = cluster.spec.dump()
     old: Obj = cluster.status.dump() if cluster.status is not None else {}
     status: JSON = copy.deepcopy(dict(old))
-    stamp = rfc3339(now)
+    stamp = times.format_time(now)
     conditions: list[JSON] = list(status.get("conditions") or [])
 
     if conditions_enabled:
         if isinstance(reconcile_error, ReplicaFailureError):
             failure = reconcile_error.failure
-            condition.set_condition(
+            set_condition(
                 conditions,
                 RayClusterConditionType.REPLICA_FAILURE,
                 "True",
@@ -169,7 +162,7 @@ def calculate_status(
                 stamp,
             )
         elif reconcile_error is None:
-            condition.remove_condition(conditions, RayClusterConditionType.REPLICA_FAILURE)
+            remove_condition(conditions, RayClusterConditionType.REPLICA_FAILURE)
 
     status["observedGeneration"] = cluster.metadata.generation or 0
     workers = podstate.worker_pods(pods)
@@ -209,9 +202,9 @@ def calculate_status(
         status["conditions"] = conditions
     status["lastUpdateTime"] = stamp
     if old.get("state") != status.get("state"):
-        times = dict(status.get("stateTransitionTimes") or {})
-        times[str(status.get("state") or "")] = stamp
-        status["stateTransitionTimes"] = times
+        transitions = dict(status.get("stateTransitionTimes") or {})
+        transitions[str(status.get("state") or "")] = stamp
+        status["stateTransitionTimes"] = transitions
     return _drop_empty(status)
 
 
@@ -219,7 +212,7 @@ def _set_pod_conditions(
     conditions: list[JSON], head: Obj | None, pods: Sequence[Obj], stamp: str, namespace: str
 ) -> None:
     if head is None:
-        condition.set_condition(
+        set_condition(
             conditions,
             RayClusterConditionType.HEAD_POD_READY,
             "False",
@@ -228,16 +221,16 @@ def _set_pod_conditions(
             stamp,
         )
     else:
-        condition.set_condition(
+        set_condition(
             conditions, RayClusterConditionType.HEAD_POD_READY, *head_pod_ready_condition(head), stamp
         )
 
     current = {"conditions": conditions}
-    if not condition.is_condition_true(current, RayClusterConditionType.PROVISIONED) and (
-        condition.suspend_status(current) != RayClusterConditionType.SUSPENDED
+    if not is_condition_true(current, RayClusterConditionType.PROVISIONED) and (
+        suspend_status(current) != RayClusterConditionType.SUSPENDED
     ):
         if podstate.all_pods_running(pods):
-            condition.set_condition(
+            set_condition(
                 conditions,
                 RayClusterConditionType.PROVISIONED,
                 "True",
@@ -246,7 +239,7 @@ def _set_pod_conditions(
                 stamp,
             )
         else:
-            condition.set_condition(
+            set_condition(
                 conditions,
                 RayClusterConditionType.PROVISIONED,
                 "False",
@@ -258,9 +251,9 @@ def _set_pod_conditions(
     problems = podstate.failing_pods(pods)
     if problems:
         message = "; ".join(p.describe(namespace) for p in problems)
-        condition.set_condition(conditions, POD_FAILURE_CONDITION, "True", problems[0].reason, message, stamp)
+        set_condition(conditions, POD_FAILURE_CONDITION, "True", problems[0].reason, message, stamp)
     else:
-        condition.remove_condition(conditions, POD_FAILURE_CONDITION)
+        remove_condition(conditions, POD_FAILURE_CONDITION)
 
 
 def _set_autoscaler_condition(
@@ -272,19 +265,17 @@ def _set_autoscaler_condition(
         else None
     )
     if problem is not None:
-        condition.set_condition(
-            conditions, autoscalerhealth.CONDITION, "True", problem.reason, problem.message, stamp
-        )
+        set_condition(conditions, autoscalerhealth.CONDITION, "True", problem.reason, problem.message, stamp)
     else:
-        condition.remove_condition(conditions, autoscalerhealth.CONDITION)
+        remove_condition(conditions, autoscalerhealth.CONDITION)
 
 
 def _set_suspension(conditions: list[JSON], old: Obj, spec: Obj, pods: Sequence[Obj], stamp: str) -> None:
     suspending, suspended = RayClusterConditionType.SUSPENDING, RayClusterConditionType.SUSPENDED
-    before = condition.suspend_status(old)
+    before = suspend_status(old)
     if before == suspending:
         if not pods:
-            condition.set_condition(
+            set_condition(
                 conditions,
                 RayClusterConditionType.PROVISIONED,
                 "False",
@@ -292,25 +283,15 @@ def _set_suspension(conditions: list[JSON], old: Obj, spec: Obj, pods: Sequence[
                 "RayCluster has been suspended",
                 stamp,
             )
-            condition.set_condition(
-                conditions, suspending, "False", RayClusterConditionReason.SUSPENDING, "", stamp
-            )
-            condition.set_condition(
-                conditions, suspended, "True", RayClusterConditionReason.SUSPENDED, "", stamp
-            )
+            set_condition(conditions, suspending, "False", RayClusterConditionReason.SUSPENDING, "", stamp)
+            set_condition(conditions, suspended, "True", RayClusterConditionReason.SUSPENDED, "", stamp)
     elif before == suspended:
         if spec.get("suspend") is False:
-            condition.set_condition(
-                conditions, suspended, "False", RayClusterConditionReason.SUSPENDED, "", stamp
-            )
+            set_condition(conditions, suspended, "False", RayClusterConditionReason.SUSPENDED, "", stamp)
     else:
-        condition.set_condition(
-            conditions, suspended, "False", RayClusterConditionReason.SUSPENDED, "", stamp
-        )
+        set_condition(conditions, suspended, "False", RayClusterConditionReason.SUSPENDED, "", stamp)
         wanted = "True" if spec.get("suspend") is True else "False"
-        condition.set_condition(
-            conditions, suspending, wanted, RayClusterConditionReason.SUSPENDING, "", stamp
-        )
+        set_condition(conditions, suspending, wanted, RayClusterConditionReason.SUSPENDING, "", stamp)
 
 
 def _head_info(cluster_name: str, head: Obj | None, services: Sequence[Obj]) -> JSON:

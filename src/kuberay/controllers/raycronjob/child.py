@@ -12,21 +12,17 @@ Invariants:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kuberay.api import constants
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.builders import ownership
+from kubesemantics import times
 
 
 def name(cron_name: str, tick: datetime) -> str:
     return f"{cron_name}-{int(tick.timestamp()) // 60}"
-
-
-def timestamp(tick: datetime) -> str:
-    """The tick as a metav1.Time writes it: UTC, whole seconds, RFC 3339."""
-    return tick.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build_rayjob(cron: RayCronJob, tick: datetime) -> dict[str, Any]:
@@ -37,7 +33,7 @@ def build_rayjob(cron: RayCronJob, tick: datetime) -> dict[str, Any]:
             "name": name(cron.name, tick),
             "namespace": cron.namespace,
             "labels": {constants.RAY_CRON_JOB_NAME_LABEL: cron.name},
-            "annotations": {constants.RAY_CRON_JOB_TIMESTAMP_ANNOTATION: timestamp(tick)},
+            "annotations": {constants.RAY_CRON_JOB_TIMESTAMP_ANNOTATION: times.format_time(tick)},
             "ownerReferences": ownership.controlled_by(cron),
         },
         "spec": cron.spec.job_template.dump(),

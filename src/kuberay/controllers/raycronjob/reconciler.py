@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, tzinfo
 from typing import Any
 
-from kuberay.api import constants
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.validation import validate_raycronjob
 from kuberay.controllers.raycronjob import child, schedule
+from kuberay.rayresources import RAYCRONJOB, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -41,13 +41,12 @@ from kuberay.runtime.clock import Clock
 from kuberay.runtime.controller import Result
 from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
-from kuberay.runtime.resources import ObjectKey, Resource
+from kuberay.runtime.resources import ObjectKey
 from kuberay.runtime.steps import step
+from kubesemantics import times
 
 log = logging.getLogger(__name__)
 
-RAYCRONJOB = Resource(constants.API_VERSION, "RayCronJob", "raycronjobs")
-RAYJOB = Resource(constants.API_VERSION, "RayJob", "rayjobs")
 
 INVALID_SPEC = "InvalidRayCronJobSpec"
 SUSPENDED = "SuspendedRayCronJob"
@@ -95,7 +94,7 @@ class RayCronJobReconciler:
         fires = schedule.parse(cron.spec.schedule, zone)
         now = self.clock.now()
         last = cron.status.last_schedule_time if cron.status is not None else None
-        tick = fires.next(_parse_time(last or obj["metadata"]["creationTimestamp"]))
+        tick = fires.next(times.parse_time(last or obj["metadata"]["creationTimestamp"]).astimezone(UTC))
         if tick > now:
             return Result(requeue_after=(tick - now).total_seconds())
 
@@ -106,7 +105,7 @@ class RayCronJobReconciler:
                 log.info("RayCronJob %s: created RayJob %s for %s", key, rayjob["metadata"]["name"], tick)
             except errors.AlreadyExists:
                 log.info("RayCronJob %s: the RayJob for %s exists already", key, tick)
-        status = {**(obj.get("status") or {}), "lastScheduleTime": child.timestamp(tick)}
+        status = {**(obj.get("status") or {}), "lastScheduleTime": times.format_time(tick)}
         with step("UpdateStatus"):
             await self.client.update_status(RAYCRONJOB, {**obj, "status": status})
         # A next tick already due needs no timer: the status write above brings the next pass.
@@ -116,7 +115,3 @@ class RayCronJobReconciler:
     def _event(self, obj: dict[str, Any], type: str, reason: str, message: str, action: str) -> None:
         if self.recorder is not None:
             self.recorder.record(obj, type, reason, message, action)
-
-
-def _parse_time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp).astimezone(UTC)

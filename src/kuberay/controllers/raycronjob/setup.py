@@ -15,7 +15,8 @@ from datetime import UTC
 from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
 from kuberay.controllers.raycronjob import schedule
-from kuberay.controllers.raycronjob.reconciler import RAYCRONJOB, Options, RayCronJobReconciler
+from kuberay.controllers.raycronjob.reconciler import Options, RayCronJobReconciler
+from kuberay.rayresources import RAYCRONJOB
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 

@@ -53,6 +53,7 @@ from kuberay.controllers.rayjob.metrics import RayJobMetrics
 from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
 from kuberay.controllers.rayjob.state import step
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, JobSubmitRequest
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -60,14 +61,11 @@ from kuberay.runtime.clock import Clock
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import NORMAL, WARNING, Recorder
 from kuberay.runtime.frozen import thaw
-from kuberay.runtime.resources import JOB, ObjectKey, Resource
+from kuberay.runtime.resources import JOB, ObjectKey
 from kuberay.runtime.steps import step as named_step
 from kuberay.schedulers.interface import BatchScheduler, BatchSchedulingError
 
 log = logging.getLogger(__name__)
-
-RAYJOB = Resource(constants.API_VERSION, "RayJob", "rayjobs")
-RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,8 @@ from kuberay.controllers.dashboards import dashboard_access
 from kuberay.controllers.rayjob.decision import Settings
 from kuberay.controllers.rayjob.metrics import RayJobMetrics
 from kuberay.controllers.rayjob.poller import JobStatusPoller
-from kuberay.controllers.rayjob.reconciler import (
-    RAYCLUSTER,
-    RAYJOB,
-    Caches,
-    Options,
-    RayJobReconciler,
-)
+from kuberay.controllers.rayjob.reconciler import Caches, Options, RayJobReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import JOB, POD, SERVICE

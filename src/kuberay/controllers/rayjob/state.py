@@ -6,7 +6,8 @@ actions to perform in order, the Events to record, whether the status is written
 (those types are in `decision`). The reconciler performs the actions; if one fails the pass fails (retried with back-off) and the status is
 not written, which is upstream's "requeue + error" everywhere.
 
-Upstream's reconcile, row by row (spec §1.3-§1.10), with its quirks kept on purpose:
+Upstream's `RayJobReconciler.Reconcile`, case by case of its `switch` on `JobDeploymentStatus`, with its quirks kept
+on purpose:
 - the status is written only when `jobStatus`, `jobDeploymentStatus`, `jobStatusCheckFailureStartTime` or
   the copied RayCluster status changed; `endTime` is stamped by a write that lands in Complete/Failed;
 - a `Failed` attempt with retries left becomes `Retrying` in the same write (never for DeadlineExceeded or
@@ -62,6 +63,7 @@ from kuberay.controllers.rayjob.decision import (
     job_terminal,
 )
 from kuberay.rayclient.dashboard import JobInfo, JobNotFound
+from kubesemantics import times
 from kubesemantics.names import random_suffix
 
 REQUEUE_SECONDS = 3.0  # upstream RayJobDefaultRequeueDuration
@@ -72,20 +74,9 @@ HEAD_POD_LOST = "HeadPodLost"  # our reason for an attempt whose head pod went a
 # --- time -------------------------------------------------------------------------------------------------------
 
 
-def format_time(moment: datetime) -> str:
-    """A metav1.Time on the wire: RFC 3339, seconds, UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _go_time(moment: datetime) -> str:
-    """Go's `%v` of a time.Time in UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    """A status time, None when unset."""
+    return times.parse_time(value) if value else None
 
 
 def _date_time(moment: datetime) -> str:
@@ -94,7 +85,7 @@ def _date_time(moment: datetime) -> str:
 
 
 def _ms_time(milliseconds: int) -> str:
-    return format_time(datetime.fromtimestamp(milliseconds / 1000, UTC))
+    return times.format_time(datetime.fromtimestamp(milliseconds / 1000, UTC))
 
 
 # --- the machine ------------------------------------------------------------------------------------------------
@@ -135,7 +126,7 @@ def step(job: RayJob, facts: Facts, settings: Settings, rng: random.Random | Non
     _retry_if_allowed(job, decision.status)
     decision.write = _changed(old, decision.status)
     if decision.write and deployment_terminal(decision.status.get("jobDeploymentStatus")):
-        decision.status["endTime"] = format_time(facts.now)
+        decision.status["endTime"] = times.format_time(facts.now)
     if decision.requeue_after is None:
         decision.requeue_after = REQUEUE_SECONDS
     return decision
@@ -188,7 +179,7 @@ def _new(job: RayJob, facts: Facts, decision: Decision, rng: random.Random) -> N
     if not status.get("jobStatus"):  # upstream's jobStatus is omitempty: no status yet, no field
         status.pop("jobStatus", None)
     status["jobDeploymentStatus"] = JobDeploymentStatus.INITIALIZING.value
-    status["startTime"] = format_time(facts.now)
+    status["startTime"] = times.format_time(facts.now)
 
 
 def _initializing(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
@@ -325,7 +316,7 @@ def _running(job: RayJob, facts: Facts, settings: Settings, decision: Decision) 
         if status.get("jobStatusCheckFailureStartTime"):
             decision.requeue_after = REQUEUE_SECONDS
             return True
-        status["jobStatusCheckFailureStartTime"] = format_time(facts.now)
+        status["jobStatusCheckFailureStartTime"] = times.format_time(facts.now)
         # The timer alone does not say why the job is stuck: one Warning per run of failures does (upstream
         # leaves it to the operator's log).
         failure = str(observation.error) if observation.error is not None else "no job info"
@@ -354,13 +345,13 @@ def _copy_job_info(info: JobInfo, facts: Facts, status: Status, with_submitter: 
     status["jobDeploymentStatus"] = deployment.value
     _set_or_drop(status, "reason", reason)
     _set_or_drop(status, "message", info.message)
-    times = copy.copy(status.get("rayJobInfo", RayJobStatusInfoDict()))
+    job_info = copy.copy(status.get("rayJobInfo", RayJobStatusInfoDict()))
     if info.start_time:
-        times["startTime"] = _ms_time(info.start_time)
+        job_info["startTime"] = _ms_time(info.start_time)
     if info.end_time:
-        times["endTime"] = _ms_time(info.end_time)
-    if times:
-        status["rayJobInfo"] = times
+        job_info["endTime"] = _ms_time(info.end_time)
+    if job_info:
+        status["rayJobInfo"] = job_info
 
 
 def _releasing(job: RayJob, facts: Facts, settings: Settings, decision: Decision) -> bool:
@@ -494,7 +485,7 @@ def _past_deadline(
     if seconds is None or started is None or facts.now < started + timedelta(seconds=seconds):
         return False
     message = (
-        f"The RayJob has passed the {field}. StartTime: {_go_time(started)}. "
+        f"The RayJob has passed the {field}. StartTime: {times.go_string(started)}. "
         f"{field[0].upper()}{field[1:]}: {seconds}"
     )
     _fail(status, reason, message)

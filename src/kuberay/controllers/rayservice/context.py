@@ -33,6 +33,7 @@ from kuberay.builders import service as service_builder
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess
 from kuberay.controllers.rayservice import clusters
+from kuberay.rayresources import RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
@@ -41,9 +42,8 @@ from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.events import Recorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import ObjectKey, Resource
+from kubesemantics import times
 
-RAYSERVICE = Resource(constants.API_VERSION, "RayService", "rayservices")
-RAYCLUSTER = Resource(constants.API_VERSION, "RayCluster", "rayclusters")
 ENDPOINT_SLICE = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
 # Read and written directly, never cached: the Gateway API CRDs need not be installed unless a RayService
 # uses incremental upgrade (upstream does not watch them either).
@@ -129,7 +129,7 @@ class Pass:
         self.old = cast(RayServiceStatusDict, obj.get("status") or {})
         self.status: RayServiceStatusDict = copy.deepcopy(self.old)
         self.now = ctx.clock.now()
-        self.stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.stamp = times.format_time(self.now)
         self.incremental = service_builder.is_incremental_upgrade(self.model, ctx.options.gates)
         self.goal = clusters.goal_spec(self.model)
         # Incremental upgrade: the HTTPRoute's backend weights and the Gateway API objects of this pass.

@@ -21,8 +21,9 @@ from kuberay.api import constants
 from kuberay.api.rayservice import ClusterUpgradeOptions, RayServiceStatusDict, ServeSide, ServeSideDict
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
-from kuberay.controllers.raycluster.conditions import is_condition_true, remove_condition, set_condition
 from kuberay.controllers.rayservice import clusters
+from kubesemantics import times
+from kubesemantics.conditions import is_condition_true, remove_condition, set_condition
 
 JSON = dict[str, Any]
 ACTIVE: Final = "activeServiceStatus"
@@ -101,7 +102,7 @@ def route_weights(
         return w_active, w_pending
     last = (active if back else pending).get("lastTrafficMigratedTime")
     if last:
-        since = datetime.fromisoformat(str(last).replace("Z", "+00:00"))
+        since = times.parse_time(str(last))
         if (now - since).total_seconds() < options.interval_seconds:
             return w_active, w_pending
     step = options.step_size_percent

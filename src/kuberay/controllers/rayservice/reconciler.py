@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster
@@ -36,13 +36,10 @@ from kuberay.builders import service as service_builder
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import DashboardAccess
 from kuberay.controllers.podproblems import startup_problem
-from kuberay.controllers.raycluster.conditions import set_condition
 from kuberay.controllers.rayservice import clusters, gateway, incremental, serving
 from kuberay.controllers.rayservice import status as st
 from kuberay.controllers.rayservice.context import (
     JSON,
-    RAYCLUSTER,
-    RAYSERVICE,
     REQUEUE,
     Caches,
     Context,
@@ -51,6 +48,7 @@ from kuberay.controllers.rayservice.context import (
 )
 from kuberay.controllers.rayservice.serving import ServeOutcome
 from kuberay.controllers.rayservice.suspend import reconcile_suspend
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
@@ -58,6 +56,8 @@ from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING, Recorder
 from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import ObjectKey
+from kubesemantics import times
+from kubesemantics.conditions import set_condition
 from kubesemantics.names import random_suffix
 
 DEFAULT_DELETION_DELAY = 60
@@ -290,7 +290,7 @@ def _abandon_stale_upgrade(p: Pass) -> None:
     upgrade = st.condition(p.status, Type.UPGRADE_IN_PROGRESS)
     if upgrade is None or upgrade.get("status") != "True" or not upgrade.get("lastTransitionTime"):
         return
-    started = datetime.fromisoformat(str(upgrade["lastTransitionTime"]).replace("Z", "+00:00"))
+    started = times.parse_time(str(upgrade["lastTransitionTime"]))
     elapsed = (p.now - started).total_seconds()
     if elapsed < timeout:
         return

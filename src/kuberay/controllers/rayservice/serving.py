@@ -23,13 +23,13 @@ from kuberay.api.features import Feature
 from kuberay.api.rayservice import ApplicationStatus, ServeSide
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import auth_token, dashboard_address, head_service_name
-from kuberay.controllers.raycluster.conditions import is_condition_true
 from kuberay.controllers.rayservice.context import Pass, ServeConfigCache
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, ServeDetails
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url, proxied_health_url
 from kuberay.runtime.controller import TemporaryError
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.resources import POD, ObjectKey
+from kubesemantics.conditions import is_condition_true
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]

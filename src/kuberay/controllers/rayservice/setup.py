@@ -18,9 +18,10 @@ import httpx
 from kuberay.api.settings import OperatorSettings
 from kuberay.controllers.dashboards import dashboard_access
 from kuberay.controllers.raycluster.setup import spec_or_metadata_changed
-from kuberay.controllers.rayservice.context import ENDPOINT_SLICE, RAYCLUSTER, RAYSERVICE, Caches, Options
+from kuberay.controllers.rayservice.context import ENDPOINT_SLICE, Caches, Options
 from kuberay.controllers.rayservice.metrics import RayServiceMetrics
 from kuberay.controllers.rayservice.reconciler import RayServiceReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime.controller import Controller
 from kuberay.runtime.manager import Manager
 from kuberay.runtime.resources import POD, SERVICE

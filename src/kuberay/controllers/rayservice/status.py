@@ -24,11 +24,12 @@ from kuberay.api.rayservice import RayService, RayServiceStatusDict, ServeSide, 
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
 from kuberay.builders import service as service_builder
-from kuberay.controllers.raycluster.conditions import is_condition_true, set_condition
 from kuberay.controllers.rayservice import clusters, incremental
 from kuberay.controllers.rayservice.incremental import ACTIVE, PENDING
 from kuberay.controllers.rayservice.serving import ServeOutcome
 from kuberay.runtime.events import WARNING
+from kubesemantics import times
+from kubesemantics.conditions import is_condition_true, set_condition
 from kubesemantics.goparse import GoParseError, atoi, format_seconds, parse_duration
 
 JSON = dict[str, Any]
@@ -78,7 +79,7 @@ class Facts:
 
     @property
     def stamp(self) -> str:
-        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return times.format_time(self.now)
 
     @property
     def generation(self) -> int:
@@ -186,7 +187,7 @@ def _initializing_timeout(status: RayServiceStatusDict, facts: Facts) -> list[No
     timeout = _timeout(facts.service.annotations.get(constants.RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION))
     if timeout is None or not ready.get("lastTransitionTime"):
         return []
-    since = datetime.fromisoformat(str(ready["lastTransitionTime"]).replace("Z", "+00:00"))
+    since = times.parse_time(str(ready["lastTransitionTime"]))
     elapsed = facts.now - since
     if elapsed < timeout:
         return []

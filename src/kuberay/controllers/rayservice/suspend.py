@@ -16,11 +16,12 @@ from __future__ import annotations
 from kuberay.api.rayservice import RayServiceConditionReason as Reason
 from kuberay.api.rayservice import RayServiceConditionType as Type
 from kuberay.builders import gateway
-from kuberay.controllers.raycluster.conditions import remove_condition, set_condition
 from kuberay.controllers.rayservice import status as st
-from kuberay.controllers.rayservice.context import GATEWAY, HTTP_ROUTE, RAYCLUSTER, REQUEUE, Pass
+from kuberay.controllers.rayservice.context import GATEWAY, HTTP_ROUTE, REQUEUE, Pass
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.controller import Result
 from kuberay.runtime.resources import SERVICE, ObjectKey
+from kubesemantics.conditions import remove_condition, set_condition
 
 REQUESTED = "Spec.Suspend is true; will delete all Kubernetes resources owned by this RayService."
 WAITING = "Waiting for all Kubernetes resources owned by this RayService to be deleted."

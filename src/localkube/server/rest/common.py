@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from kubesemantics import times
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
 from localkube.admission.schema import admit, prune
 from localkube.server import builtin, crds, errors, events
@@ -41,7 +42,7 @@ def clone(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return times.format_time(datetime.datetime.now(datetime.UTC))
 
 
 def metadata_of(obj: dict[str, Any]) -> dict[str, Any]:

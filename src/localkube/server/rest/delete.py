@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kubesemantics import times
 from localkube.server import builtin, errors
 from localkube.server.errors import ApiError
 from localkube.server.registry import ResourceType
@@ -65,7 +66,7 @@ class Deletes(Creates):
                 marked_metadata.pop("finalizers")
             if not marked_metadata.get("deletionTimestamp"):
                 when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=grace)
-                marked_metadata["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+                marked_metadata["deletionTimestamp"] = times.format_time(when)
                 marked_metadata["deletionGracePeriodSeconds"] = grace
                 # As the real registry does, so that controllers filtering on generation see the deletion.
                 if "generation" in marked_metadata:

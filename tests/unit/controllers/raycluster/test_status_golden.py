@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import golden
 from kuberay.api.raycluster import RayCluster
 from kuberay.controllers.raycluster import status
+from support import golden
 
 DIRECTORY = Path(__file__).with_name("testdata")
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -7,7 +7,7 @@ from typing import Any
 
 from kuberay.api.rayjob import RayJob
 from kuberay.controllers.rayjob.decision import ClusterFacts
-from kuberay.controllers.rayjob.state import format_time
+from kubesemantics.times import format_time
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ADDRESS = "job-abcde-head-svc.ns.svc.cluster.local:8265"

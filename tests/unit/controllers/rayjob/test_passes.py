@@ -4,7 +4,7 @@ tests/integration/rayjob."""
 
 from __future__ import annotations
 
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime.resources import JOB, SERVICE
 from unit.controllers.rayjob.fakedashboard import running
 from unit.controllers.rayjob.world import World, rayjob

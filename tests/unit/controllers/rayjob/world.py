@@ -13,7 +13,8 @@ import httpx
 from kuberay.controllers.dashboards import DashboardAccess
 from kuberay.controllers.rayjob.decision import Settings
 from kuberay.controllers.rayjob.poller import JobStatusPoller
-from kuberay.controllers.rayjob.reconciler import RAYCLUSTER, RAYJOB, Caches, Options, RayJobReconciler
+from kuberay.controllers.rayjob.reconciler import Caches, Options, RayJobReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.resources import JOB, POD, SERVICE, ObjectKey
 from unit.controllers.fakekube import Bench

@@ -8,7 +8,8 @@ import copy
 from typing import Any
 
 from kuberay.api.features import Feature, FeatureGates
-from kuberay.controllers.rayservice.context import GATEWAY, HTTP_ROUTE, RAYSERVICE
+from kuberay.controllers.rayservice.context import GATEWAY, HTTP_ROUTE
+from kuberay.rayresources import RAYSERVICE
 from kuberay.runtime.resources import SERVICE
 from unit.controllers.rayservice.world import NS, World, rayservice, worker_group
 

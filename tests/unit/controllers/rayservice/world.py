@@ -18,8 +18,9 @@ import httpx
 
 from kuberay.api.features import FeatureGates
 from kuberay.controllers.dashboards import DashboardAccess
-from kuberay.controllers.rayservice.context import ENDPOINT_SLICE, RAYCLUSTER, RAYSERVICE, Caches, Options
+from kuberay.controllers.rayservice.context import ENDPOINT_SLICE, Caches, Options
 from kuberay.controllers.rayservice.reconciler import RayServiceReconciler
+from kuberay.rayresources import RAYCLUSTER, RAYSERVICE
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.resources import POD, SERVICE, ObjectKey
 from unit.controllers.fakekube import Bench

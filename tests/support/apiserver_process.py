@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-import stopping
+from support import stopping
 
 COMMAND = Path(sys.executable).parent / "kuberay-apiserver"
 _LISTENING = re.compile(rb"listening (http|grpc) ([\d.]+):(\d+)")

@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-import toolbuild
+from support import toolbuild
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "helm-chart"
 
 

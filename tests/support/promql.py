@@ -17,7 +17,7 @@ from typing import Any
 import promql_parser
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "deploy" / "grafana").glob("*.json"))
 MONITORS = sorted((ROOT / "deploy" / "prometheus").rglob("*.yaml"))
 _RANGE_VARIABLE = re.compile(r"\[\$\{?\w+\}?\]")

@@ -18,7 +18,7 @@ ServiceAccount, as on a kubeadm cluster) and its default controllers (service-ac
 collector, namespace, Job, ...). `start()` returns when /readyz answers and the controller-manager has made
 the `default` ServiceAccount. Each process logs to `data_dir/<name>.log`.
 
-    python tests/realkube_process.py --bin DIR [--dir DATA]   # what `scripts/realkube up` runs
+    PYTHONPATH=tests python -m support.realkube_process --bin DIR [--dir DATA]   # what `scripts/realkube up` runs
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-import stopping
 from kuberay.local.ports import free_port
 from localkube.node.network import bridge_gateways
 from localkube.server.tls import issue
-from localkube_process import LocalKubeProcess
+from support import stopping
+from support.localkube_process import LocalKubeProcess
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NODE_NAME = "localkube-node"
 # A second node's identity, for a test that attaches an agent of its own beside the session's node.
 SPARE_NODE_NAME = "agent-node"

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import stopping
 from kuberay.local.ports import free_port
+from support import stopping
 
 ALPHA_GATES = (
     "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,"

@@ -20,27 +20,18 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KUBERAY = str(Path(sys.executable).parent / "kuberay")
 EXAMPLES = REPO / "examples"
 # On a loaded machine the two processes' imports alone take a while; this is a bound, not a measurement.
 READY_TIMEOUT = 240.0
-T = TypeVar("T")
-
-
-def until(check: Callable[[], T | None], timeout: float, what: str = "", every: float = 2.0) -> T:
-    """Polls `check()` every `every` seconds until it returns something true and returns that; `timeout`
-    is a bound, not a measurement. Most checks run kubectl, a process of ~0.07 core-s: polled every half
-    second through minute-long waits for Ray, 9 % of the CPU of the two heaviest real-Ray files."""
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, f"{what or check} not reached within {timeout} s"
-        time.sleep(every)
-    return result
+# How often the end-to-end tests poll a check that runs kubectl, a process of ~0.07 core-s each: a shorter
+# period costs real-Ray files CPU they need (benchmarks/README.md has the measurement).
+KUBECTL_POLL = 2.0
 
 
 def kuberay(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 UPSTREAM_SAMPLES = SHARED / "upstream-samples"
 UPSTREAM_CRDS = SHARED / "upstream-crds"
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import stopping
+from support import stopping
 
 
 class AgentProcess:

@@ -6,7 +6,7 @@ A build runs in a session of its own, with its output in files rather than pipes
 waits (its timeout, an interrupted run) leaves the build going, and the build still lands in the cache for
 the next caller, where a killed build would leave nothing and the next caller would start again from zero.
 
-`cold()` says which are not built yet. tests/conftest.py asks that once per run: the tests that need a
+`cold()` says which are not built yet. tests/support/scheduling.py asks that once per run: the tests that need a
 cold tool go last and get `BUILD_TIMEOUT` added to their bound, and the build starts at collection, so it
 runs while the rest of the suite does, on the CPU the suite leaves idle (`SCHED_IDLE`).
 """
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # name -> its script: `SCRIPT build` builds it when missing and prints where it is, `SCRIPT built` only says
 # where it is (exit 1 when it is not built).
 TOOLS: dict[str, Path] = {

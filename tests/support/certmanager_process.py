@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-import stopping
+from support import stopping
 
 
 class CertManager:

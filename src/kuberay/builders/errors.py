@@ -1,0 +1,7 @@
+"""The root of the builders' errors: `BuildError`, a ValueError (the object asks for something that cannot be
+built), under which each builder raises its own (`pod.PodBuildError`, `service.ServiceBuildError`,
+`submitter.SubmitterError`, `goformat.GoEncodingError`)."""
+
+
+class BuildError(ValueError):
+    """The object cannot be built as it asks; the message names the field, in upstream's words."""

@@ -1,0 +1,67 @@
+"""Waiting in a test: `eventually(check)` calls `check` until it returns something truthy, and returns that.
+
+One helper for synchronous and asynchronous tests. In a thread where an event loop runs (an `async def`
+test, a fixture, a harness method), `eventually` returns a coroutine to await: it polls with
+`asyncio.sleep`, so the controllers, stores and servers on that loop go on while the test waits, and
+`check` may be a plain function or an `async def` (its result is awaited). Elsewhere it polls with
+`time.sleep` and returns the value itself.
+
+`timeout` bounds the wait and is never a measurement: when it is over, the AssertionError names `what` (a
+text, or a function called then, to describe the state it found) and the last value `check` returned.
+`every` is the period: checks that start a process (kubectl) poll less often than checks of memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+What = str | Callable[[], str]
+
+
+def eventually(check: Callable[[], Any], timeout: float = 60.0, what: What = "", every: float = 0.1) -> Any:
+    """The first truthy value of `check()` (see the module docstring); an awaitable within an event loop."""
+    deadline = time.monotonic() + timeout
+    if _in_event_loop():
+        return _eventually(check, deadline, timeout, what or _name(check), every)
+    value = check()
+    while not value:
+        _give_up_after(deadline, timeout, what or _name(check), value)
+        time.sleep(every)
+        value = check()
+    return value
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def _eventually(
+    check: Callable[[], Any], deadline: float, timeout: float, what: What, every: float
+) -> Any:
+    while True:
+        value = check()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        _give_up_after(deadline, timeout, what, value)
+        await asyncio.sleep(every)
+
+
+def _name(check: Callable[[], Any]) -> str:
+    return str(getattr(check, "__name__", check))
+
+
+def _give_up_after(deadline: float, timeout: float, what: What, value: Any) -> None:
+    if time.monotonic() < deadline:
+        return
+    described = what() if callable(what) else what
+    raise AssertionError(f"{described} not reached within {timeout} s; last: {value!r}")
