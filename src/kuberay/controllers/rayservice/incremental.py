@@ -1,4 +1,4 @@
-"""`NewClusterWithIncrementalUpgrade` decisions (spec §3.8-3.9; upstream `calculateTrafficRoutedPercent`,
+"""`NewClusterWithIncrementalUpgrade` decisions (upstream `calculateTrafficRoutedPercent`,
 `reconcileServeTargetCapacity`, `checkIfNeedTargetCapacityUpdate`, the rollback checks): pure functions of
 the RayService status (wire form) and the pass's facts.
 

@@ -259,7 +259,7 @@ def set_conditions(
     why_not_ready: str = "",
     why_pending_not_ready: str = "",
 ) -> None:
-    """`Ready` and `UpgradeInProgress` from the endpoint count and the cluster names (§3.11)."""
+    """`Ready` and `UpgradeInProgress` from the endpoint count and the cluster names, as upstream's `calculateConditions`."""
     conditions: list[JSON] = status.setdefault("conditions", [])
     if not conditions:
         set_condition(conditions, Type.READY, "False", Reason.INITIALIZING, INITIALIZING_MESSAGE, now)
