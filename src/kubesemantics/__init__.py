@@ -4,7 +4,7 @@ One home for the knowledge both sides need to read objects as Kubernetes reads t
 (`quantity`), generated names (`names`), Go's parsers whose texts surface in Kubernetes messages, durations among them (`goparse`),
 label and field selectors (`selectors`), the Kubernetes CEL library (`cellib`), and what structural-schema
 checks share: JSON values as the API server reads them (`jsonvalue`), its error words, defaulting and
-formats (`schema`).
+formats (`schema`), and the metav1 `Status` body of a refusal (`status`).
 
 A leaf: pure functions, no I/O, and it imports neither `kuberay` nor `localkube` (pyproject's
 import-linter contracts hold it to that).

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesemantics.selectors import selector_text
+from kubesemantics.status import status_body
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
 from localkube.server.rest import Query, Resources, clone, now
@@ -180,7 +181,7 @@ def _bind(call: Call) -> tuple[int, dict[str, Any]]:
     resources.store.update(
         target.resource_type.key(target.namespace, target.name), pod, int(pod["metadata"]["resourceVersion"])
     )
-    return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    return 201, status_body(201, success=True)
 
 
 def _token(call: Call) -> tuple[int, dict[str, Any]]:

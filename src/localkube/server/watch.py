@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from kubesemantics.status import status_body
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Query, Resources, parse_resource_version
 from localkube.server.tables import table
@@ -41,15 +42,7 @@ def _line(event_type: str, obj: dict[str, Any]) -> bytes:
 
 
 def too_old(requested: int, compacted: int) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f"too old resource version: {requested} ({compacted + 1})",
-        "reason": "Expired",
-        "code": 410,
-    }
+    return status_body(410, f"too old resource version: {requested} ({compacted + 1})", "Expired")
 
 
 async def stream(
