@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from localkube.admission import schema
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
-from localkube.admission.schema import admit, prune
 from localkube.server import builtin, crds, errors, events
 from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
@@ -108,23 +108,23 @@ def check_identity(resource_type: ResourceType, obj: dict[str, Any]) -> None:
         )
 
 
-class ResourcesBase:
-    """The store and registry the verbs work on, and what they share."""
+class Core:
+    """The store and registry the verbs work on, and what they share: serving forms, admission, namespaces."""
 
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
-        self._service_allocations: builtin.ServiceAllocations | None = None
-        self.registry.sync_crds(self._crd_objects())
+        self.service_allocations: builtin.ServiceAllocations | None = None
+        self.registry.sync_crds(self.crd_objects())
 
     # -- helpers ----------------------------------------------------------------------------------------
 
-    def _crd_objects(self) -> list[dict[str, Any]]:
+    def crd_objects(self) -> list[dict[str, Any]]:
         crd_type = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         assert crd_type is not None
         return self.store.list(crd_type.prefix(None))[0]
 
-    def _core(self, plural: str) -> ResourceType:
+    def core_type(self, plural: str) -> ResourceType:
         resource_type = self.registry.get("", "v1", plural)
         assert resource_type is not None
         return resource_type
@@ -138,33 +138,33 @@ class ResourcesBase:
         return obj
 
     @staticmethod
-    def _stored_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    def stored_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         return events.to_core(obj) if resource_type.stored_as is not None else obj
 
     @staticmethod
-    def _served_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    def served_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """What a patch applies to: the stored object, or its view for a resource stored as another."""
         return events.from_core(obj) if resource_type.stored_as is not None else obj
 
-    def _existing(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
+    def existing(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         obj = self.store.get(resource_type.key(namespace, name))
         if obj is None:
             raise errors.not_found(resource_type.plural, resource_type.group, name)
         return obj
 
-    def _refuse(self, resource_type: ResourceType, name: str, causes: list[FieldError]) -> ApiError:
+    def refuse(self, resource_type: ResourceType, name: str, causes: list[FieldError]) -> ApiError:
         return errors.from_status(
             AdmissionError(resource_type.kind, resource_type.group, name, causes).status
         )
 
-    def _admit(
+    def admit(
         self, resource_type: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, query: Query
     ) -> dict[str, Any]:
         name = metadata_of(obj).get("name") or metadata_of(obj).get("generateName") or ""
         causes = validate_metadata(resource_type.kind, obj["metadata"], creating=old is None)
         if query.get("fieldValidation") == "Strict":
             if resource_type.custom and resource_type.schema:
-                unknown = prune(clone(obj), resource_type.schema, root=True)
+                unknown = schema.prune(clone(obj), resource_type.schema, root=True)
             else:
                 gvk = (resource_type.group, resource_type.version, resource_type.kind)
                 unknown = unknown_builtin_fields(gvk, obj)
@@ -177,7 +177,7 @@ class ResourcesBase:
         if resource_type.custom and resource_type.schema:
             dropped: list[str] = []
             try:
-                obj = admit(resource_type.schema, obj, old, dropped)
+                obj = schema.admit(resource_type.schema, obj, old, dropped)
             except SchemaInvalid as refused:
                 causes += refused.errors
             # Warn is the default since Kubernetes 1.23; built-in kinds are not searched for unknown fields
@@ -191,13 +191,13 @@ class ResourcesBase:
             causes += validate_workload(resource_type.kind, obj, old)
             causes += validate_webhook_configuration(resource_type.kind, obj)
         if causes:
-            raise self._refuse(resource_type, name, causes)
+            raise self.refuse(resource_type, name, causes)
         return obj
 
-    def _check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:
+    def check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:
         if not resource_type.namespaced:
             return
-        namespace_obj = self.store.get(self._core("namespaces").key(None, namespace or ""))
+        namespace_obj = self.store.get(self.core_type("namespaces").key(None, namespace or ""))
         if namespace_obj is None:
             raise errors.not_found("namespaces", "", namespace or "")
         if namespace_obj["metadata"].get("deletionTimestamp"):
@@ -206,12 +206,12 @@ class ResourcesBase:
                 f"content in namespace {namespace} because it is being terminated"
             )
 
-    def _after_write(self, resource_type: ResourceType) -> None:
+    def after_write(self, resource_type: ResourceType) -> None:
         if resource_type.kind == "CustomResourceDefinition" and resource_type.group == "apiextensions.k8s.io":
-            self.registry.sync_crds(self._crd_objects())
+            self.registry.sync_crds(self.crd_objects())
 
-    def _services(self) -> builtin.ServiceAllocations:
-        if self._service_allocations is None:
-            services = self.store.list(self._core("services").prefix(None))[0]
-            self._service_allocations = builtin.ServiceAllocations.of(services)
-        return self._service_allocations
+    def services(self) -> builtin.ServiceAllocations:
+        if self.service_allocations is None:
+            services = self.store.list(self.core_type("services").prefix(None))[0]
+            self.service_allocations = builtin.ServiceAllocations.of(services)
+        return self.service_allocations
