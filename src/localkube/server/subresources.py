@@ -125,7 +125,7 @@ def _scale(call: Call) -> tuple[int, dict[str, Any]]:
     requested = (wanted.get("metadata") or {}).get("resourceVersion")
     if requested:
         updated["metadata"]["resourceVersion"] = requested
-    resources.update(target.resource_type, target.namespace, target.name, updated, None, call.query)
+    resources.update(target.resource_type, target.namespace, target.name, updated, "scale", call.query)
     return 200, _scale_of(resources, target)[1]
 
 
