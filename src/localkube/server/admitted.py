@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from localkube.server import errors, webhooks
+from localkube.server import bodies, errors, webhooks
+from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
 from localkube.server.negotiation import decode
 from localkube.server.patching import PATCH_TYPES
 from localkube.server.rest import Resources
-from localkube.server.rest.common import Query, clone, is_dry_run
-from localkube.server.routing import Request, Target
+from localkube.server.rest.common import Query, clone, is_dry_run, strict_decoding_error
+from localkube.server.routing import JSON, Request, Target
 
 # Rounds of admission for one write when the object changes while webhooks are called.
 _ADMISSION_ATTEMPTS = 5
@@ -34,9 +35,11 @@ class Writes:
         resources, resource_type, namespace = self.resources, target.resource_type, target.namespace
         name, sub = target.name or "", target.subresource
         if verb == "create":
-            return 201, resources.create(resource_type, namespace, decode(request), query)
+            return 201, resources.create(resource_type, namespace, self._body(request, target), query)
         if verb == "update":
-            return 200, resources.update(resource_type, namespace, name, decode(request), sub, query)
+            return 200, resources.update(
+                resource_type, namespace, name, self._body(request, target), sub, query
+            )
         if verb == "patch":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
@@ -44,6 +47,19 @@ class Writes:
             return resources.patch(resource_type, namespace, name, request.body, content_type, sub, query)
         options = decode(request) if request.body else {}
         return resources.delete(resource_type, namespace, name, options, query)
+
+    @staticmethod
+    def _body(request: Request, target: Target) -> dict[str, Any]:
+        """The object a create or an update sends; a key it repeats is refused under Strict field validation
+        and warned of under Warn (the default), as the API server's strict decoder does."""
+        content_type = request.headers.get("content-type", JSON)
+        validation = request.query.get("fieldValidation") or "Warn"
+        repeated = bodies.duplicate_fields(request.body, content_type) if validation != "Ignore" else []
+        if repeated and validation == "Strict":
+            raise strict_decoding_error(target.resource_type, [f'duplicate field "{p}"' for p in repeated])
+        for path in repeated:
+            recorded_warnings.add(f'duplicate field "{path}"')
+        return decode(request)
 
     def _write_object(
         self, target: Target, creating: bool, obj: dict[str, Any], query: Query

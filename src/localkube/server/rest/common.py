@@ -108,6 +108,15 @@ def check_identity(resource_type: ResourceType, obj: dict[str, Any]) -> None:
         )
 
 
+def strict_decoding_error(resource_type: ResourceType, problems: list[str]) -> ApiError:
+    """fieldValidation=Strict's refusal of unknown or duplicate fields, in the decoder's words."""
+    kind, version = resource_type.kind, resource_type.version
+    return errors.bad_request(
+        f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+        + ", ".join(problems)
+    )
+
+
 class Core:
     """The store and registry the verbs work on, and what they share: serving forms, admission, namespaces."""
 
@@ -162,37 +171,45 @@ class Core:
     ) -> dict[str, Any]:
         name = metadata_of(obj).get("name") or metadata_of(obj).get("generateName") or ""
         causes = validate_metadata(resource_type.kind, obj["metadata"], creating=old is None)
-        if query.get("fieldValidation") == "Strict":
-            if resource_type.custom and resource_type.schema:
-                unknown = schema.prune(clone(obj), resource_type.schema, root=True)
-            else:
-                gvk = (resource_type.group, resource_type.version, resource_type.kind)
-                unknown = unknown_builtin_fields(gvk, obj)
+        validation = query.get("fieldValidation") or "Warn"  # the default since Kubernetes 1.23
+        if validation == "Strict":
+            unknown = self.unknown_fields(resource_type, obj)
             if unknown:
-                kind, version = resource_type.kind, resource_type.version
-                raise errors.bad_request(
-                    f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
-                    + ", ".join(f'unknown field "{path}"' for path in unknown)
-                )
+                raise strict_decoding_error(resource_type, [f'unknown field "{path}"' for path in unknown])
+        dropped: list[str] = []
         if resource_type.custom and resource_type.schema:
-            dropped: list[str] = []
             try:
                 obj = schema.admit(resource_type.schema, obj, old, dropped)
             except SchemaInvalid as refused:
                 causes += refused.errors
-            # Warn is the default since Kubernetes 1.23; built-in kinds are not searched for unknown fields
-            # unless the request is Strict (that walk would cost every write of a Pod or an Event).
-            if query.get("fieldValidation", "Warn") == "Warn":
-                for path in dropped:
-                    recorded_warnings.add(f'unknown field "{path}"')
-        elif resource_type.kind == "CustomResourceDefinition":
+        elif not resource_type.custom:
+            # Typed decoding: unknown fields are lost, and the empty maps and lists Go leaves out.
+            dropped = unknown_builtin_fields(self._stored_gvk(resource_type), obj, drop=True)
+        if validation == "Warn":
+            for path in dropped:
+                recorded_warnings.add(f'unknown field "{path}"')
+        if resource_type.kind == "CustomResourceDefinition" and not resource_type.custom:
             causes += crds.validate(obj)
-        else:
+        elif not (resource_type.custom and resource_type.schema):
             causes += validate_workload(resource_type.kind, obj, old)
             causes += validate_webhook_configuration(resource_type.kind, obj)
         if causes:
             raise self.refuse(resource_type, name, causes)
         return obj
+
+    def unknown_fields(self, resource_type: ResourceType, obj: dict[str, Any]) -> list[str]:
+        """The paths of the fields of `obj` its kind's schema does not declare."""
+        if resource_type.custom and resource_type.schema:
+            return schema.prune(clone(obj), resource_type.schema, root=True)
+        return unknown_builtin_fields(self._stored_gvk(resource_type), obj)
+
+    def _stored_gvk(self, resource_type: ResourceType) -> tuple[str, str, str]:
+        """The kind an object is admitted as: its stored kind (an events.k8s.io Event is a core one)."""
+        stored = resource_type
+        if resource_type.stored_as is not None:
+            group, plural = resource_type.stored_as
+            stored = next(t for t in self.registry.resources(group, "v1") if t.plural == plural)
+        return stored.group, stored.version, stored.kind
 
     def check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:
         if not resource_type.namespaced:

@@ -200,6 +200,8 @@ class Updates:
                     "FieldValueRequired",
                     "Required value: is required for apply patch",
                 )
+            if query.get("fieldValidation") == "Strict":
+                _refuse_untyped(resource_type, applied, self.core.unknown_fields(resource_type, applied))
             if old is None:
                 if subresource:
                     raise errors.not_found(resource_type.plural, resource_type.group, name)
@@ -237,3 +239,19 @@ class Updates:
         return 200, self._write_update(
             resource_type, namespace, old, result, subresource, expected, query, applying
         )
+
+
+def _refuse_untyped(resource_type: ResourceType, applied: dict[str, Any], unknown: list[str]) -> None:
+    """An apply configuration with fields its kind does not declare cannot be typed: the API server's field
+    manager fails (500, in structured-merge-diff's words) under Strict field validation."""
+    if not unknown:
+        return
+    metadata = applied.get("metadata") or {}
+    problems = [f".{path}: field not declared in schema" for path in unknown]
+    detail = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
+    raise errors.ApiError(
+        500,
+        "",
+        f"failed to create typed patch object ({metadata.get('namespace', '')}/{metadata.get('name', '')}; "
+        f"{resource_type.group}/{resource_type.version}, Kind={resource_type.kind}): {detail}",
+    )
