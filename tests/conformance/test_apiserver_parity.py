@@ -97,3 +97,76 @@ def test_a_forced_apply_after_a_scale_keeps_the_replicas_the_scale_writer_owns(
     assert forced.status_code == 200, forced.text
     assert forced.json()["spec"] == {"size": "large", "color": "red", "replicas": 4, "settings": {"level": 1}}
     assert api.get(f"{url}/g").json()["spec"]["replicas"] == 4
+
+
+def test_an_update_owns_the_maps_it_creates(api: httpx.Client, namespace: str) -> None:
+    created = api.post(
+        f"/api/v1/namespaces/{namespace}/configmaps?fieldManager=maker",
+        json={"metadata": {"name": "m", "labels": {"a": "1"}}, "data": {"k": "v"}},
+    ).json()
+    # The maps are the creator's, and their keys: FieldsV1's "." marks the map itself.
+    assert _owned(created, "maker") == {
+        "f:data": {".": {}, "f:k": {}},
+        "f:metadata": {"f:labels": {".": {}, "f:a": {}}},
+    }
+
+
+def _warnings(reply: httpx.Response) -> list[str]:
+    return reply.headers.get_list("warning")
+
+
+@pytest.mark.parametrize("validation", ["", "Warn", "Ignore"])
+def test_unknown_fields_of_a_built_in_kind_are_dropped(
+    api: httpx.Client, namespace: str, validation: str
+) -> None:
+    query = f"?fieldValidation={validation}" if validation else ""
+    body = {"metadata": {"name": f"u{validation.lower()}"}, "data": {"k": "v"}, "bogus": 1}
+    created = api.post(f"/api/v1/namespaces/{namespace}/configmaps{query}", json=body)
+    assert created.status_code == 201 and "bogus" not in created.json()
+    expected = [] if validation == "Ignore" else ['299 - "unknown field \\"bogus\\""']
+    assert _warnings(created) == expected
+
+
+def test_duplicate_keys_are_refused_under_strict_and_warned_of_otherwise(
+    api: httpx.Client, namespace: str
+) -> None:
+    url = f"/api/v1/namespaces/{namespace}/configmaps"
+    body = b'{"metadata": {"name": "d", "name": "d"}, "data": {"k": "1", "k": "2"}}'
+    json_type = {"Content-Type": "application/json"}
+    strict = api.post(f"{url}?fieldValidation=Strict", content=body, headers=json_type)
+    assert strict.status_code == 400
+    assert strict.json()["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'duplicate field "metadata.name", duplicate field "data.k"'
+    )
+    warned = api.post(url, content=body, headers=json_type)
+    assert warned.status_code == 201 and warned.json()["data"] == {"k": "2"}
+    assert _warnings(warned) == [
+        '299 - "duplicate field \\"metadata.name\\""',
+        '299 - "duplicate field \\"data.k\\""',
+    ]
+
+
+def test_empty_maps_and_lists_are_left_out_as_go_leaves_them(api: httpx.Client, namespace: str) -> None:
+    body = {"metadata": {"name": "e", "labels": {}, "finalizers": []}, "data": {}}
+    created = api.post(f"/api/v1/namespaces/{namespace}/configmaps?fieldManager=maker", json=body).json()
+    assert "labels" not in created["metadata"] and "finalizers" not in created["metadata"]
+    assert "data" not in created
+    # Nothing was set, so the creator owns nothing and has no entry.
+    assert "managedFields" not in created["metadata"]
+
+
+def test_an_apply_with_undeclared_fields_cannot_be_typed_under_strict(
+    api: httpx.Client, namespace: str, gizmos: str
+) -> None:
+    url = gizmos.format(ns=namespace)
+    refused = api.patch(
+        f"{url}/s?fieldManager=a&fieldValidation=Strict",
+        json=_gizmo("s", size="small", bogus=1),
+        headers=_APPLY,
+    )
+    assert refused.status_code == 500
+    assert refused.json()["message"] == (
+        "failed to create typed patch object (/s; parity.example.com/v1, Kind=Gizmo): "
+        ".spec.bogus: field not declared in schema"
+    )

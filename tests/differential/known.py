@@ -7,22 +7,11 @@ _LIFECYCLE = "lifecycle-*"
 
 KNOWN: dict[str, str] = {
     # -- server-side apply and managedFields -----------------------------------------------------------
-    "*/*/*managedFields*..: (absent) ≠ {}": "managedFields of Update operations: localkube leaves out the "
-    "'.' entry that marks a map or list item the manager itself created (structured-merge-diff does)",
     "lifecycle-services/*/*managedFields*": "Service: defaulted spec fields (ipFamilies, internalTrafficPolicy, "
     "sessionAffinity, ...) and status.loadBalancer are owned differently; unanalysed",
     "lifecycle-networkpolicies/*/*managedFields*": "as spec.policyTypes: the defaulted field and its owner",
-    "lifecycle-widgets/*/*managedFields*": "SSA on a custom resource: localkube's Apply field set includes "
-    "the schema's defaults (replicas, minReplicas, settings); the real one only what was applied",
-    "crd-subresources-apply/9/*managedFields*": "as lifecycle-widgets: Apply field sets with defaults",
-    "crd-subresources-apply/1[0-2]/*managedFields*": "as lifecycle-widgets",
-    "crd-subresources-apply/1[34]/*": "SSA conflicts follow from the field sets above (defaults owned by the "
-    "first writer in localkube)",
     "namespaces/0/*managedFields*": "a Namespace's Update field set: localkube counts spec and status.phase "
     "(set by the server) as the creator's",
-    "crd-subresources-apply/1[5-9]/*": "a forced apply after a /scale update: localkube drops spec.replicas "
-    "that the scale writer owns (real keeps 4); unanalysed, and every later step sees it",
-    "crd-subresources-apply/20/*": "as step 15 (spec.replicas, generation)",
     # -- request options and query parameters --------------------------------------------------------------
     f"{_LIFECYCLE}/16/*": "label selector 'bad ===': localkube's parser takes '==' then '=' as the value; "
     "the real lexer refuses it (400 'unable to parse requirement')",

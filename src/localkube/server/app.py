@@ -42,6 +42,7 @@ from localkube.server.patching import APPLY
 from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
+from localkube.server.rest.delete import deletion_reply
 from localkube.server.reviews import Reviews
 from localkube.server.routing import (
     JSON,
@@ -440,6 +441,8 @@ class App:
                 else:
                     code, written = self.writes.run(request, target, verb, query)
             warnings += admission_warnings
+            if verb == "delete":
+                written = deletion_reply(resource_type, code, written)
             reply = object_reply(request, resource_type, written, code)
             return replace(reply, warnings=tuple(warnings)) if warnings else reply
         if self.webhooks.applies_to(resource_type, None):
@@ -451,7 +454,7 @@ class App:
             {
                 "kind": resource_type.list_kind,
                 "apiVersion": resource_type.api_version,
-                "metadata": {},
+                "metadata": {"resourceVersion": str(resources.store.revision)},
                 "items": deleted_items,
             }
         )

@@ -20,3 +20,8 @@ def test_a_success_carries_only_its_code() -> None:
     assert status_body(201, success=True) == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201,
     }  # fmt: skip
+
+
+def test_a_deletion_status_has_no_code() -> None:
+    body = status_body(0, details={"name": "x"}, success=True)
+    assert "code" not in body and body["details"] == {"name": "x"}

@@ -9,12 +9,54 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kubesemantics.status import status_body
 from localkube.server import builtin, errors
 from localkube.server.errors import ApiError
 from localkube.server.registry import ResourceType
 from localkube.server.rest.common import Core, Query, clone, is_dry_run, is_namespace
 from localkube.server.rest.read import Reads
 from localkube.storage import Conflict
+
+# The kinds whose registry answers a delete with the object deleted (ReturnDeletedObject); every other
+# kind, custom resources among them, answers with a Success Status naming it.
+_RETURN_DELETED_OBJECT = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "namespaces"),
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
+        ("", "resourcequotas"),
+        ("", "podtemplates"),
+        *(
+            ("storage.k8s.io", plural)
+            for plural in (
+                "storageclasses",
+                "csidrivers",
+                "csinodes",
+                "volumeattachments",
+                "volumeattributesclasses",
+            )
+        ),
+        *(
+            ("resource.k8s.io", plural)
+            for plural in ("resourceclaims", "resourceclaimtemplates", "resourceslices", "deviceclasses")
+        ),
+    }
+)
+
+
+def deletion_reply(resource_type: ResourceType, code: int, obj: dict[str, Any]) -> dict[str, Any]:
+    """What a delete answers: the object while it waits (202) or where its kind returns it, otherwise a
+    Success Status with its name, uid and resource."""
+    if code != 200 or (resource_type.group, resource_type.plural) in _RETURN_DELETED_OBJECT:
+        return obj
+    metadata = obj.get("metadata") or {}
+    details = {"name": metadata.get("name", ""), "group": resource_type.group, "kind": resource_type.plural}
+    details = {k: v for k, v in details.items() if v}
+    details["uid"] = metadata.get("uid", "")
+    return status_body(0, details=details, success=True)
 
 
 class Deletes:
@@ -37,10 +79,14 @@ class Deletes:
         metadata = old["metadata"]
         preconditions = options.get("preconditions") or {}
         if preconditions.get("uid") not in (None, metadata.get("uid")):
+            # The registry's own check (before storage's), which names the Kind.
             raise errors.conflict(
-                resource_type.plural, resource_type.group, name,
-                f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {metadata.get('uid')}",
-            )  # fmt: skip
+                resource_type.kind,
+                resource_type.group,
+                name,
+                f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                f"({metadata.get('uid')}). The object might have been deleted and then recreated",
+            )
         if preconditions.get("resourceVersion") not in (None, metadata.get("resourceVersion")):
             raise errors.conflict(
                 resource_type.plural, resource_type.group, name,
