@@ -170,3 +170,74 @@ def test_an_apply_with_undeclared_fields_cannot_be_typed_under_strict(
         "failed to create typed patch object (/s; parity.example.com/v1, Kind=Gizmo): "
         ".spec.bogus: field not declared in schema"
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "code", "message"),
+    [
+        (
+            "labelSelector=bad%20%3D%3D%3D",
+            400,
+            "unable to parse requirement: found '=', expected: identifier",
+        ),
+        (
+            "fieldSelector=spec.bogus%3Dx",
+            400,
+            '"spec.bogus" is not a known field selector: only "metadata.name", "metadata.namespace"',
+        ),
+        (
+            "resourceVersionMatch=NotOlderThan",
+            422,
+            'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            422,
+            'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+        ),
+        (
+            "resourceVersion=abc",
+            400,
+            'invalid resource version: resourceVersion: Invalid value: "abc": '
+            'strconv.ParseUint: parsing "abc": invalid syntax',
+        ),
+    ],
+)
+def test_list_options_the_real_server_refuses(
+    api: httpx.Client, namespace: str, query: str, code: int, message: str
+) -> None:
+    refused = api.get(f"/api/v1/namespaces/{namespace}/configmaps?{query}")
+    assert (refused.status_code, refused.json()["message"]) == (code, message)
+
+
+def test_each_kind_selects_on_its_own_fields(api: httpx.Client, namespace: str) -> None:
+    assert api.get(f"/api/v1/namespaces/{namespace}/secrets?fieldSelector=type%3Dopaque").status_code == 200
+    refused = api.get(f"/api/v1/namespaces/{namespace}/secrets?fieldSelector=data.x%3Dy")
+    assert (refused.status_code, refused.json()["message"]) == (400, "field label not supported: data.x")
+
+
+def test_a_delete_answers_a_status_unless_the_kind_returns_the_object(
+    api: httpx.Client, namespace: str
+) -> None:
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    uid = api.post(configmaps, json={"metadata": {"name": "gone"}}).json()["metadata"]["uid"]
+    assert api.delete(f"{configmaps}/gone").json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        "details": {"name": "gone", "kind": "configmaps", "uid": uid},
+    }  # fmt: skip
+    accounts = f"/api/v1/namespaces/{namespace}/serviceaccounts"
+    api.post(accounts, json={"metadata": {"name": "kept"}}).raise_for_status()
+    assert api.delete(f"{accounts}/kept").json()["kind"] == "ServiceAccount"
+
+
+def test_a_failed_uid_precondition_names_the_kind(api: httpx.Client, namespace: str) -> None:
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    uid = api.post(configmaps, json={"metadata": {"name": "p"}}).json()["metadata"]["uid"]
+    refused = api.request("DELETE", f"{configmaps}/p", json={"preconditions": {"uid": "other"}})
+    assert refused.status_code == 409
+    assert refused.json()["message"] == (
+        f'Operation cannot be fulfilled on ConfigMap "p": the UID in the precondition (other) does not match '
+        f"the UID in record ({uid}). The object might have been deleted and then recreated"
+    )

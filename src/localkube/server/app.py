@@ -21,7 +21,16 @@ from urllib.parse import parse_qs, parse_qsl
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
-from localkube.server import asgi, errors, impersonation, podstreams, proxy, subresources, webhooks
+from localkube.server import (
+    asgi,
+    errors,
+    impersonation,
+    listoptions,
+    podstreams,
+    proxy,
+    subresources,
+    webhooks,
+)
 from localkube.server import warnings as recorded_warnings
 from localkube.server.admitted import Writes
 from localkube.server.audit import RESPONSE_COMPLETE, RESPONSE_STARTED, AuditLog
@@ -426,6 +435,8 @@ class App:
                 query,
             )
             return json_or_text(handler(call))
+        if verb in ("list", "watch", "deletecollection"):
+            listoptions.check(resource_type, query, watch=verb == "watch")
         if verb in ("list", "watch"):
             return self._list(request, resource_type, namespace, verb)
         if verb == "get":
