@@ -241,3 +241,16 @@ def test_a_failed_uid_precondition_names_the_kind(api: httpx.Client, namespace: 
         f'Operation cannot be fulfilled on ConfigMap "p": the UID in the precondition (other) does not match '
         f"the UID in record ({uid}). The object might have been deleted and then recreated"
     )
+
+
+def test_a_built_in_list_leaves_its_items_untyped_and_generation_to_the_kinds_that_track_it(
+    api: httpx.Client, namespace: str
+) -> None:
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(configmaps, json={"metadata": {"name": "one"}}).raise_for_status()
+    listed = api.get(configmaps).json()
+    assert (listed["kind"], listed["apiVersion"]) == ("ConfigMapList", "v1")
+    assert ["apiVersion" in i or "kind" in i for i in listed["items"]] == [False]
+    service = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    created = api.post(f"/api/v1/namespaces/{namespace}/services", json=service).json()
+    assert "generation" not in created["metadata"]

@@ -45,6 +45,7 @@ from localkube.server.negotiation import (
     list_reply,
     object_reply,
     table_include,
+    typed_items,
 )
 from localkube.server.openapi import OpenApi
 from localkube.server.patching import APPLY
@@ -466,7 +467,7 @@ class App:
                 "kind": resource_type.list_kind,
                 "apiVersion": resource_type.api_version,
                 "metadata": {"resourceVersion": str(resources.store.revision)},
-                "items": deleted_items,
+                "items": typed_items(resource_type, deleted_items),
             }
         )
 

@@ -66,5 +66,17 @@ def list_reply(
         items = [_partial(o["metadata"]) for o in objects]
         kind, api_version = "PartialObjectMetadataList", "meta.k8s.io/v1"
     else:
-        items, kind, api_version = objects, resource_type.list_kind, resource_type.api_version
+        items, kind, api_version = (
+            typed_items(resource_type, objects),
+            resource_type.list_kind,
+            resource_type.api_version,
+        )
     return json_reply({"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items})
+
+
+def typed_items(resource_type: ResourceType, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A list's items as the API server encodes them: a built-in kind's typed list leaves out each item's
+    apiVersion and kind (the list names them); a custom resource's items keep theirs."""
+    if resource_type.custom:
+        return objects
+    return [{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")} for obj in objects]

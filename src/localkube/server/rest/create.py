@@ -23,6 +23,27 @@ from localkube.server.rest.common import (
 from localkube.storage import AlreadyExists
 
 _RNG = random.SystemRandom()
+# The built-in kinds whose registry strategy starts metadata.generation at 1 (and so counts spec changes).
+_TRACKS_GENERATION = frozenset(
+    {
+        ("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController"),
+        ("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+        ("batch", "Job"), ("batch", "CronJob"),
+        ("networking.k8s.io", "NetworkPolicy"), ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "IngressClass"),
+        ("discovery.k8s.io", "EndpointSlice"), ("policy", "PodDisruptionBudget"),
+        ("autoscaling", "HorizontalPodAutoscaler"), ("scheduling.k8s.io", "PriorityClass"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"), ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("resource.k8s.io", "ResourceSlice"), ("resource.k8s.io", "DeviceClass"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        *(
+            ("admissionregistration.k8s.io", kind)
+            for kind in (
+                "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+            )
+        ),
+    }
+)  # fmt: skip
 
 
 class Creates:
@@ -85,7 +106,7 @@ class Creates:
         metadata["creationTimestamp"] = now()
         for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(server_owned, None)
-        if resource_type.custom or "spec" in obj:
+        if resource_type.custom or (resource_type.group, resource_type.kind) in _TRACKS_GENERATION:
             metadata["generation"] = 1
         else:
             metadata.pop("generation", None)
