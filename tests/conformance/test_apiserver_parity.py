@@ -254,3 +254,55 @@ def test_a_built_in_list_leaves_its_items_untyped_and_generation_to_the_kinds_th
     service = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
     created = api.post(f"/api/v1/namespaces/{namespace}/services", json=service).json()
     assert "generation" not in created["metadata"]
+
+
+def _pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x"}], **spec}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "cause"),
+    [
+        ({"containers": []}, "spec.containers: Required value"),
+        ({"containers": [{"name": "c"}]}, "spec.containers[0].image: Required value"),
+        (
+            {"containers": [{"name": "c", "image": "x"}, {"name": "c", "image": "y"}]},
+            'spec.containers[1].name: Duplicate value: "c"',
+        ),
+        (
+            {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 70000}]}]},
+            "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+        ),
+        (
+            {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "x",
+                        "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "2"}},
+                    }
+                ]
+            },
+            'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+        ),
+        (
+            {"restartPolicy": "Sometimes"},
+            'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+        ),
+    ],
+)
+def test_a_pod_is_validated_as_the_real_server_validates_it(
+    api: httpx.Client, namespace: str, spec: dict[str, Any], cause: str
+) -> None:
+    refused = api.post(f"/api/v1/namespaces/{namespace}/pods", json=_pod("p", **spec))
+    assert (refused.status_code, refused.json()["message"]) == (422, f'Pod "p" is invalid: {cause}')
+
+
+def test_what_the_registry_sets_on_create_is_nobodys(api: httpx.Client, namespace: str) -> None:
+    service = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    created = api.post(f"/api/v1/namespaces/{namespace}/services?fieldManager=maker", json=service).json()
+    owned = _owned(created, "maker")
+    # The decoder's defaults are the creator's; the allocated address and families, and status, are not.
+    assert "f:type" in owned["f:spec"] and "f:sessionAffinity" in owned["f:spec"]
+    assert not {"f:clusterIP", "f:clusterIPs", "f:ipFamilies", "f:ipFamilyPolicy"} & set(owned["f:spec"])
+    assert "f:status" not in owned and created["spec"]["clusterIP"]

@@ -269,7 +269,11 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
         for path in new_containers - old_containers - old_set
         if path != ("f:metadata",) and not (typed and _in_zero_value(node, path))
     }
-    return Changes(set(new_set - old_set) | created, modified, set(old_set - new_set))
+    added = new_set - old_set
+    if typed:
+        # An empty struct the zero value holds (a Service's status.loadBalancer) is no change.
+        added = {p for p in added if new_values[p] != {} or not _in_zero_value(node, p)}
+    return Changes(set(added) | created, modified, set(old_set - new_set))
 
 
 # --- FieldsV1 ----------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
 from localkube.server import builtin, crds, errors, events
 from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
+from localkube.server.podvalidation import validate_pod
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
 from localkube.server.webhookvalidation import validate_webhook_configuration
@@ -192,6 +193,8 @@ class Core:
             causes += crds.validate(obj)
         elif not (resource_type.custom and resource_type.schema):
             causes += validate_workload(resource_type.kind, obj, old)
+            if resource_type.kind == "Pod" and not resource_type.group and old is None:
+                causes += validate_pod(obj)
             causes += validate_webhook_configuration(resource_type.kind, obj)
         if causes:
             raise self.refuse(resource_type, name, causes)

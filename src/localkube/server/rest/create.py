@@ -65,10 +65,16 @@ class Creates:
     def create(
         self, resource_type: ResourceType, namespace: str | None, obj: dict[str, Any], query: Query
     ) -> dict[str, Any]:
+        registry_set = [
+            path
+            for path in builtin.SET_BY_REGISTRY.get(resource_type.kind, ())
+            if not resource_type.custom
+            if _value_at(obj, path) is None
+        ]
         obj = self._prepare_create(resource_type, namespace, obj)
         obj = self.core.admit(resource_type, obj, None, query)
         if query.get("fieldManager") and "managedFields" not in obj["metadata"]:
-            obj = patching.record(resource_type, None, obj, query["fieldManager"], None)
+            obj = self._record_creator(resource_type, obj, query["fieldManager"], registry_set)
         name = obj["metadata"]["name"]
         if is_dry_run(query):
             if self.core.store.get(resource_type.key(namespace, name)) is not None:
@@ -80,6 +86,23 @@ class Creates:
             raise errors.already_exists(resource_type.plural, resource_type.group, name) from None
         self.core.after_write(resource_type)
         return self.core.output(resource_type, created)
+
+    @staticmethod
+    def _record_creator(
+        resource_type: ResourceType, obj: dict[str, Any], manager: str, registry_set: list[tuple[str, ...]]
+    ) -> dict[str, Any]:
+        """`obj` with its creator owning what it set: not what the registry set after the field manager ran."""
+        if not registry_set:
+            return patching.record(resource_type, None, obj, manager, None)
+        view = clone(obj)
+        for path in registry_set:
+            parent = _value_at(view, path[:-1])
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+        managed = patching.record(resource_type, None, view, manager, None)["metadata"].get("managedFields")
+        if managed:
+            obj["metadata"]["managedFields"] = managed
+        return obj
 
     def _prepare_create(
         self, resource_type: ResourceType, namespace: str | None, obj: dict[str, Any]
@@ -117,3 +140,10 @@ class Creates:
         if resource_type.kind == "CustomResourceDefinition":
             crds.set_status(obj)
         return obj
+
+
+def _value_at(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = obj
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
