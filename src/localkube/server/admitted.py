@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localkube.server import bodies, errors, webhooks
+from localkube.server import bodies, errors, patching, webhooks
 from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
 from localkube.server.negotiation import decode
@@ -43,7 +43,7 @@ class Writes:
         if verb == "patch":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES:
-                raise errors.unsupported_media_type(list(PATCH_TYPES))
+                raise patching.unknown_patch_type(resource_type)
             return resources.patch(resource_type, namespace, name, request.body, content_type, sub, query)
         options = decode(request) if request.body else {}
         return resources.delete(resource_type, namespace, name, options, query)

@@ -275,6 +275,9 @@ class App:
         if head == "apis" and len(segments) <= 3:
             self._require(request)
             return self._group_discovery(request, segments)
+        if head == "apis" and not self.registry.resources(segments[1], segments[2]):
+            # No handler serves a group version nobody registered: the mux's own plain 404 answers.
+            return Reply(404, b"404 page not found\n", "text/plain; charset=utf-8")
         if head in ("api", "apis"):
             target = self._route(segments)
             verb = request_verb(request.method, target, request.query)

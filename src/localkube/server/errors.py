@@ -127,7 +127,7 @@ def method_not_allowed() -> ApiError:
 
 
 def page_not_found() -> ApiError:
-    return ApiError(404, "NotFound", "the server could not find the requested resource")
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
 def unsupported_media_type(accepted: list[str]) -> ApiError:

@@ -71,6 +71,9 @@ def list_reply(
             resource_type.list_kind,
             resource_type.api_version,
         )
+        if resource_type.custom:
+            # An unstructured list always writes its continue token, empty on the last page.
+            metadata = {**metadata, "continue": metadata.get("continue", "")}
     return json_reply({"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": items})
 
 

@@ -33,6 +33,14 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
 _CUSTOM_PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY]
 
 
+def unknown_patch_type(resource_type: ResourceType) -> errors.ApiError:
+    """A PATCH whose Content-Type is no patch type: a custom resource's handler lists the types it takes; a
+    built-in kind's answers the bare 415 of its content negotiation."""
+    if resource_type.custom:
+        return errors.unsupported_media_type(_CUSTOM_PATCH_TYPES)
+    return errors.ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+
+
 def _decode_json(body: bytes) -> Any:
     try:
         decoded = orjson.loads(body)
