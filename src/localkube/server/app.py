@@ -469,7 +469,10 @@ class App:
             {
                 "kind": resource_type.list_kind,
                 "apiVersion": resource_type.api_version,
-                "metadata": {"resourceVersion": str(resources.store.revision)},
+                "metadata": {
+                    "resourceVersion": str(resources.store.revision),
+                    **({"continue": ""} if resource_type.custom else {}),
+                },
                 "items": typed_items(resource_type, deleted_items),
             }
         )

@@ -107,7 +107,7 @@ SET_BY_REGISTRY: dict[str, tuple[tuple[str, ...], ...]] = {
         ("spec", "ipFamilyPolicy"),
     ),
     "Pod": (("status",),),
-    "Namespace": (("metadata", "labels", "kubernetes.io/metadata.name"), ("status",)),
+    "Namespace": (("status",),),
 }
 
 

@@ -60,8 +60,11 @@ def check(resource_type: ResourceType, query: dict[str, str], *, watch: bool) ->
     for path, _, _ in terms:
         _check_field(resource_type, path)
     version = query.get("resourceVersion", "")
-    if not watch:
-        _check_match(query.get("resourceVersionMatch", ""), version, query.get("continue", ""))
+    match, token = query.get("resourceVersionMatch", ""), query.get("continue", "")
+    if watch:
+        _refuse(_watch_match_problems(match, query.get("sendInitialEvents"), token))
+    else:
+        _refuse(_list_match_problems(match, version, token))
         # Storage parses it as it lists (a watch's is answered in its stream).
         if version and not version.isdigit():
             raise errors.bad_request(
@@ -90,33 +93,49 @@ def _check_field(resource_type: ResourceType, path: str) -> None:
         raise errors.bad_request(why)
 
 
-def _check_match(match: str, version: str, token: str) -> None:
+def _list_match_problems(match: str, version: str, token: str) -> list[tuple[str, str]]:
     if not match:
-        return
+        return []
     problems: list[tuple[str, str]] = []
     if not version:
-        problems.append(
-            ("FieldValueForbidden", "resourceVersionMatch is forbidden unless resourceVersion is provided")
-        )
+        problems.append(_forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided"))
     if token:
-        problems.append(
-            ("FieldValueForbidden", "resourceVersionMatch is forbidden when continue is provided")
-        )
+        problems.append(_forbidden("resourceVersionMatch is forbidden when continue is provided"))
     if match not in _MATCHES:
-        supported = '"Exact", "NotOlderThan", ""'
-        problems.append(
-            ("FieldValueNotSupported", f'Unsupported value: "{match}": supported values: {supported}')
-        )
+        problems.append(_not_supported(match, '"Exact", "NotOlderThan", ""'))
     if match == "Exact" and version == "0":
-        problems.append(
-            ("FieldValueForbidden", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
-        )
-    if not problems:
+        problems.append(_forbidden('resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    return problems
+
+
+def _watch_match_problems(match: str, send_initial_events: str | None, token: str) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    if send_initial_events is not None and match != "NotOlderThan":
+        problems.append(_forbidden("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    if match:
+        if send_initial_events is None:
+            problems.append(
+                _forbidden("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+            )
+        if match != "NotOlderThan":
+            problems.append(_not_supported(match, '"NotOlderThan"'))
+        if token:
+            problems.append(_forbidden("resourceVersionMatch is forbidden when continue is provided"))
+    return problems
+
+
+def _forbidden(detail: str) -> tuple[str, str]:
+    return "FieldValueForbidden", f"Forbidden: {detail}"
+
+
+def _not_supported(value: str, supported: str) -> tuple[str, str]:
+    return "FieldValueNotSupported", f'Unsupported value: "{value}": supported values: {supported}'
+
+
+def _refuse(causes: list[tuple[str, str]]) -> None:
+    """The 422 of ListOptions' validation with its causes (all on resourceVersionMatch)."""
+    if not causes:
         return
-    causes = [
-        (reason, detail if reason != "FieldValueForbidden" else f"Forbidden: {detail}")
-        for reason, detail in problems
-    ]
     if len(causes) == 1:
         raise errors.invalid_option("ListOptions", "resourceVersionMatch", *causes[0])
     listed = ", ".join(f"resourceVersionMatch: {message}" for _, message in causes)

@@ -111,7 +111,9 @@ async def stream(
                 yield render(event.type, dict(obj))
                 continue
             now_selected = event.type != "DELETED" and matches(obj)
-            was_selected = event.key in visible
+            # A creation was selected by nothing before it, whatever the current list (taken after it, when
+            # the watch replays from an older resourceVersion) says.
+            was_selected = event.key in visible and event.type != "ADDED"
             if now_selected:
                 visible.add(event.key)
                 yield render("MODIFIED" if was_selected else "ADDED", dict(obj))
