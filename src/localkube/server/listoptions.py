@@ -22,15 +22,11 @@ _EVENT_FIELDS = (
     "source",
     "type",
 )
-_EVENTS_API_FIELDS = (
-    *_META,
-    *(
-        f"regarding.{f}"
-        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-    ),
-    "reason",
-    "reportingController",
-    "type",
+# events.k8s.io names the same fields its own way, and has no selectable source.
+_EVENTS_API_FIELDS = tuple(
+    f.replace("involvedObject.", "regarding.").replace("reportingComponent", "reportingController")
+    for f in _EVENT_FIELDS
+    if f != "source"
 )
 # (group, kind) -> the field labels its scheme converts; every other built-in kind has the default
 # conversion (metadata.name and metadata.namespace, with its own refusal).
