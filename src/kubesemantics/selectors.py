@@ -35,6 +35,8 @@ Requirement = dict[str, Any]
 _OPERATORS = {"=": "In", "==": "In", "in": "In", "!=": "NotIn", "notin": "NotIn"}
 
 
+# The lexer's symbols, longest first as it reads them.
+_SYMBOLS = ("==", "!=", "=", "!", "(", ")", ",")
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\(([^)]*)\)\s*$")
 _EQUALITY_RE = re.compile(r"^\s*([^=!\s]+)\s*(==|=|!=)\s*(\S*)\s*$")
 _EXISTS_RE = re.compile(r"^\s*(!?)\s*([^=!\s(),]+)\s*$")
@@ -70,6 +72,10 @@ def _parse_label_requirement(text: str) -> Requirement:
         return {"key": key, "operator": _OPERATORS[operator], "values": values}
     if match := _EQUALITY_RE.match(text):
         key, operator, value = match.groups()
+        # The real lexer reads `k === v` as `k`, `==`, then `=` where a value must come.
+        symbol = next((s for s in _SYMBOLS if value.startswith(s)), None)
+        if symbol is not None:
+            raise SelectorError(f"unable to parse requirement: found '{symbol}', expected: identifier")
         return {"key": key, "operator": _OPERATORS[operator], "values": [value]}
     if match := _EXISTS_RE.match(text):
         negated, key = match.groups()
@@ -104,12 +110,10 @@ def field_value(obj: dict[str, Any], path: str) -> str:
     return str(current)
 
 
-def field_matcher(text: str | None) -> Match | None:
-    """A predicate over objects for a `fieldSelector` query value; None when it selects everything."""
-    if not text or not text.strip():
-        return None
+def field_terms(text: str | None) -> list[tuple[str, bool, str]]:
+    """A `fieldSelector` query value's terms: (path, whether equal is wanted, value)."""
     terms: list[tuple[str, bool, str]] = []
-    for part in text.split(","):
+    for part in (text or "").split(","):
         if not part.strip():
             continue
         match = _EQUALITY_RE.match(part)
@@ -117,6 +121,14 @@ def field_matcher(text: str | None) -> Match | None:
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         path, operator, value = match.groups()
         terms.append((path, operator != "!=", value))
+    return terms
+
+
+def field_matcher(text: str | None) -> Match | None:
+    """A predicate over objects for a `fieldSelector` query value; None when it selects everything."""
+    terms = field_terms(text)
+    if not terms:
+        return None
 
     def matches(obj: dict[str, Any]) -> bool:
         return all((field_value(obj, path) == value) is wanted for path, wanted, value in terms)

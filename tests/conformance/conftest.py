@@ -8,12 +8,13 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
+import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from conformance.support import TESTDATA, Kubectl, run_kubectl
+from conformance.support import ROOT_CA, TESTDATA, Kubectl, run_kubectl
 from support.localkube_process import LocalKubeProcess
 
 _counter = itertools.count()
@@ -36,10 +37,15 @@ def api(localkube: LocalKubeProcess) -> Iterator[httpx.Client]:
 
 @pytest.fixture
 def namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace for one test, deleted (with its contents) afterwards."""
+    """A fresh namespace for one test, deleted (with its contents) afterwards. It holds what a real
+    cluster's namespaces hold once made (the root CA's ConfigMap), so that no test sees it arrive."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())
     name = f"t{next(_counter)}-{slug}"[:63].strip("-")
     api.post("/api/v1/namespaces", json={"metadata": {"name": name}}).raise_for_status()
+    deadline = time.monotonic() + 10
+    while api.get(f"/api/v1/namespaces/{name}/configmaps/{ROOT_CA}").status_code != 200:
+        assert time.monotonic() < deadline, f"no {ROOT_CA} in {name}"
+        time.sleep(0.05)
     yield name
     api.delete(f"/api/v1/namespaces/{name}")
 

@@ -13,6 +13,9 @@ from support.localkube_process import LocalKubeProcess
 TESTDATA = Path(__file__).parent / "testdata"
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
+# The ConfigMap every namespace holds (the root CA publisher's): lists of ConfigMaps leave it out.
+ROOT_CA = "kube-root-ca.crt"
+
 
 def run_kubectl(server: LocalKubeProcess, *args: str, input: str | None = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """kubectl with the server's admin kubeconfig; raises with its output when it fails and `check`."""

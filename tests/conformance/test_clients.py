@@ -14,6 +14,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
+from conformance.support import ROOT_CA
 from support.localkube_process import LocalKubeProcess
 
 RayCluster = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
@@ -101,7 +102,7 @@ def test_official_client_crud_and_stale_update(official: kubernetes.client.ApiCl
     for name, tier in (("k1", "keep"), ("d1", "drop"), ("d2", "drop")):
         core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "labels": {"tier": tier}}})
     core.delete_collection_namespaced_config_map(namespace, label_selector="tier=drop")
-    assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items] == ["k1"]
+    assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items] == ["k1", ROOT_CA]
 
     custom = kubernetes.client.CustomObjectsApi(official)
     custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", _raycluster("rc"))
@@ -168,7 +169,7 @@ def test_lightkube_crud_apply_and_stale_update(light: Client, namespace: str) ->
         patch_type=PatchType.JSON,
     )
     assert light.get(RayCluster, "rc", namespace=namespace)["spec"]["suspend"] is True
-    assert [c.metadata.name for c in light.list(ConfigMap, namespace=namespace)] == ["c"]
+    assert [c.metadata.name for c in light.list(ConfigMap, namespace=namespace)] == ["c", ROOT_CA]
     light.delete(RayCluster, "rc", namespace=namespace)
     with pytest.raises(ApiError) as missing:
         light.get(RayCluster, "rc", namespace=namespace)
@@ -177,7 +178,7 @@ def test_lightkube_crud_apply_and_stale_update(light: Client, namespace: str) ->
 
 def test_lightkube_watch_resumes_from_a_resource_version(light: Client, namespace: str) -> None:
     listing = light.list(ConfigMap, namespace=namespace)
-    assert list(listing) == []
+    assert [c.metadata.name for c in listing] == [ROOT_CA]
     start = listing.resourceVersion
     light.create(ConfigMap(metadata=ObjectMeta(name="w1")), namespace=namespace)
     light.create(ConfigMap(metadata=ObjectMeta(name="w2")), namespace=namespace)

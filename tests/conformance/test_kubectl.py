@@ -116,6 +116,7 @@ def test_get_watch_streams_changes(localkube: LocalKubeProcess, kubectl: Kubectl
         "configmaps",
         "-n",
         namespace,
+        "--field-selector=metadata.name=watched",
         "-w",
         "--output-watch-events",
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx
 
-from conformance.support import PROTOBUF, Kubectl, entry, envelope, f
+from conformance.support import PROTOBUF, ROOT_CA, Kubectl, entry, envelope, f
 
 CLIENT_GO_ACCEPT = f"{PROTOBUF},application/json"
 
@@ -145,7 +145,7 @@ def test_reads_and_watches_answer_json_when_protobuf_is_also_acceptable(
     headers = {"Accept": CLIENT_GO_ACCEPT}
     listed = api.get(f"/api/v1/namespaces/{namespace}/configmaps", headers=headers)
     assert listed.headers["content-type"].startswith("application/json")
-    assert [c["metadata"]["name"] for c in listed.json()["items"]] == ["c"]
+    assert [c["metadata"]["name"] for c in listed.json()["items"]] == ["c", ROOT_CA]
     params = {"watch": "true", "resourceVersion": "0", "timeoutSeconds": "2"}
     with api.stream(
         "GET", f"/api/v1/namespaces/{namespace}/configmaps", params=params, headers=headers

@@ -19,6 +19,7 @@ import contextlib
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase as fnmatch
@@ -137,6 +138,14 @@ class Runner:
 
     def run(self, case: Case, namespace: str) -> list[Exchange]:
         self.client.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).raise_for_status()
+        # Both servers publish the root CA's ConfigMap in a new namespace in the background: a case starts
+        # once it is there, so that lists and watches see the same objects on both.
+        deadline = time.monotonic() + 30
+        while (
+            self.client.get(f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt").status_code != 200
+        ):
+            assert time.monotonic() < deadline, f"no kube-root-ca.crt in {namespace}"
+            time.sleep(0.05)
         exchanges: list[Exchange] = []
         for step in case.steps:
             step_sub = Step(

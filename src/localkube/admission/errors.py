@@ -41,6 +41,7 @@ from kubesemantics.schema import (
     UNSUPPORTED as UNSUPPORTED,
 )
 from kubesemantics.schema import render_value
+from kubesemantics.status import status_body
 
 _REASONS: Final = {
     REQUIRED: "FieldValueRequired",
@@ -127,16 +128,7 @@ class AdmissionError(Exception):
 
     @property
     def status(self) -> dict[str, Any]:
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": "Invalid",
-            "details": self._details(),
-            "code": 422,
-        }
+        return status_body(422, self.message, "Invalid", self._details())
 
     def _details(self) -> dict[str, Any]:
         # Empty members are left out, as Go's omitempty does.

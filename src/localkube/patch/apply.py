@@ -136,21 +136,26 @@ def field_set(obj: Any, node: Schema) -> set[Path]:
     return set(field_values(obj, node))
 
 
-def field_values(obj: Any, node: Schema) -> dict[Path, Any]:
-    """The paths an object sets, each with the value found there."""
+def field_values(obj: Any, node: Schema, containers: set[Path] | None = None) -> dict[Path, Any]:
+    """The paths an object sets, each with the value found there; the paths of the maps and lists that hold
+    them are added to `containers` when given."""
     found: dict[Path, Any] = {}
-    _collect(obj, node, (), True, found)
+    _collect(obj, node, (), True, found, containers)
     return found
 
 
-def _collect(value: Any, node: Schema, path: Path, root: bool, found: dict[Path, Any]) -> None:
+def _collect(
+    value: Any, node: Schema, path: Path, root: bool, found: dict[Path, Any], containers: set[Path] | None
+) -> None:
     if isinstance(value, dict):
         if _atomic_map(node) and not root:
             found[path] = value
             return
+        if containers is not None and not root:
+            containers.add(path)
         for key, child in value.items():
             child_path = (*path, f"f:{key}")
-            _collect(child, _child(node, key, root), child_path, False, found)
+            _collect(child, _child(node, key, root), child_path, False, found, containers)
             if child is None or child == {} or not _declares(node, key, root):
                 found[child_path] = child
     elif isinstance(value, list):
@@ -158,13 +163,35 @@ def _collect(value: Any, node: Schema, path: Path, root: bool, found: dict[Path,
         if shape.kind == "atomic":
             found[path] = value
             return
+        if containers is not None:
+            containers.add(path)
         items = builtin.items_schema(node)
         for index, item in enumerate(value):
             item_path = (*path, shape.element(item, index))
-            _collect(item, items, item_path, False, found)
+            _collect(item, items, item_path, False, found, containers)
             found[item_path] = item
     elif path:
         found[path] = value
+
+
+def _in_zero_value(root_node: Schema, path: Path) -> bool:
+    """Whether the zero value of a built-in kind already holds `path`: Go's zero struct holds its structs
+    and, as null, its fields without `omitempty` (the schema's `required` ones), and nothing inside a list.
+    A write into such a field does not create it. (Pointer structs are taken for structs: the schema does
+    not tell them apart.)"""
+    node, root = root_node, True
+    for element in path:
+        kind, _, name = element.partition(":")
+        if kind != "f":
+            return False
+        parent = builtin.resolve(node) or {}
+        node = _child(node, name, root)
+        resolved = builtin.resolve(node) or {}
+        struct = bool(resolved.get("properties")) and not resolved.get("additionalProperties")
+        if not (struct or name in (parent.get("required") or ())):
+            return False
+        root = False
+    return True
 
 
 def _parents(paths: set[Path]) -> set[Path]:
@@ -223,8 +250,14 @@ class Changes:
     removed: set[Path] = field(default_factory=set)
 
 
-def compare(old: Any, new: Any, node: Schema) -> Changes:
-    old_values, new_values = field_values(old, node), field_values(new, node)
+def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes:
+    """What changed from `old` to `new`. A map or list that `new` creates is itself added (FieldsV1's `.`),
+    as structured-merge-diff's comparison adds it, except `metadata` and, on a built-in (`typed`) kind, what
+    the kind's zero value already holds (the old object of a create is that zero value)."""
+    old_containers: set[Path] = set()
+    new_containers: set[Path] = set()
+    old_values = field_values(old, node, old_containers)
+    new_values = field_values(new, node, new_containers)
     old_set, new_set = old_values.keys(), new_values.keys()
     inner = _parents(old_set | new_set)
     modified = {
@@ -232,7 +265,16 @@ def compare(old: Any, new: Any, node: Schema) -> Changes:
         for path in old_set & new_set
         if path not in inner and not json_equal(old_values[path], new_values[path])
     }
-    return Changes(set(new_set - old_set), modified, set(old_set - new_set))
+    created = {
+        path
+        for path in new_containers - old_containers - old_set
+        if path != ("f:metadata",) and not (typed and _in_zero_value(node, path))
+    }
+    added = new_set - old_set
+    if typed:
+        # An empty struct the zero value holds (a Service's status.loadBalancer) is no change.
+        added = {p for p in added if new_values[p] != {} or not _in_zero_value(node, p)}
+    return Changes(set(added) | created, modified, set(old_set - new_set))
 
 
 # --- FieldsV1 ----------------------------------------------------------------------------------------------
@@ -320,10 +362,11 @@ class _Manager:
             "manager": self.manager,
             "operation": self.operation,
             "apiVersion": self.api_version,
-            "time": self.time,
             "fieldsType": "FieldsV1",
             "fieldsV1": encode_fields(self.fields),
         }
+        if self.time:
+            entry["time"] = self.time
         if self.subresource:
             entry["subresource"] = self.subresource
         return entry
@@ -557,12 +600,14 @@ def record_update(
     values with `new` (it is not a deep copy)."""
     node = _schema(new, gvk, schema)
     before, after = _without_managed_fields(old, deep=False), _without_managed_fields(new, deep=False)
-    changes = compare(before, after, node)
+    changes = compare(before, after, node, typed=schema is None)
     touched = _strip(changes.added | changes.modified)
     removed = _strip(changes.removed)
     given = (new.get("metadata") or {}).get("managedFields")
     managers = _decode_managers(new if given and not subresource else old)
-    me = _Manager(manager, "Update", _api_version(new, gvk), subresource, _now(now), set())
+    # The API server maps a /scale writer's fields onto the object without a time (its entry sorts first).
+    when = "" if subresource == "scale" else _now(now)
+    me = _Manager(manager, "Update", _api_version(new, gvk), subresource, when, set())
     mine = next((m for m in managers if m.same_identity(me)), None)
     others = [m for m in managers if m is not mine]
     for other in others:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesemantics.status import status_body
+
 _REASONS = {400: "BadRequest", 422: "Invalid", 500: "InternalError"}
 
 
@@ -32,16 +34,7 @@ class PatchError(Exception):
             details = {"causes": [{"message": self.detail}]}
         else:
             message = self.detail
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "reason": _REASONS.get(self.code, "BadRequest"),
-            "details": details,
-            "code": self.code,
-        }
+        return status_body(self.code, message, _REASONS.get(self.code, "BadRequest"), details)
 
 
 class ApplyConflict(Exception):
@@ -67,18 +60,8 @@ class ApplyConflict(Exception):
 
     @property
     def status(self) -> dict[str, Any]:
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": "Conflict",
-            "details": {
-                "causes": [
-                    {"reason": "FieldManagerConflict", "message": f"conflict with {manager}", "field": path}
-                    for manager, path in self.conflicts
-                ]
-            },
-            "code": 409,
-        }
+        causes = [
+            {"reason": "FieldManagerConflict", "message": f"conflict with {manager}", "field": path}
+            for manager, path in self.conflicts
+        ]
+        return status_body(409, self.message, "Conflict", {"causes": causes})

@@ -1,44 +1,58 @@
-"""The ASGI application: routing, authentication, authorization, content negotiation and replies.
+"""The ASGI application: the wiring of the server's parts and the filters every request passes.
 
 A plain ASGI callable with a small hand-written router, to keep per-request overhead low. A request is
 routed by its path into one of: health and version, discovery, OpenAPI, or a resource request
 (`/api/v1/...` and `/apis/<group>/<version>/...`, optionally under `namespaces/<ns>/`, with a name and a
 subresource). Resource requests are authenticated (bearer token; none or a wrong one is a 401), take on
 the identity they impersonate (see impersonation.py), are authorized (the admin always; anyone else by
-RBAC), handed to `Resources` and answered in JSON, as a Table, or as a watch stream. Every refusal is
-an `ApiError` answered with its `Status`. As on a real API server, a body over 3 MiB is a 413 (read no
-further) and an object over the store's limit (etcd's 1.5 MiB) a 500 in etcd's words. One line per
-request is logged at debug level.
-"""
+RBAC), then handed to `Resources`: writes through `admitted.py` (the admission webhooks' retry loop), the
+answer in the form `negotiation.py` picks (JSON, a Table, metadata only) or as a watch stream; `asgi.py`
+reads bodies and sends replies. Every refusal is an `ApiError` answered with its `Status`. As on a real
+API server, a body over 3 MiB is a 413 (read no further) and an object over the store's limit (etcd's
+1.5 MiB) a 500 in etcd's words. One line per request is logged at debug level."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any
 from urllib.parse import parse_qs, parse_qsl
-
-import orjson
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube import __version__
-from localkube.server import bodies, errors, impersonation, podstreams, proxy, subresources, webhooks
+from localkube.server import (
+    asgi,
+    errors,
+    impersonation,
+    listoptions,
+    podstreams,
+    proxy,
+    subresources,
+    webhooks,
+)
 from localkube.server import warnings as recorded_warnings
+from localkube.server.admitted import Writes
 from localkube.server.audit import RESPONSE_COMPLETE, RESPONSE_STARTED, AuditLog
 from localkube.server.auth import Authenticator
 from localkube.server.discovery import AGGREGATED_CONTENT_TYPE, Discovery, wants_aggregated
 from localkube.server.errors import ApiError
 from localkube.server.faults import Faults
+from localkube.server.negotiation import (
+    decode,
+    json_or_text,
+    json_reply,
+    list_reply,
+    object_reply,
+    table_include,
+    typed_items,
+)
 from localkube.server.openapi import OpenApi
-from localkube.server.patching import APPLY, PATCH_TYPES
+from localkube.server.patching import APPLY
 from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
-from localkube.server.rest.common import Query, clone, is_dry_run
+from localkube.server.rest.delete import deletion_reply
 from localkube.server.reviews import Reviews
 from localkube.server.routing import (
     JSON,
@@ -52,7 +66,6 @@ from localkube.server.routing import (
     request_verb,
 )
 from localkube.server.streams import WebSocket
-from localkube.server.tables import table
 from localkube.server.watch import stream
 from localkube.storage import SpaceExceeded, TooLarge
 
@@ -60,8 +73,6 @@ log = logging.getLogger("localkube.server")
 
 _HEALTH = frozenset({"livez", "readyz", "healthz"})
 _WRITES = frozenset({"create", "update", "patch", "delete"})
-# Rounds of admission for one write when the object changes while webhooks are called.
-_ADMISSION_ATTEMPTS = 5
 _VERSION = {
     "major": "1",
     "minor": "32",
@@ -75,17 +86,8 @@ _VERSION = {
 }
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    """A request's headers by lower-case name (a repeated header keeps its last value)."""
-    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-
-
-def _json(obj: Any, status: int = 200) -> Reply:
-    return Reply(status, orjson.dumps(obj))
-
-
 def _error_reply(error: ApiError) -> Reply:
-    return Reply(error.code, orjson.dumps(error.status()))
+    return json_reply(error.status(), error.code)
 
 
 class App:
@@ -116,13 +118,14 @@ class App:
         self.webhooks = webhooks.Webhooks(
             resources.store, self.registry, pod_proxy or proxy.Proxy(resources.store)
         )
+        self.writes = Writes(resources, self.webhooks)
         self.ready = True
 
     # -- ASGI -------------------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await asgi.lifespan(receive, send)
             return
         if scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
@@ -134,8 +137,8 @@ class App:
         # What the proxy passes on to a pod is not the API server's to limit; API requests are.
         limit = None if proxy_target is not None else errors.MAX_REQUEST_BODY_BYTES
         try:
-            body = await _read_body(receive, limit)
-        except _ClientGone:
+            body = await asgi.read_body(receive, limit)
+        except asgi.ClientGone:
             log.warning(
                 "dropped %s %s: the client went before its body was whole", scope["method"], scope["path"]
             )
@@ -144,7 +147,7 @@ class App:
             scope["method"],
             scope["path"],
             dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)),
-            _headers(scope),
+            asgi.headers_of(scope),
             body or b"",
             impersonation.requested(scope["headers"]),
         )
@@ -170,21 +173,10 @@ class App:
             # Before the answer leaves: the client's next request can be served as soon as it has.
             self._audit(scope, request, started, reply)
         if isinstance(reply, StreamReply):
-            await _send_stream(reply, receive, send)
+            await asgi.send_stream(reply, receive, send)
             status = 200
         else:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": reply.status,
-                    "headers": [
-                        (b"content-type", reply.content_type.encode()),
-                        (b"content-length", str(len(reply.body)).encode()),
-                        *((b"warning", _warning(text)) for text in reply.warnings),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": reply.body})
+            await asgi.send_reply(reply, send)
             status = reply.status
         if log.isEnabledFor(logging.DEBUG):
             query = scope["query_string"].decode("latin-1")
@@ -218,7 +210,7 @@ class App:
         """A WebSocket request: pods/exec and pods/portforward (see podstreams.py); anything else is refused
         before the upgrade, with a Status."""
         socket = WebSocket(receive, send)
-        headers = _headers(scope)
+        headers = asgi.headers_of(scope)
         query_string = scope["query_string"].decode("latin-1")
         try:
             user = self._identify(headers.get("authorization"), impersonation.requested(scope["headers"]))
@@ -272,7 +264,7 @@ class App:
         if head in _HEALTH:
             return Reply(200 if self.ready else 500, b"ok", "text/plain; charset=utf-8")
         if head == "version" and len(segments) == 1:
-            return _json(_VERSION)
+            return json_reply(_VERSION)
         request.user = self._identify(request.headers.get("authorization"), request.impersonation)
         if head == "openapi":
             self._require(request)
@@ -283,6 +275,9 @@ class App:
         if head == "apis" and len(segments) <= 3:
             self._require(request)
             return self._group_discovery(request, segments)
+        if head == "apis" and not self.registry.resources(segments[1], segments[2]):
+            # No handler serves a group version nobody registered: the mux's own plain 404 answers.
+            return Reply(404, b"404 page not found\n", "text/plain; charset=utf-8")
         if head in ("api", "apis"):
             target = self._route(segments)
             verb = request_verb(request.method, target, request.query)
@@ -443,164 +438,48 @@ class App:
                 request.headers.get("content-type", JSON),
                 query,
             )
-            return _json_or_text(handler(call))
+            return json_or_text(handler(call))
+        if verb in ("list", "watch", "deletecollection"):
+            listoptions.check(resource_type, query, watch=verb == "watch")
         if verb in ("list", "watch"):
             return self._list(request, resource_type, namespace, verb)
         if verb == "get":
             assert name is not None
-            return self._object_reply(request, resource_type, resources.get(resource_type, namespace, name))
+            return object_reply(request, resource_type, resources.get(resource_type, namespace, name))
         if verb in _WRITES:
             if verb == "create" and resource_type.namespaced and namespace is None:
                 raise errors.page_not_found()
             warnings: list[str] = []
             with recorded_warnings.recording() as admission_warnings:
                 if self.webhooks.applies_to(resource_type, sub):
-                    code, written = await self._admitted_write(request, target, verb, warnings)
+                    code, written = await self.writes.admitted(request, target, verb, warnings)
                 else:
-                    code, written = self._write(request, target, verb, query)
+                    code, written = self.writes.run(request, target, verb, query)
             warnings += admission_warnings
-            reply = self._object_reply(request, resource_type, written, code)
+            if verb == "delete":
+                written = deletion_reply(resource_type, code, written)
+            reply = object_reply(request, resource_type, written, code)
             return replace(reply, warnings=tuple(warnings)) if warnings else reply
         if self.webhooks.applies_to(resource_type, None):
-            deleted_items = await self._admitted_delete_collection(request, target)
+            deleted_items = await self.writes.admitted_delete_collection(request, target)
         else:
-            options = _decode(request) if request.body else {}
+            options = decode(request) if request.body else {}
             deleted_items = resources.delete_collection(resource_type, namespace, options, query)
-        return _json(
+        return json_reply(
             {
                 "kind": resource_type.list_kind,
                 "apiVersion": resource_type.api_version,
-                "metadata": {},
-                "items": deleted_items,
+                "metadata": {
+                    "resourceVersion": str(resources.store.revision),
+                    **({"continue": ""} if resource_type.custom else {}),
+                },
+                "items": typed_items(resource_type, deleted_items),
             }
         )
-
-    def _write(self, request: Request, target: Target, verb: str, query: Query) -> tuple[int, dict[str, Any]]:
-        """Runs one write verb: (HTTP code, the object written)."""
-        resources, resource_type, namespace = self.resources, target.resource_type, target.namespace
-        name, sub = target.name or "", target.subresource
-        if verb == "create":
-            return 201, resources.create(resource_type, namespace, _decode(request), query)
-        if verb == "update":
-            return 200, resources.update(resource_type, namespace, name, _decode(request), sub, query)
-        if verb == "patch":
-            content_type = request.headers.get("content-type", "").split(";")[0].strip()
-            if content_type not in PATCH_TYPES:
-                raise errors.unsupported_media_type(list(PATCH_TYPES))
-            return resources.patch(resource_type, namespace, name, request.body, content_type, sub, query)
-        options = _decode(request) if request.body else {}
-        return resources.delete(resource_type, namespace, name, options, query)
-
-    def _write_object(
-        self, target: Target, creating: bool, obj: dict[str, Any], query: Query
-    ) -> dict[str, Any]:
-        """Creates or replaces with an object admission produced (a copy of it: the verbs change theirs)."""
-        if creating:
-            return self.resources.create(target.resource_type, target.namespace, clone(obj), query)
-        name = obj["metadata"]["name"]
-        return self.resources.update(
-            target.resource_type, target.namespace, name, clone(obj), target.subresource, query
-        )
-
-    async def _admitted_write(
-        self, request: Request, target: Target, verb: str, warnings: list[str]
-    ) -> tuple[int, dict[str, Any]]:
-        """A write that admission webhooks see: the verb is first run as a dry run to get the object it
-        would store; mutating webhooks may change it (then it is written as a create or an update of
-        their result), validating webhooks may refuse it; it is then written for real, provided nothing
-        changed the stored object while the webhooks were called (otherwise all of it is done again,
-        as kube-apiserver retries its guaranteed update). The webhooks' warnings are left in `warnings`."""
-        resources, resource_type, namespace = self.resources, target.resource_type, target.namespace
-        name, sub = target.name or "", target.subresource
-        query = request.query
-        dry_run = is_dry_run(query)
-        assert request.user is not None
-        for _ in range(_ADMISSION_ATTEMPTS):
-            old = resources.store.get(resource_type.key(namespace, name)) if name else None
-            if verb == "delete":
-                if old is None:
-                    raise errors.not_found(resource_type.plural, resource_type.group, name)
-                attributes = webhooks.Attributes(
-                    "DELETE", resource_type, sub or "", namespace, name, None, resources.output(resource_type, clone(old)),
-                    request.user, dry_run, _decode(request) if request.body else {},
-                )  # fmt: skip
-                await self.webhooks.validate(attributes)
-                if resources.store.get(resource_type.key(namespace, name)) == old:
-                    warnings[:] = attributes.warnings
-                    return self._write(request, target, verb, query)
-                continue
-            code, candidate = self._write(request, target, verb, {**query, "dryRun": "All"})
-            attributes = webhooks.Attributes(
-                "CREATE" if old is None else "UPDATE", resource_type, sub or "", namespace,
-                candidate["metadata"]["name"], clone(candidate),
-                None if old is None else resources.output(resource_type, clone(old)), request.user, dry_run,
-            )  # fmt: skip
-            mutated = await self.webhooks.mutate(attributes) or candidate
-            final: dict[str, Any] | None = None
-            if mutated != candidate:
-                # What a mutating webhook changed is admitted again (schema, defaults, metadata rules)
-                # and written as a create or a replace of exactly what was admitted.
-                final = mutated
-                if old is not None:
-                    final["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-                candidate = self._write_object(target, old is None, final, {**query, "dryRun": "All"})
-            attributes.obj = clone(candidate)
-            await self.webhooks.validate(attributes)
-            warnings[:] = attributes.warnings
-            if dry_run:
-                return code, candidate
-            if resources.store.get(resource_type.key(namespace, name)) != old:
-                continue
-            if final is None:
-                return self._write(request, target, verb, query)
-            return code, self._write_object(target, old is None, final, query)
-        raise errors.conflict(
-            resource_type.plural,
-            resource_type.group,
-            name,
-            "the object kept changing while admission webhooks were called",
-        )
-
-    async def _admitted_delete_collection(self, request: Request, target: Target) -> list[dict[str, Any]]:
-        """deletecollection as kube-apiserver runs it: a delete of each selected object, each admitted (a
-        refusal stops the collection there, with what was deleted before it gone)."""
-        query = {k: v for k, v in request.query.items() if k != "limit"}
-        objects, _ = self.resources.list_objects(target.resource_type, target.namespace, query)
-        deleted = []
-        for obj in objects:
-            metadata = obj["metadata"]
-            item = Target(target.resource_type, metadata.get("namespace"), metadata["name"], None)
-            try:
-                deleted.append((await self._admitted_write(request, item, "delete", []))[1])
-            except ApiError as error:
-                if error.code != 404:
-                    raise
-        return deleted
-
-    def _object_reply(
-        self, request: Request, resource_type: ResourceType, obj: dict[str, Any], status: int = 200
-    ) -> Reply:
-        accept = request.headers.get("accept", "")
-        if "as=Table" in accept:
-            include = request.query.get("includeObject", "Metadata")
-            meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
-            return _json(table(resource_type, [obj], meta, include), status)
-        if "as=PartialObjectMetadata" in accept:
-            return _json(
-                {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj.get("metadata", {}),
-                },
-                status,
-            )
-        return _json(obj, status)
 
     def _list(
         self, request: Request, resource_type: ResourceType, namespace: str | None, verb: str
     ) -> Reply | StreamReply:
-        accept = request.headers.get("accept", "")
-        include = request.query.get("includeObject", "Metadata") if "as=Table" in accept else None
         if verb == "watch":
             try:
                 label_match = label_matcher(request.query.get("labelSelector"))
@@ -609,129 +488,15 @@ class App:
                 raise errors.bad_request(str(exc)) from exc
             matchers = [m for m in (label_match, field_match) if m is not None]
             matches = None if not matchers else (lambda obj: all(m(obj) for m in matchers))
+            include = table_include(request)
             return StreamReply(
                 stream(self.resources, resource_type, namespace, request.query, matches, include)
             )
         objects, metadata = self.resources.list_objects(resource_type, namespace, request.query)
-        if include is not None:
-            return _json(table(resource_type, objects, metadata, include))
-        if "as=PartialObjectMetadataList" in accept:
-            items = [
-                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
-                for o in objects
-            ]
-            return _json(
-                {
-                    "kind": "PartialObjectMetadataList",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": metadata,
-                    "items": items,
-                }
-            )
-        return _json(
-            {
-                "kind": resource_type.list_kind,
-                "apiVersion": resource_type.api_version,
-                "metadata": metadata,
-                "items": objects,
-            }
-        )
+        return list_reply(request, resource_type, objects, metadata)
 
     def _review(self, request: Request, target: Target) -> Reply:
         if request.method != "POST" or target.name is not None:
             raise errors.method_not_allowed()
         assert request.user is not None
-        return _json(self.reviews.create(request.user, target.resource_type, _decode(request)), 201)
-
-
-def _json_or_text(result: tuple[int, Any]) -> Reply | StreamReply:
-    code, body = result
-    if isinstance(body, str):
-        return Reply(code, body.encode(), "text/plain")
-    if isinstance(body, AsyncIterator):
-        return StreamReply(body, "text/plain")
-    return _json(body, code)
-
-
-def _warning(text: str) -> bytes:
-    """A `Warning` header value as kube-apiserver writes it: code 299, no agent, the text quoted."""
-    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'299 - "{quoted}"'.encode()
-
-
-def _decode(request: Request) -> dict[str, Any]:
-    return bodies.decode(request.body, request.headers.get("content-type", JSON))
-
-
-class _ClientGone(Exception):
-    """The client went away before its request's body was whole."""
-
-
-async def _read_body(receive: Receive, limit: int | None) -> bytes | None:
-    """The request's body, or None once it grows past `limit` (the rest is not read). A request whose client
-    went before sending all of it is not carried out (`_ClientGone`), as kube-apiserver fails to read it: a
-    DELETE cut short of its options must not run as one without them."""
-    chunks: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _ClientGone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if limit is not None and size > limit:
-            return None
-        chunks.append(chunk)
-        more = message.get("more_body", False)
-    return b"".join(chunks)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
-async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None:
-    """Sends a streaming body until it ends or the client goes away, whichever is first."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", reply.content_type.encode()),
-                (b"cache-control", b"no-cache, private"),
-            ],
-        }
-    )
-
-    async def pump() -> None:
-        async for chunk in reply.chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-    async def disconnected() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    pumping = asyncio.ensure_future(pump())
-    watching = asyncio.ensure_future(disconnected())
-    try:
-        await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (pumping, watching):
-            task.cancel()
-        await asyncio.gather(pumping, watching, return_exceptions=True)
-        aclose = getattr(reply.chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    if pumping.done() and not pumping.cancelled():
-        failure = pumping.exception()
-        if failure is not None:
-            log.error("a streaming reply failed", exc_info=failure)
-        else:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return json_reply(self.reviews.create(request.user, target.resource_type, decode(request)), 201)

@@ -6,6 +6,7 @@ refused with 400 BadRequest (the depth bound is ours: see `kubesemantics.jsonval
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -45,3 +46,38 @@ def check_depth(value: Any, refusal: str) -> None:
     path = jsonvalue.too_deep(value)
     if path is not None:
         raise errors.bad_request(f"{refusal}: {path}: nested deeper than {MAX_DEPTH} levels")
+
+
+def duplicate_fields(body: bytes, content_type: str) -> list[str]:
+    """The paths of the keys a JSON body repeats (`metadata.name`, `spec.ports[0].port`), which a decoder
+    that keeps the last one hides; the API server's strict decoder names them."""
+    if content_type.startswith(PROTOBUF) or "yaml" in content_type:
+        return []
+    repeated: dict[int, list[str]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in items:
+            if key in obj:
+                repeated.setdefault(id(obj), []).append(key)
+            obj[key] = value
+        return obj
+
+    try:
+        decoded = json.loads(body, object_pairs_hook=pairs)
+    except ValueError:
+        return []
+    found: list[str] = []
+    if repeated:
+        _repeated_paths(decoded, "", repeated, found)
+    return found
+
+
+def _repeated_paths(value: Any, path: str, repeated: dict[int, list[str]], found: list[str]) -> None:
+    if isinstance(value, dict):
+        found.extend(f"{path}.{key}" if path else key for key in repeated.get(id(value), ()))
+        for key, child in value.items():
+            _repeated_paths(child, f"{path}.{key}" if path else key, repeated, found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _repeated_paths(item, f"{path}[{index}]", repeated, found)

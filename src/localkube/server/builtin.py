@@ -97,8 +97,31 @@ def _generate_job_selector(metadata: dict[str, Any], spec: dict[str, Any]) -> No
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
 
 
+# What a kind's registry sets on create after the field manager has recorded the creator's fields (its
+# strategy and allocators, as opposed to the decoder's defaults): nobody's unless the request set it.
+SET_BY_REGISTRY: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Service": (
+        ("spec", "clusterIP"),
+        ("spec", "clusterIPs"),
+        ("spec", "ipFamilies"),
+        ("spec", "ipFamilyPolicy"),
+    ),
+    "Pod": (("status",),),
+    "Namespace": (("status",),),
+}
+
+
 def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
-    """What the server does to a built-in object on every create and update, in place."""
+    """What the server does to a built-in object on every create and update, in place (the decoder's
+    defaults among it)."""
+    spec = obj.get("spec")
+    if kind == "NetworkPolicy" and isinstance(spec, dict) and not spec.get("policyTypes"):
+        # Every policy implies Ingress; one with egress rules Egress too.
+        spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+    if kind == "LimitRange" and isinstance(spec, dict):
+        for item in spec.get("limits") or []:
+            if isinstance(item, dict) and item.get("type") == "Container":
+                _default_limit_range_item(item)
     if kind in _WORKLOAD_DEFAULTS and isinstance(obj.get("spec"), dict | None):
         # Defaulted on every write, as the real server defaults every decoded object: a workload's
         # template must read the same whether it came in through a create, a replace or a patch.
@@ -110,6 +133,19 @@ def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
         for key, value in obj.pop("stringData").items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj["data"] = data
+
+
+def _default_limit_range_item(item: dict[str, Any]) -> None:
+    """A container limit's defaults: the default limit from max, the default request from the default limit,
+    then from min (empty maps are left out)."""
+    default = dict(item.get("default") or {})
+    request = dict(item.get("defaultRequest") or {})
+    for source, target in ((item.get("max"), default), (default, request), (item.get("min"), request)):
+        for resource, value in (source or {}).items():
+            target.setdefault(resource, value)
+    for key, value in (("default", default), ("defaultRequest", request)):
+        if value:
+            item[key] = value
 
 
 _ROLLING = {"type": "RollingUpdate"}

@@ -8,11 +8,13 @@ with everything in two requests; older clients (the official Python client's dyn
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 import orjson
 
-from localkube.server.registry import Registry, ResourceType
+from localkube.server.registry import ALL_VERBS, Registry, ResourceType
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
@@ -181,14 +183,17 @@ class Discovery:
                 "singularName": t.singular,
                 "namespaced": t.namespaced,
                 "kind": t.kind,
-                "verbs": list(t.verbs),
+                "verbs": list(_CUSTOM_VERBS if t.custom and t.verbs == ALL_VERBS else t.verbs),
             }
+            if t.custom and t.storage_version:
+                entry["storageVersionHash"] = storage_version_hash(t.group, t.storage_version, t.kind)
             if t.short_names:
                 entry["shortNames"] = list(t.short_names)
             if t.categories:
                 entry["categories"] = list(t.categories)
             resources.append(entry)
-            for sub in sorted(t.subresources):
+            # A custom resource's status comes before its scale, as the CRD handler lists them.
+            for sub in sorted(t.subresources, reverse=t.custom):
                 sub_group, sub_version, sub_kind = _subresource_kind(t, sub)
                 sub_entry: dict[str, Any] = {
                     "name": f"{t.plural}/{sub}",
@@ -206,3 +211,14 @@ class Discovery:
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+
+# The order the CRD handler lists a custom resource's verbs in.
+_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """The API server's hash of a resource's storage version: the first 8 bytes of the SHA-256 of
+    `group/version/kind`, in base64."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesemantics.status import status_body
+
 
 class ApiError(Exception):
     """An error reply: HTTP `code`, metav1 `reason`, the human `message` and optional `details`."""
@@ -21,21 +23,8 @@ class ApiError(Exception):
         self.details = details
 
     def status(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if not self.reason:
-            # An error the server cannot classify has no reason, as etcd's "request is too large".
-            del body["reason"]
-        if self.details is not None:
-            body["details"] = self.details
-        return body
+        # An error the server cannot classify has no reason, as etcd's "request is too large".
+        return status_body(self.code, self.message, self.reason, self.details)
 
 
 def qualified(resource: str, group: str) -> str:
@@ -138,7 +127,7 @@ def method_not_allowed() -> ApiError:
 
 
 def page_not_found() -> ApiError:
-    return ApiError(404, "NotFound", "the server could not find the requested resource")
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
 def unsupported_media_type(accepted: list[str]) -> ApiError:

@@ -13,7 +13,6 @@ from typing import Any
 import orjson
 import yaml
 
-from kubesemantics.schema import apply_defaults
 from localkube.patch import (
     ApplyConflict,
     PatchError,
@@ -32,6 +31,14 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY)
 _CUSTOM_PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY]
+
+
+def unknown_patch_type(resource_type: ResourceType) -> errors.ApiError:
+    """A PATCH whose Content-Type is no patch type: a custom resource's handler lists the types it takes; a
+    built-in kind's answers the bare 415 of its content negotiation."""
+    if resource_type.custom:
+        return errors.unsupported_media_type(_CUSTOM_PATCH_TYPES)
+    return errors.ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
 
 
 def _decode_json(body: bytes) -> Any:
@@ -98,11 +105,10 @@ def apply(
 ) -> dict[str, Any]:
     """Server-side apply of `applied` by `manager` onto `live` (None: the object is being created).
 
-    A custom resource's applied configuration is defaulted from its schema first, so list items whose key
-    fields have defaults (a port's `protocol`) are matched with the live items that were defaulted."""
-    if resource_type.custom and resource_type.schema:
-        applied = orjson.loads(orjson.dumps(applied))
-        apply_defaults(applied, resource_type.schema, root=True)
+    The applied configuration is merged as sent: the manager owns what it applied, and the schema's defaults,
+    filled in afterwards by admission, are nobody's (structured-merge-diff defaults the merged object, not
+    the patch). List items whose key fields have defaults still match their live items: the list's shape
+    carries the key defaults."""
     try:
         return server_side_apply(
             live,

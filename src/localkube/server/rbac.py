@@ -202,7 +202,10 @@ def forbidden_message(user: UserInfo, attrs: RequestAttributes, reason: str = ""
 
 def forbidden_error(user: UserInfo, attrs: RequestAttributes, reason: str = "") -> ApiError:
     """The API server's 403 for a denied request, its details naming the object refused."""
-    details = {"name": attrs.name, "group": attrs.api_group, "kind": attrs.resource}
+    # Empty members are left out, as Go's omitempty does.
+    details = {
+        k: v for k, v in (("name", attrs.name), ("group", attrs.api_group), ("kind", attrs.resource)) if v
+    }
     return ApiError(
         403, "Forbidden", forbidden_message(user, attrs, reason), details if attrs.resource else None
     )

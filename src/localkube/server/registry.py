@@ -59,6 +59,8 @@ class ResourceType:
     printer_columns: tuple[PrinterColumn, ...] = ()
     # Stored as another resource's objects and converted on the way (events.k8s.io Events are core ones).
     stored_as: tuple[str, str] | None = None
+    # A custom resource's storage version (discovery hashes it).
+    storage_version: str = ""
 
     @property
     def api_version(self) -> str:
@@ -181,6 +183,7 @@ def crd_types(crd: dict[str, Any]) -> list[ResourceType]:
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     out: list[ResourceType] = []
+    storage = next((v.get("name", "") for v in spec.get("versions") or [] if v.get("storage")), "")
     for version in spec.get("versions") or []:
         if not version.get("served", True):
             continue
@@ -216,6 +219,7 @@ def crd_types(crd: dict[str, Any]) -> list[ResourceType]:
                 if scale
                 else None,
                 custom=True,
+                storage_version=storage,
                 schema=(version.get("schema") or {}).get("openAPIV3Schema"),
                 printer_columns=columns,
             )

@@ -19,6 +19,7 @@ from typing import Any
 
 from kubesemantics import times
 from kubesemantics.selectors import selector_text
+from kubesemantics.status import status_body
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
 from localkube.server.rest import Query, Resources, clone, now
@@ -125,7 +126,7 @@ def _scale(call: Call) -> tuple[int, dict[str, Any]]:
     requested = (wanted.get("metadata") or {}).get("resourceVersion")
     if requested:
         updated["metadata"]["resourceVersion"] = requested
-    resources.update(target.resource_type, target.namespace, target.name, updated, None, call.query)
+    resources.update(target.resource_type, target.namespace, target.name, updated, "scale", call.query)
     return 200, _scale_of(resources, target)[1]
 
 
@@ -181,7 +182,7 @@ def _bind(call: Call) -> tuple[int, dict[str, Any]]:
     resources.store.update(
         target.resource_type.key(target.namespace, target.name), pod, int(pod["metadata"]["resourceVersion"])
     )
-    return 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    return 201, status_body(201, success=True)
 
 
 def _token(call: Call) -> tuple[int, dict[str, Any]]:

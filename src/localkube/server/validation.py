@@ -143,27 +143,44 @@ def validate_metadata(kind: str, metadata: dict[str, Any], *, creating: bool) ->
     return found
 
 
-def unknown_builtin_fields(gvk: tuple[str, str, str], obj: dict[str, Any]) -> list[str]:
-    """The paths of fields the official schema of a built-in kind does not have (`spec.containers[0].x`)."""
+def unknown_builtin_fields(
+    gvk: tuple[str, str, str], obj: dict[str, Any], *, drop: bool = False
+) -> list[str]:
+    """The paths of fields the official schema of a built-in kind does not have (`spec.containers[0].x`).
+
+    With `drop`, the object is read as the API server's typed decoding reads it: those fields are removed,
+    and so are the empty maps and lists of fields Go leaves out when empty (`omitempty`: those the schema
+    does not list as required)."""
     found: list[str] = []
-    _walk_known(obj, builtin.schema_for(gvk), "", found)
+    _walk_known(obj, builtin.schema_for(gvk), "", found, drop)
     return sorted(found)
 
 
-def _walk_known(value: Any, node: dict[str, Any] | None, path: str, found: list[str]) -> None:
+def _walk_known(value: Any, node: dict[str, Any] | None, path: str, found: list[str], drop: bool) -> None:
     node = builtin.resolve(node)
     if node is None:
         return
     if isinstance(value, list):
         for index, item in enumerate(value):
-            _walk_known(item, builtin.items_schema(node), f"{path}[{index}]", found)
+            _walk_known(item, builtin.items_schema(node), f"{path}[{index}]", found, drop)
         return
     if not isinstance(value, dict):
         return
     properties = node.get("properties")
-    for key, child in value.items():
+    required = node.get("required") or ()
+    for key, child in list(value.items()):
         child_path = f"{path}.{key}" if path else key
         if properties is not None and key not in properties and not node.get("additionalProperties"):
             found.append(child_path)
+            if drop:
+                del value[key]
             continue
-        _walk_known(child, builtin.property_schema(node, key), child_path, found)
+        child_node = builtin.property_schema(node, key)
+        _walk_known(child, child_node, child_path, found, drop)
+        if drop and child in ({}, []) and properties is not None and key not in required:
+            resolved = builtin.resolve(child_node) or {}
+            types = resolved.get("type")
+            if resolved.get("additionalProperties") or "array" in (
+                types if isinstance(types, list) else [types]
+            ):
+                del value[key]

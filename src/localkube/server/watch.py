@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from kubesemantics.status import status_body
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Query, Resources, parse_resource_version
 from localkube.server.tables import table
@@ -41,15 +42,7 @@ def _line(event_type: str, obj: dict[str, Any]) -> bytes:
 
 
 def too_old(requested: int, compacted: int) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f"too old resource version: {requested} ({compacted + 1})",
-        "reason": "Expired",
-        "code": 410,
-    }
+    return status_body(410, f"too old resource version: {requested} ({compacted + 1})", "Expired")
 
 
 async def stream(
@@ -118,7 +111,9 @@ async def stream(
                 yield render(event.type, dict(obj))
                 continue
             now_selected = event.type != "DELETED" and matches(obj)
-            was_selected = event.key in visible
+            # A creation was selected by nothing before it, whatever the current list (taken after it, when
+            # the watch replays from an older resourceVersion) says.
+            was_selected = event.key in visible and event.type != "ADDED"
             if now_selected:
                 visible.add(event.key)
                 yield render("MODIFIED" if was_selected else "ADDED", dict(obj))

@@ -61,7 +61,7 @@ async def test_a_pod_relabelled_out_of_the_selector_leaves_the_endpoints(cluster
     pods = cluster.registry.by_resource("", "pods")
     pod = {
         "metadata": {"name": "p", "labels": {"app": "web", "tier": "a"}},
-        "spec": {"containers": [{"name": "c"}]},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
     }
     cluster.create(pods, "default", pod, {})
     await _until_endpoints(cluster, lambda e: bool((e.get("subsets") or [{}])[0].get("addresses")))

@@ -34,6 +34,7 @@ from kuberay.controllers.raycluster.context import Context
 from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
 from kuberay.runtime.resources import SECRET, Resource
+from kubesemantics import times
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ def _warn_expiring(
         not_after = ((certificate or {}).get("status") or {}).get("notAfter")
         if certificate is None or not not_after:
             continue
-        remaining = datetime.fromisoformat(not_after) - now
+        remaining = times.parse_time(not_after) - now
         if remaining < EXPIRY_WARNING:
             ctx.event(
                 cluster, WARNING, "MTLSCertificateExpiringSoon",

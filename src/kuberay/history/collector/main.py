@@ -31,6 +31,7 @@ from kuberay.history.collector.events import EventSpool
 from kuberay.history.collector.logsync import LogSync
 from kuberay.history.collector.snapshots import Snapshots
 from kuberay.history.storage import Storage, StorageError
+from kubesemantics import times
 
 log = logging.getLogger("kuberay.history.collector")
 
@@ -98,7 +99,7 @@ class Collector:
             "name": cluster.name,
             "namespace": cluster.namespace,
             "sessionName": session.name,
-            "createTime": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "createTime": times.format_time(created),
             "createTimeStamp": int(created.timestamp()),
             "ownerKind": cluster.kind if cluster.kind != layout.RAYCLUSTER else "",
             "ownerName": cluster.owner_name if cluster.kind != layout.RAYCLUSTER else "",

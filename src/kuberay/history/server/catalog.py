@@ -18,6 +18,7 @@ from typing import Any
 from kuberay.history import layout
 from kuberay.history.server.cache import ByteCache
 from kuberay.history.storage import NotFound, Storage
+from kubesemantics import times
 
 # Parsed JSON takes several times the bytes it was parsed from; the cache is charged this much per byte.
 JSON_COST = 6
@@ -36,7 +37,7 @@ class StoredSession:
             "name": self.cluster.name,
             "namespace": self.cluster.namespace,
             "sessionName": self.session,
-            "createTime": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "createTime": times.format_time(created),
             "createTimeStamp": int(created.timestamp()),
             "ownerKind": self.cluster.kind if owned else "",
             "ownerName": self.cluster.owner_name if owned else "",

@@ -17,11 +17,12 @@ from typing import Any
 import orjson
 
 from kubesemantics import times
+from localkube.admission import schema
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
-from localkube.admission.schema import admit, prune
 from localkube.server import builtin, crds, errors, events
 from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
+from localkube.server.podvalidation import validate_pod
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
 from localkube.server.webhookvalidation import validate_webhook_configuration
@@ -109,23 +110,32 @@ def check_identity(resource_type: ResourceType, obj: dict[str, Any]) -> None:
         )
 
 
-class ResourcesBase:
-    """The store and registry the verbs work on, and what they share."""
+def strict_decoding_error(resource_type: ResourceType, problems: list[str]) -> ApiError:
+    """fieldValidation=Strict's refusal of unknown or duplicate fields, in the decoder's words."""
+    kind, version = resource_type.kind, resource_type.version
+    return errors.bad_request(
+        f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+        + ", ".join(problems)
+    )
+
+
+class Core:
+    """The store and registry the verbs work on, and what they share: serving forms, admission, namespaces."""
 
     def __init__(self, store: Store, registry: Registry) -> None:
         self.store = store
         self.registry = registry
-        self._service_allocations: builtin.ServiceAllocations | None = None
-        self.registry.sync_crds(self._crd_objects())
+        self.service_allocations: builtin.ServiceAllocations | None = None
+        self.registry.sync_crds(self.crd_objects())
 
     # -- helpers ----------------------------------------------------------------------------------------
 
-    def _crd_objects(self) -> list[dict[str, Any]]:
+    def crd_objects(self) -> list[dict[str, Any]]:
         crd_type = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         assert crd_type is not None
         return self.store.list(crd_type.prefix(None))[0]
 
-    def _core(self, plural: str) -> ResourceType:
+    def core_type(self, plural: str) -> ResourceType:
         resource_type = self.registry.get("", "v1", plural)
         assert resource_type is not None
         return resource_type
@@ -139,66 +149,76 @@ class ResourcesBase:
         return obj
 
     @staticmethod
-    def _stored_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    def stored_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         return events.to_core(obj) if resource_type.stored_as is not None else obj
 
     @staticmethod
-    def _served_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    def served_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """What a patch applies to: the stored object, or its view for a resource stored as another."""
         return events.from_core(obj) if resource_type.stored_as is not None else obj
 
-    def _existing(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
+    def existing(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         obj = self.store.get(resource_type.key(namespace, name))
         if obj is None:
             raise errors.not_found(resource_type.plural, resource_type.group, name)
         return obj
 
-    def _refuse(self, resource_type: ResourceType, name: str, causes: list[FieldError]) -> ApiError:
+    def refuse(self, resource_type: ResourceType, name: str, causes: list[FieldError]) -> ApiError:
         return errors.from_status(
             AdmissionError(resource_type.kind, resource_type.group, name, causes).status
         )
 
-    def _admit(
+    def admit(
         self, resource_type: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, query: Query
     ) -> dict[str, Any]:
         name = metadata_of(obj).get("name") or metadata_of(obj).get("generateName") or ""
         causes = validate_metadata(resource_type.kind, obj["metadata"], creating=old is None)
-        if query.get("fieldValidation") == "Strict":
-            if resource_type.custom and resource_type.schema:
-                unknown = prune(clone(obj), resource_type.schema, root=True)
-            else:
-                gvk = (resource_type.group, resource_type.version, resource_type.kind)
-                unknown = unknown_builtin_fields(gvk, obj)
+        validation = query.get("fieldValidation") or "Warn"  # the default since Kubernetes 1.23
+        if validation == "Strict":
+            unknown = self.unknown_fields(resource_type, obj)
             if unknown:
-                kind, version = resource_type.kind, resource_type.version
-                raise errors.bad_request(
-                    f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
-                    + ", ".join(f'unknown field "{path}"' for path in unknown)
-                )
+                raise strict_decoding_error(resource_type, [f'unknown field "{path}"' for path in unknown])
+        dropped: list[str] = []
         if resource_type.custom and resource_type.schema:
-            dropped: list[str] = []
             try:
-                obj = admit(resource_type.schema, obj, old, dropped)
+                obj = schema.admit(resource_type.schema, obj, old, dropped)
             except SchemaInvalid as refused:
                 causes += refused.errors
-            # Warn is the default since Kubernetes 1.23; built-in kinds are not searched for unknown fields
-            # unless the request is Strict (that walk would cost every write of a Pod or an Event).
-            if query.get("fieldValidation", "Warn") == "Warn":
-                for path in dropped:
-                    recorded_warnings.add(f'unknown field "{path}"')
-        elif resource_type.kind == "CustomResourceDefinition":
+        elif not resource_type.custom:
+            # Typed decoding: unknown fields are lost, and the empty maps and lists Go leaves out.
+            dropped = unknown_builtin_fields(self._stored_gvk(resource_type), obj, drop=True)
+        if validation == "Warn":
+            for path in dropped:
+                recorded_warnings.add(f'unknown field "{path}"')
+        if resource_type.kind == "CustomResourceDefinition" and not resource_type.custom:
             causes += crds.validate(obj)
-        else:
+        elif not (resource_type.custom and resource_type.schema):
             causes += validate_workload(resource_type.kind, obj, old)
+            if resource_type.kind == "Pod" and not resource_type.group and old is None:
+                causes += validate_pod(obj)
             causes += validate_webhook_configuration(resource_type.kind, obj)
         if causes:
-            raise self._refuse(resource_type, name, causes)
+            raise self.refuse(resource_type, name, causes)
         return obj
 
-    def _check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:
+    def unknown_fields(self, resource_type: ResourceType, obj: dict[str, Any]) -> list[str]:
+        """The paths of the fields of `obj` its kind's schema does not declare."""
+        if resource_type.custom and resource_type.schema:
+            return schema.prune(clone(obj), resource_type.schema, root=True)
+        return unknown_builtin_fields(self._stored_gvk(resource_type), obj)
+
+    def _stored_gvk(self, resource_type: ResourceType) -> tuple[str, str, str]:
+        """The kind an object is admitted as: its stored kind (an events.k8s.io Event is a core one)."""
+        stored = resource_type
+        if resource_type.stored_as is not None:
+            group, plural = resource_type.stored_as
+            stored = next(t for t in self.registry.resources(group, "v1") if t.plural == plural)
+        return stored.group, stored.version, stored.kind
+
+    def check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:
         if not resource_type.namespaced:
             return
-        namespace_obj = self.store.get(self._core("namespaces").key(None, namespace or ""))
+        namespace_obj = self.store.get(self.core_type("namespaces").key(None, namespace or ""))
         if namespace_obj is None:
             raise errors.not_found("namespaces", "", namespace or "")
         if namespace_obj["metadata"].get("deletionTimestamp"):
@@ -207,12 +227,12 @@ class ResourcesBase:
                 f"content in namespace {namespace} because it is being terminated"
             )
 
-    def _after_write(self, resource_type: ResourceType) -> None:
+    def after_write(self, resource_type: ResourceType) -> None:
         if resource_type.kind == "CustomResourceDefinition" and resource_type.group == "apiextensions.k8s.io":
-            self.registry.sync_crds(self._crd_objects())
+            self.registry.sync_crds(self.crd_objects())
 
-    def _services(self) -> builtin.ServiceAllocations:
-        if self._service_allocations is None:
-            services = self.store.list(self._core("services").prefix(None))[0]
-            self._service_allocations = builtin.ServiceAllocations.of(services)
-        return self._service_allocations
+    def services(self) -> builtin.ServiceAllocations:
+        if self.service_allocations is None:
+            services = self.store.list(self.core_type("services").prefix(None))[0]
+            self.service_allocations = builtin.ServiceAllocations.of(services)
+        return self.service_allocations

@@ -12,6 +12,7 @@ from kubesemantics.names import generated_name
 from localkube.server import builtin, crds, errors, patching
 from localkube.server.registry import ResourceType
 from localkube.server.rest.common import (
+    Core,
     Query,
     check_identity,
     clone,
@@ -19,47 +20,95 @@ from localkube.server.rest.common import (
     metadata_of,
     now,
 )
-from localkube.server.rest.read import Reads
 from localkube.storage import AlreadyExists
 
 _RNG = random.SystemRandom()
+# The built-in kinds whose registry strategy starts metadata.generation at 1 (and so counts spec changes).
+_TRACKS_GENERATION = frozenset(
+    {
+        ("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController"),
+        ("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+        ("batch", "Job"), ("batch", "CronJob"),
+        ("networking.k8s.io", "NetworkPolicy"), ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "IngressClass"),
+        ("discovery.k8s.io", "EndpointSlice"), ("policy", "PodDisruptionBudget"),
+        ("autoscaling", "HorizontalPodAutoscaler"), ("scheduling.k8s.io", "PriorityClass"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"), ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("resource.k8s.io", "ResourceSlice"), ("resource.k8s.io", "DeviceClass"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        *(
+            ("admissionregistration.k8s.io", kind)
+            for kind in (
+                "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+            )
+        ),
+    }
+)  # fmt: skip
 
 
-class Creates(Reads):
+class Creates:
+    """create, and seeding a fresh cluster."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
     def seed(self, objects: list[dict[str, Any]]) -> None:
         """Creates each object that does not exist yet (what a fresh cluster starts with)."""
         for obj in objects:
             group, _, version = obj["apiVersion"].rpartition("/")
-            resource_type = self.registry.by_kind(group, version, obj["kind"])
+            resource_type = self.core.registry.by_kind(group, version, obj["kind"])
             assert resource_type is not None, obj["kind"]
             namespace = obj["metadata"].get("namespace")
-            if self.store.get(resource_type.key(namespace, obj["metadata"]["name"])) is None:
+            if self.core.store.get(resource_type.key(namespace, obj["metadata"]["name"])) is None:
                 self.create(resource_type, namespace, clone(obj), {})
 
     def create(
         self, resource_type: ResourceType, namespace: str | None, obj: dict[str, Any], query: Query
     ) -> dict[str, Any]:
+        registry_set = [
+            path
+            for path in builtin.SET_BY_REGISTRY.get(resource_type.kind, ())
+            if not resource_type.custom
+            if _value_at(obj, path) is None
+        ]
         obj = self._prepare_create(resource_type, namespace, obj)
-        obj = self._admit(resource_type, obj, None, query)
+        obj = self.core.admit(resource_type, obj, None, query)
         if query.get("fieldManager") and "managedFields" not in obj["metadata"]:
-            obj = patching.record(resource_type, None, obj, query["fieldManager"], None)
+            obj = self._record_creator(resource_type, obj, query["fieldManager"], registry_set)
         name = obj["metadata"]["name"]
         if is_dry_run(query):
-            if self.store.get(resource_type.key(namespace, name)) is not None:
+            if self.core.store.get(resource_type.key(namespace, name)) is not None:
                 raise errors.already_exists(resource_type.plural, resource_type.group, name)
-            return self.output(resource_type, obj)
+            return self.core.output(resource_type, obj)
         try:
-            created = self.store.create(resource_type.key(namespace, name), obj)
+            created = self.core.store.create(resource_type.key(namespace, name), obj)
         except AlreadyExists:
             raise errors.already_exists(resource_type.plural, resource_type.group, name) from None
-        self._after_write(resource_type)
-        return self.output(resource_type, created)
+        self.core.after_write(resource_type)
+        return self.core.output(resource_type, created)
+
+    @staticmethod
+    def _record_creator(
+        resource_type: ResourceType, obj: dict[str, Any], manager: str, registry_set: list[tuple[str, ...]]
+    ) -> dict[str, Any]:
+        """`obj` with its creator owning what it set: not what the registry set after the field manager ran."""
+        if not registry_set:
+            return patching.record(resource_type, None, obj, manager, None)
+        view = clone(obj)
+        for path in registry_set:
+            parent = _value_at(view, path[:-1])
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+        managed = patching.record(resource_type, None, view, manager, None)["metadata"].get("managedFields")
+        if managed:
+            obj["metadata"]["managedFields"] = managed
+        return obj
 
     def _prepare_create(
         self, resource_type: ResourceType, namespace: str | None, obj: dict[str, Any]
     ) -> dict[str, Any]:
         check_identity(resource_type, obj)
-        obj = self._stored_form(resource_type, obj)
+        obj = self.core.stored_form(resource_type, obj)
         metadata = metadata_of(obj)
         if resource_type.namespaced:
             if metadata.get("namespace") not in (None, "", namespace):
@@ -71,7 +120,7 @@ class Creates(Reads):
             metadata.pop("namespace", None)
         if metadata.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
-        self._check_namespace(
+        self.core.check_namespace(
             resource_type, namespace, str(metadata.get("name") or metadata.get("generateName") or "")
         )
         if not metadata.get("name") and metadata.get("generateName"):
@@ -80,14 +129,21 @@ class Creates(Reads):
         metadata["creationTimestamp"] = now()
         for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             metadata.pop(server_owned, None)
-        if resource_type.custom or "spec" in obj:
+        if resource_type.custom or (resource_type.group, resource_type.kind) in _TRACKS_GENERATION:
             metadata["generation"] = 1
         else:
             metadata.pop("generation", None)
         if resource_type.has_status():
             obj.pop("status", None)
-        builtin.default_on_create(resource_type.kind, obj, self._services)
+        builtin.default_on_create(resource_type.kind, obj, self.core.services)
         builtin.normalize_on_write(resource_type.kind, obj)
         if resource_type.kind == "CustomResourceDefinition":
             crds.set_status(obj)
         return obj
+
+
+def _value_at(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = obj
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value

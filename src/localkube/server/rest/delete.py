@@ -10,15 +10,63 @@ import datetime
 from typing import Any
 
 from kubesemantics import times
+from kubesemantics.status import status_body
 from localkube.server import builtin, errors
 from localkube.server.errors import ApiError
 from localkube.server.registry import ResourceType
-from localkube.server.rest.common import Query, clone, is_dry_run, is_namespace
-from localkube.server.rest.create import Creates
+from localkube.server.rest.common import Core, Query, clone, is_dry_run, is_namespace
+from localkube.server.rest.read import Reads
 from localkube.storage import Conflict
 
+# The kinds whose registry answers a delete with the object deleted (ReturnDeletedObject); every other
+# kind, custom resources among them, answers with a Success Status naming it.
+_RETURN_DELETED_OBJECT = frozenset(
+    {
+        ("", "pods"),
+        ("", "services"),
+        ("", "serviceaccounts"),
+        ("", "namespaces"),
+        ("", "persistentvolumes"),
+        ("", "persistentvolumeclaims"),
+        ("", "resourcequotas"),
+        ("", "podtemplates"),
+        *(
+            ("storage.k8s.io", plural)
+            for plural in (
+                "storageclasses",
+                "csidrivers",
+                "csinodes",
+                "volumeattachments",
+                "volumeattributesclasses",
+            )
+        ),
+        *(
+            ("resource.k8s.io", plural)
+            for plural in ("resourceclaims", "resourceclaimtemplates", "resourceslices", "deviceclasses")
+        ),
+    }
+)
 
-class Deletes(Creates):
+
+def deletion_reply(resource_type: ResourceType, code: int, obj: dict[str, Any]) -> dict[str, Any]:
+    """What a delete answers: the object while it waits (202) or where its kind returns it, otherwise a
+    Success Status with its name, uid and resource."""
+    if code != 200 or (resource_type.group, resource_type.plural) in _RETURN_DELETED_OBJECT:
+        return obj
+    metadata = obj.get("metadata") or {}
+    details = {"name": metadata.get("name", ""), "group": resource_type.group, "kind": resource_type.plural}
+    details = {k: v for k, v in details.items() if v}
+    details["uid"] = metadata.get("uid", "")
+    return status_body(0, details=details, success=True)
+
+
+class Deletes:
+    """delete and deletecollection, and what goes with an object removed."""
+
+    def __init__(self, core: Core, reads: Reads) -> None:
+        self.core = core
+        self.reads = reads
+
     def delete(
         self,
         resource_type: ResourceType,
@@ -28,14 +76,18 @@ class Deletes(Creates):
         query: Query,
     ) -> tuple[int, dict[str, Any]]:
         """Deletes or starts deleting; returns (200 if gone now, 202 if waiting on finalizers, object)."""
-        old = self._existing(resource_type, namespace, name)
+        old = self.core.existing(resource_type, namespace, name)
         metadata = old["metadata"]
         preconditions = options.get("preconditions") or {}
         if preconditions.get("uid") not in (None, metadata.get("uid")):
+            # The registry's own check (before storage's), which names the Kind.
             raise errors.conflict(
-                resource_type.plural, resource_type.group, name,
-                f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {metadata.get('uid')}",
-            )  # fmt: skip
+                resource_type.kind,
+                resource_type.group,
+                name,
+                f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                f"({metadata.get('uid')}). The object might have been deleted and then recreated",
+            )
         if preconditions.get("resourceVersion") not in (None, metadata.get("resourceVersion")):
             raise errors.conflict(
                 resource_type.plural, resource_type.group, name,
@@ -58,7 +110,7 @@ class Deletes(Creates):
             held_by_content = self._has_content(name)
         if finalizers or grace or held_by_content:
             if metadata.get("deletionTimestamp") and finalizers == list(metadata.get("finalizers") or []):
-                return 202, self.output(resource_type, old)
+                return 202, self.core.output(resource_type, old)
             marked = clone(old)
             marked_metadata = marked["metadata"]
             marked_metadata["finalizers"] = finalizers
@@ -75,27 +127,27 @@ class Deletes(Creates):
                 marked.setdefault("status", {})["phase"] = "Terminating"
                 marked.setdefault("spec", {})["finalizers"] = ["kubernetes"]
             if dry_run:
-                return 202, self.output(resource_type, marked)
-            updated = self.store.update(
+                return 202, self.core.output(resource_type, marked)
+            updated = self.core.store.update(
                 resource_type.key(namespace, name), marked, int(metadata["resourceVersion"])
             )
-            return 202, self.output(resource_type, updated)
+            return 202, self.core.output(resource_type, updated)
         if dry_run:
-            return 200, self.output(resource_type, old)
-        return 200, self.output(
-            resource_type, self._remove(resource_type, namespace, name, int(metadata["resourceVersion"]))
+            return 200, self.core.output(resource_type, old)
+        return 200, self.core.output(
+            resource_type, self.remove(resource_type, namespace, name, int(metadata["resourceVersion"]))
         )
 
-    def _remove(
+    def remove(
         self, resource_type: ResourceType, namespace: str | None, name: str, revision: int
     ) -> dict[str, Any]:
         """Removes the object now, with what goes with it: a namespace's contents, a CRD's resources."""
         if is_namespace(resource_type):
             self._empty_namespace(name)
         try:
-            removed = self.store.delete(resource_type.key(namespace, name), revision)
-            if resource_type.kind == "Service" and not resource_type.group and self._service_allocations:
-                self._service_allocations.release(removed)
+            removed = self.core.store.delete(resource_type.key(namespace, name), revision)
+            if resource_type.kind == "Service" and not resource_type.group and self.core.service_allocations:
+                self.core.service_allocations.release(removed)
         except Conflict:
             raise errors.conflict(
                 resource_type.plural, resource_type.group, name, errors.STALE_OBJECT
@@ -105,33 +157,35 @@ class Deletes(Creates):
         if resource_type.kind == "CustomResourceDefinition" and resource_type.group == "apiextensions.k8s.io":
             spec = removed.get("spec", {})
             prefix = f"/registry/{spec.get('group')}/{spec.get('names', {}).get('plural')}/"
-            for key in self.store.keys(prefix):
-                self.store.delete(key)
-            self._after_write(resource_type)
+            for key in self.core.store.keys(prefix):
+                self.core.store.delete(key)
+            self.core.after_write(resource_type)
         return removed
 
     def _has_content(self, namespace: str) -> bool:
         return any(
-            self.store.count(t.prefix(namespace)) for t in self.registry if t.namespaced and not t.virtual
+            self.core.store.count(t.prefix(namespace))
+            for t in self.core.registry
+            if t.namespaced and not t.virtual
         )
 
     def finish_terminating_namespace(self, namespace: str) -> None:
         """Removes a Terminating namespace once its last object is gone (the namespace controller's job)."""
-        key = self._core("namespaces").key(None, namespace)
-        namespace_obj = self.store.get(key)
+        key = self.core.core_type("namespaces").key(None, namespace)
+        namespace_obj = self.core.store.get(key)
         if (
             namespace_obj is not None
             and namespace_obj["metadata"].get("deletionTimestamp")
             and not namespace_obj["metadata"].get("finalizers")
             and not self._has_content(namespace)
         ):
-            self.store.delete(key)
+            self.core.store.delete(key)
 
     def _empty_namespace(self, namespace: str) -> None:
-        for resource_type in list(self.registry):
+        for resource_type in list(self.core.registry):
             if not resource_type.namespaced or resource_type.virtual:
                 continue
-            for obj in self.store.list(resource_type.prefix(namespace))[0]:
+            for obj in self.core.store.list(resource_type.prefix(namespace))[0]:
                 name = obj["metadata"]["name"]
                 try:
                     self.delete(resource_type, namespace, name, {}, {})
@@ -141,7 +195,7 @@ class Deletes(Creates):
     def delete_collection(
         self, resource_type: ResourceType, namespace: str | None, options: dict[str, Any], query: Query
     ) -> list[dict[str, Any]]:
-        objects, _ = self.list_objects(
+        objects, _ = self.reads.list_objects(
             resource_type, namespace, {k: v for k, v in query.items() if k != "limit"}
         )
         deleted = []

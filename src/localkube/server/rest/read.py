@@ -9,12 +9,17 @@ from typing import Any
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
 from localkube.server import errors
 from localkube.server.registry import ResourceType
-from localkube.server.rest.common import Query, ResourcesBase, decode_continue, encode_continue
+from localkube.server.rest.common import Core, Query, decode_continue, encode_continue
 
 
-class Reads(ResourcesBase):
+class Reads:
+    """get and list."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
     def get(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
-        return self.output(resource_type, self._existing(resource_type, namespace, name))
+        return self.core.output(resource_type, self.core.existing(resource_type, namespace, name))
 
     def list_objects(
         self, resource_type: ResourceType, namespace: str | None, query: Query
@@ -28,19 +33,21 @@ class Reads(ResourcesBase):
         if field_match is not None and resource_type.stored_as:
             # Field paths name the served form (events.k8s.io's `regarding.name`), not the stored one.
             stored_match = field_match
-            field_match = lambda obj: stored_match(self.output(resource_type, obj))  # noqa: E731
+            field_match = lambda obj: stored_match(self.core.output(resource_type, obj))  # noqa: E731
         limit = int(query.get("limit") or 0)
         token = query.get("continue")
-        revision, start_after = decode_continue(token) if token else (self.store.revision, None)
+        revision, start_after = decode_continue(token) if token else (self.core.store.revision, None)
         prefix = resource_type.prefix(namespace)
         exact_name = _exact_name(query.get("fieldSelector"))
         if exact_name is not None and start_after is None and (namespace or not resource_type.namespaced):
             # kubectl's delete and wait list by name: one lookup instead of a scan.
-            found = self.store.get(resource_type.key(namespace, exact_name))
+            found = self.core.store.get(resource_type.key(namespace, exact_name))
             objects = [found] if found is not None and (label_match is None or label_match(found)) else []
             more = False
         elif label_match is None and field_match is None:
-            objects, _ = self.store.list(prefix, start_after=start_after, limit=limit + 1 if limit else None)
+            objects, _ = self.core.store.list(
+                prefix, start_after=start_after, limit=limit + 1 if limit else None
+            )
             more = bool(limit) and len(objects) > limit
             objects = objects[:limit] if more else objects
         else:
@@ -51,7 +58,7 @@ class Reads(ResourcesBase):
             metadata["continue"] = encode_continue(
                 revision, resource_type.key(last.get("namespace"), last["name"])
             )
-        return [self.output(resource_type, obj) for obj in objects], metadata
+        return [self.core.output(resource_type, obj) for obj in objects], metadata
 
     def _filtered(
         self,
@@ -62,7 +69,7 @@ class Reads(ResourcesBase):
         field_match: Callable[[dict[str, Any]], bool] | None,
     ) -> tuple[list[dict[str, Any]], bool]:
         selected: list[dict[str, Any]] = []
-        for obj in self.store.list(prefix, start_after=start_after)[0]:
+        for obj in self.core.store.list(prefix, start_after=start_after)[0]:
             if (label_match is None or label_match(obj)) and (field_match is None or field_match(obj)):
                 if limit and len(selected) == limit:
                     return selected, True

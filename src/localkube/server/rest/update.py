@@ -14,6 +14,7 @@ from localkube.admission.errors import FieldError
 from localkube.server import builtin, crds, errors, patching
 from localkube.server.registry import ResourceType
 from localkube.server.rest.common import (
+    Core,
     Query,
     check_identity,
     clone,
@@ -23,11 +24,19 @@ from localkube.server.rest.common import (
     parse_resource_version,
     spec_part,
 )
+from localkube.server.rest.create import Creates
 from localkube.server.rest.delete import Deletes
 from localkube.storage import Conflict, NotFound
 
 
-class Updates(Deletes):
+class Updates:
+    """update and patch (server-side apply may create; removing the last finalizer may delete)."""
+
+    def __init__(self, core: Core, creates: Creates, deletes: Deletes) -> None:
+        self.core = core
+        self.creates = creates
+        self.deletes = deletes
+
     def update(
         self,
         resource_type: ResourceType,
@@ -38,8 +47,8 @@ class Updates(Deletes):
         query: Query,
     ) -> dict[str, Any]:
         check_identity(resource_type, obj)
-        obj = self._stored_form(resource_type, obj)
-        old = self._existing(resource_type, namespace, name)
+        obj = self.core.stored_form(resource_type, obj)
+        old = self.core.existing(resource_type, namespace, name)
         metadata = metadata_of(obj)
         if metadata.get("name") != name:
             raise errors.bad_request(
@@ -51,7 +60,7 @@ class Updates(Deletes):
             )
         expected = parse_resource_version(metadata.get("resourceVersion"), "metadata.resourceVersion")
         if expected is None and resource_type.custom:
-            raise self._refuse(
+            raise self.core.refuse(
                 resource_type,
                 name,
                 [
@@ -78,9 +87,9 @@ class Updates(Deletes):
         if expected is not None and expected != old_rv:
             raise errors.conflict(resource_type.plural, resource_type.group, name, errors.STALE_OBJECT)
         new = self._merge_update(resource_type, old, obj, subresource)
-        new = self._admit(resource_type, new, old, query)
+        new = self.core.admit(resource_type, new, old, query)
         if comparable(new) == comparable(old):
-            return self.output(resource_type, old)
+            return self.core.output(resource_type, old)
         if query.get("fieldManager") and not applying:
             new = patching.record(resource_type, old, new, query["fieldManager"], subresource)
         # An object that waited only on finalizers goes when the last one is removed; one in a graceful
@@ -90,20 +99,22 @@ class Updates(Deletes):
         )
         if waiting_on_finalizers and not new["metadata"].get("finalizers"):
             if is_dry_run(query):
-                return self.output(resource_type, new)
-            return self.output(resource_type, self._remove(resource_type, namespace, name, old_rv))
+                return self.core.output(resource_type, new)
+            return self.core.output(
+                resource_type, self.deletes.remove(resource_type, namespace, name, old_rv)
+            )
         if is_dry_run(query):
-            return self.output(resource_type, new)
+            return self.core.output(resource_type, new)
         try:
-            updated = self.store.update(resource_type.key(namespace, name), new, old_rv)
+            updated = self.core.store.update(resource_type.key(namespace, name), new, old_rv)
         except Conflict:
             raise errors.conflict(
                 resource_type.plural, resource_type.group, name, errors.STALE_OBJECT
             ) from None
         except NotFound:
             raise errors.not_found(resource_type.plural, resource_type.group, name) from None
-        self._after_write(resource_type)
-        return self.output(resource_type, updated)
+        self.core.after_write(resource_type)
+        return self.core.output(resource_type, updated)
 
     def _merge_update(
         self, resource_type: ResourceType, old: dict[str, Any], obj: dict[str, Any], subresource: str | None
@@ -137,7 +148,7 @@ class Updates(Deletes):
         if old_metadata.get("deletionTimestamp"):
             added = set(metadata.get("finalizers") or []) - set(old_metadata.get("finalizers") or [])
             if added:
-                raise self._refuse(
+                raise self.core.refuse(
                     resource_type,
                     old_metadata["name"],
                     [
@@ -177,7 +188,7 @@ class Updates(Deletes):
         query: Query,
     ) -> tuple[int, dict[str, Any]]:
         """Applies a patch; returns (HTTP code, object): 201 when server-side apply created it."""
-        old = self.store.get(resource_type.key(namespace, name))
+        old = self.core.store.get(resource_type.key(namespace, name))
         if content_type == patching.APPLY:
             applied = patching.parse_apply(patch_body)
             check_identity(resource_type, applied)
@@ -189,6 +200,8 @@ class Updates(Deletes):
                     "FieldValueRequired",
                     "Required value: is required for apply patch",
                 )
+            if query.get("fieldValidation") == "Strict":
+                _refuse_untyped(resource_type, applied, self.core.unknown_fields(resource_type, applied))
             if old is None:
                 if subresource:
                     raise errors.not_found(resource_type.plural, resource_type.group, name)
@@ -200,10 +213,10 @@ class Updates(Deletes):
                 created = patching.apply(
                     resource_type, None, applied, manager, query.get("force") == "true", None
                 )
-                return 201, self.create(resource_type, namespace, created, query)
+                return 201, self.creates.create(resource_type, namespace, created, query)
             result = patching.apply(
                 resource_type,
-                self._served_form(resource_type, old),
+                self.core.served_form(resource_type, old),
                 applied,
                 manager,
                 query.get("force") == "true",
@@ -217,8 +230,8 @@ class Updates(Deletes):
                 if resource_type.custom
                 else (resource_type.group, resource_type.version, resource_type.kind)
             )
-            result = patching.patch(self._served_form(resource_type, old), patch_body, content_type, gvk)
-        result = self._stored_form(resource_type, result)
+            result = patching.patch(self.core.served_form(resource_type, old), patch_body, content_type, gvk)
+        result = self.core.stored_form(resource_type, result)
         old_rv = old["metadata"]["resourceVersion"]
         requested = result.get("metadata", {}).get("resourceVersion")
         expected = parse_resource_version(requested) if requested and requested != old_rv else int(old_rv)
@@ -226,3 +239,19 @@ class Updates(Deletes):
         return 200, self._write_update(
             resource_type, namespace, old, result, subresource, expected, query, applying
         )
+
+
+def _refuse_untyped(resource_type: ResourceType, applied: dict[str, Any], unknown: list[str]) -> None:
+    """An apply configuration with fields its kind does not declare cannot be typed: the API server's field
+    manager fails (500, in structured-merge-diff's words) under Strict field validation."""
+    if not unknown:
+        return
+    metadata = applied.get("metadata") or {}
+    problems = [f".{path}: field not declared in schema" for path in unknown]
+    detail = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
+    raise errors.ApiError(
+        500,
+        "",
+        f"failed to create typed patch object ({metadata.get('namespace', '')}/{metadata.get('name', '')}; "
+        f"{resource_type.group}/{resource_type.version}, Kind={resource_type.kind}): {detail}",
+    )
