@@ -148,8 +148,8 @@ def test_operator_flags_without_an_operator_are_refused(tmp_path: Path) -> None:
     assert not (data_dir / "localkube").exists()
 
 
-@pytest.mark.parametrize("module", ["kuberay", "kuberay.cli", "kuberay.operator", "kuberay.operator.main",
-                                    "localkube", "localkube.cli"])  # fmt: skip
+@pytest.mark.parametrize("module", ["kuberay", "kuberay.cli", "kuberay.history.server", "kuberay.operator",
+                                    "kuberay.operator.main", "localkube", "localkube.cli"])  # fmt: skip
 def test_every_runnable_module_runs(module: str) -> None:
     """Each module a user can run with -m (it has a __main__ or an `if __name__` block) answers --help."""
     result = subprocess.run(

@@ -24,6 +24,7 @@ from cryptography import x509
 from kuberay.runtime import errors
 from kuberay.runtime.resources import SECRET, Resource
 from support.certmanager_process import CertManager
+from support.eventually import eventually
 from support.operator_process import OperatorProcess
 
 from .conftest import RAYCLUSTER, Kube
@@ -72,7 +73,7 @@ async def test_no_pod_before_the_certificates_are_issued(kube: Kube, installed: 
             events = [e for e in await kube.events(name) if e["reason"] == "MTLSCertsNotReady"]
             return bool(events) and events[0].get("count", 1) >= 2
 
-        await kube.wait_for(held_twice, 60)
+        await eventually(held_twice, 60)
         assert len((await kube.client.list(CERTIFICATE, kube.namespace)).items) == 3
         assert await kube.pods(name) == []
     finally:
@@ -81,7 +82,7 @@ async def test_no_pod_before_the_certificates_are_issued(kube: Kube, installed: 
     async def ready() -> bool:
         return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
 
-    await kube.wait_for(ready, 180)
+    await eventually(ready, 180)
 
 
 async def test_mtls_cluster_ready_with_cert_manager(
@@ -93,7 +94,7 @@ async def test_mtls_cluster_ready_with_cert_manager(
     async def ready() -> bool:
         return (await kube.cluster(name)).get("status", {}).get("state") == "ready"
 
-    await kube.wait_for(ready, 180)
+    await eventually(ready, 180)
     assert installed.running()
     issuers = {i["metadata"]["name"]: i for i in (await kube.client.list(ISSUER, kube.namespace)).items}
     certificates = {
@@ -133,7 +134,7 @@ async def test_mtls_cluster_ready_with_cert_manager(
             secret = await kube.client.get(SECRET, secret_name, kube.namespace)
             return {"tls.crt", "tls.key", "ca.crt"} <= set(secret["data"]) and ip in san_ips(secret)
 
-        await kube.wait_for(names_pod_ip, 60)
+        await eventually(names_pod_ip, 60)
         secret = await kube.client.get(SECRET, volume["secret"]["secretName"], kube.namespace)
         owner = certificates[f"ray-{node_type}-cert-{name}"]["metadata"]["uid"]
         assert owner in {o["uid"] for o in secret["metadata"]["ownerReferences"]}
@@ -158,7 +159,7 @@ async def test_mtls_cluster_ready_with_cert_manager(
             [["NAME", "READY"], *([n, "True"] for n in certificates)]
         )
 
-    await kube.wait_for(all_ready, 60)
+    await eventually(all_ready, 60)
 
     # Deleting the cluster takes the Issuers, Certificates and their Secrets with it.
     await kube.client.delete(RAYCLUSTER, name, kube.namespace)
@@ -177,4 +178,4 @@ async def test_mtls_cluster_ready_with_cert_manager(
                 left.append(await kube.client.get(SECRET, secret_name, kube.namespace))
         return not left
 
-    await kube.wait_for(gone, 120)
+    await eventually(gone, 120)

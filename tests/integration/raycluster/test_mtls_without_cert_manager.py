@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from support.eventually import eventually
 from support.operator_process import OperatorProcess
 
 from .conftest import Kube
@@ -28,7 +29,7 @@ async def test_refused_with_upstreams_message(kube: Kube, operator: OperatorProc
             for e in await kube.events(name)
         )
 
-    await kube.wait_for(refused, 60)
+    await eventually(refused, 60)
     assert await kube.pods(name) == []
     assert (await kube.cluster(name)).get("status", {}).get("state") is None
     assert "cert-manager API not found; RayClusters with tlsOptions are refused" in operator.log.read_text()
