@@ -65,7 +65,7 @@ def duplicate_fields(body: bytes, content_type: str) -> list[str]:
 
     try:
         decoded = json.loads(body, object_pairs_hook=pairs)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: the body's decoding refuses it
         return []
     found: list[str] = []
     if repeated:

@@ -29,3 +29,12 @@ async def new_namespace(client: Client) -> str:
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.05)
+
+
+# The ConfigMap the control plane publishes in every namespace (kube-root-ca.crt, as kube-apiserver's
+# root-CA publisher does): these tests use ConfigMaps as a toy kind and watch only their own.
+NOT_ROOT_CA = "metadata.name!=kube-root-ca.crt"
+
+
+def not_root_ca(event: Any) -> bool:
+    return bool(event.obj["metadata"]["name"] != "kube-root-ca.crt")

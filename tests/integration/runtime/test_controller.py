@@ -16,7 +16,7 @@ from kuberay.runtime.resources import CONFIG_MAP, EVENT, SECRET, ObjectKey
 from kuberay.runtime.steps import step
 from support.eventually import eventually
 
-from .kube import client_for, new_namespace
+from .kube import client_for, new_namespace, not_root_ca
 
 
 @contextlib.asynccontextmanager
@@ -61,7 +61,7 @@ async def test_a_controller_reconciles_each_key_once_per_burst_of_changes(localk
         return Result()
 
     manager = Manager(client, RuntimeMetrics(CollectorRegistry()), namespaces=[namespace])
-    manager.add(Controller("toy", reconcile).for_(CONFIG_MAP).owns(SECRET))
+    manager.add(Controller("toy", reconcile).for_(CONFIG_MAP, not_root_ca).owns(SECRET))
     key = ObjectKey(namespace, "parent")
     async with running(manager):
         parent = await client.create(
@@ -111,7 +111,7 @@ async def test_a_conflicting_update_is_retried_and_converges(localkube):
         client, RuntimeMetrics(registry := CollectorRegistry()), namespaces=[namespace], clock=clock
     )
     limiter = RequeueRateLimiter(clock, base=0.01, cap=1.0)
-    manager.add(Controller("toy", reconcile, rate_limiter=limiter).for_(CONFIG_MAP))
+    manager.add(Controller("toy", reconcile, rate_limiter=limiter).for_(CONFIG_MAP, not_root_ca))
     async with running(manager):
         await client.create(
             CONFIG_MAP, {"metadata": {"name": "cm", "namespace": namespace}, "data": {"mine": "1"}}
@@ -162,7 +162,7 @@ async def test_a_reconcile_timeout_is_recorded_as_an_event_naming_the_step(local
         return Result()
 
     manager = Manager(client, RuntimeMetrics(CollectorRegistry()), namespaces=[namespace], recorder=recorder)
-    manager.add(Controller("toy", reconcile, timeout=0.2).for_(CONFIG_MAP))
+    manager.add(Controller("toy", reconcile, timeout=0.2).for_(CONFIG_MAP, not_root_ca))
     async with running(manager):
         await client.create(CONFIG_MAP, {"metadata": {"name": "stuck", "namespace": namespace}})
 

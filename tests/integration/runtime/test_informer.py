@@ -13,7 +13,7 @@ from kuberay.runtime.resources import CONFIG_MAP
 from support.cable import Cable
 from support.eventually import eventually
 
-from .kube import client_for, new_namespace
+from .kube import NOT_ROOT_CA, client_for, new_namespace
 
 
 def cm(namespace: str, name: str, value: str = "0") -> dict:
@@ -22,7 +22,9 @@ def cm(namespace: str, name: str, value: str = "0") -> dict:
 
 @contextlib.asynccontextmanager
 async def informing(client: Client, namespace: str):
-    informer = Informer(client, CONFIG_MAP, namespaces=[namespace], retry_delays=(0.05, 0.3))
+    informer = Informer(
+        client, CONFIG_MAP, namespaces=[namespace], field_selector=NOT_ROOT_CA, retry_delays=(0.05, 0.3)
+    )
     events: list[tuple[EventType, str, str]] = []
     informer.add_handler(
         lambda e: events.append((e.type, e.obj["metadata"]["name"], e.obj.get("data", {}).get("v", "")))
@@ -157,7 +159,9 @@ async def test_a_resync_redelivers_every_cached_object(localkube):
     for name in "ab":
         await client.create(CONFIG_MAP, cm(namespace, name))
     clock = FakeClock()
-    informer = Informer(client, CONFIG_MAP, namespaces=[namespace], resync_period=600, clock=clock)
+    informer = Informer(
+        client, CONFIG_MAP, namespaces=[namespace], field_selector=NOT_ROOT_CA, resync_period=600, clock=clock
+    )
     resyncs: list[str] = []
     informer.add_handler(lambda e: e.type is EventType.RESYNC and resyncs.append(e.obj["metadata"]["name"]))
     task = asyncio.create_task(informer.run())
