@@ -1,7 +1,7 @@
 import asyncio
 
 from kuberay.runtime.clock import FakeClock
-from kuberay.runtime.events import EVENTS_V1, WARNING, EventRecorder
+from kuberay.runtime.events import EVENTS_V1, REMEMBER_S, WARNING, EventRecorder
 from kuberay.runtime.resources import CONFIG_MAP, EVENT
 
 from .kube import client_for, new_namespace
@@ -34,6 +34,30 @@ async def test_repeated_events_are_one_event_with_a_count(localkube):
         "2026-01-01T00:00:00Z",
         "2026-01-01T00:00:02Z",
     )
+    await client.close()
+
+
+async def test_an_event_not_repeated_within_ten_minutes_is_forgotten(localkube):
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
+    clock = FakeClock()
+    recorder = EventRecorder(client, component="raycluster-controller", instance="test", clock=clock)
+    writer = asyncio.create_task(recorder.run())
+    recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded")
+    await asyncio.wait_for(recorder.flush(), 20)
+    clock.advance(REMEMBER_S + 1)
+    recorder.record(subject, WARNING, "Other", "another pod")
+    recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded")
+    await asyncio.wait_for(recorder.flush(), 20)
+    writer.cancel()
+    events = (await client.list(EVENT, namespace)).items
+    assert sorted((e["reason"], e["count"]) for e in events) == [
+        ("FailedToCreatePod", 1),
+        ("FailedToCreatePod", 1),
+        ("Other", 1),
+    ]
+    assert len(recorder._written) == 2  # the first Event's memory went with its ten minutes
     await client.close()
 
 
