@@ -46,16 +46,8 @@ async def _replay_once(
 ) -> dict[str, Any]:
     """One fresh localkube (of `source`'s checkout, else this one), prefilled, then the timed replay."""
     cluster = scale.Cluster(workdir, args.concurrency, args.qps, args.burst)
-    previous = os.environ.get("PYTHONPATH")
-    if source is not None:
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source / "src"), previous]))
-    try:
+    with scale.checkout(source):
         cluster.start_localkube()
-    finally:
-        if previous is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = previous
     try:
         async with cluster.client() as client:
             for copy in range(args.prefill_clusters // args.clusters):
@@ -116,6 +108,8 @@ def main() -> None:
         "--prefill-clusters", type=int, default=0, help="clusters' worth of objects stored before the replay"
     )
     args = parser.parse_args()
+    if args.skip_limit or args.source is not None:
+        parser.error("--skip-limit and --source are benchmarks.scale's; use --baseline here")
     workdir = Path(tempfile.mkdtemp(prefix="kuberay-localkube-ab-"))
     try:
         asyncio.run(run(args, workdir))

@@ -423,7 +423,9 @@ class Store:
         ]
 
     def _publish(self, event: Event) -> None:
-        self._window.append(event)
+        # The window keeps the bytes alone: a resume is rare, and thousands of decoded objects kept for it
+        # were most of what the cyclic garbage collector walked on each full collection.
+        self._window.append(Event(event.type, event.key, event.revision, event.value))
         for watch in list(self._watches):
             if event.key.startswith(watch.prefix):
                 watch.deliver(event)
