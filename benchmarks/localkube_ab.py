@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import replay, scale
-from benchmarks.procstat import read_stat
 
 SETTLE_S = 3.0  # as benchmarks.scale waits before its replay: localkube's start-up work is not counted
 
@@ -57,10 +56,9 @@ async def _replay_once(
             await scale._create_namespace(client, scale.BENCH_NAMESPACE)
             await asyncio.sleep(SETTLE_S)
             load_before = _load()
-            cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
-            replaying = replay.Replay(client, replay.fresh(writes))
-            elapsed = await replaying.run(args.concurrency)
-            cpu = read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+            replaying, elapsed, cpu = await scale.timed_replay(
+                cluster, client, replay.fresh(writes), args.concurrency
+            )
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)

@@ -255,6 +255,17 @@ async def record(args: argparse.Namespace, workdir: Path, operator: Sequence[str
     return replay.recorded_writes(audit_log, BENCH_NAMESPACE)
 
 
+async def timed_replay(
+    cluster: Cluster, client: httpx.AsyncClient, writes: list[replay.Write], concurrency: int
+) -> tuple[replay.Replay, float, float]:
+    """Replays `writes` on `cluster`'s localkube: the replay (its `failed`), the seconds it took, and
+    localkube's CPU seconds meanwhile."""
+    replaying = replay.Replay(client, writes)
+    cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
+    elapsed = await replaying.run(concurrency)
+    return replaying, elapsed, read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+
+
 async def measure_limit(
     args: argparse.Namespace, workdir: Path, writes: list[replay.Write]
 ) -> dict[str, Any]:
@@ -268,10 +279,7 @@ async def measure_limit(
             # As long as the operator phase gives a fresh localkube (its start-up and idle RSS reading):
             # right after its start, localkube's own start-up work would be counted against the limit.
             await asyncio.sleep(3)
-            replaying = replay.Replay(client, writes)
-            cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
-            elapsed = await replaying.run(args.concurrency)
-            cpu = read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+            replaying, elapsed, cpu = await timed_replay(cluster, client, writes, args.concurrency)
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)

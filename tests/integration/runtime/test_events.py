@@ -7,13 +7,19 @@ from kuberay.runtime.resources import CONFIG_MAP, EVENT
 from .kube import client_for, new_namespace
 
 
-async def test_repeated_events_are_one_event_with_a_count(localkube):
+async def recording(localkube):
+    """A client, a fresh namespace, a ConfigMap there to record Events about, a fake clock, and a running
+    recorder with its writer task."""
     client = client_for(localkube)
     namespace = await new_namespace(client)
     subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
     clock = FakeClock()
     recorder = EventRecorder(client, component="raycluster-controller", instance="test", clock=clock)
-    writer = asyncio.create_task(recorder.run())
+    return client, namespace, subject, clock, recorder, asyncio.create_task(recorder.run())
+
+
+async def test_repeated_events_are_one_event_with_a_count(localkube):
+    client, namespace, subject, clock, recorder, writer = await recording(localkube)
     for _ in range(3):
         recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded", action="Create")
         clock.advance(1)
@@ -38,12 +44,7 @@ async def test_repeated_events_are_one_event_with_a_count(localkube):
 
 
 async def test_an_event_not_repeated_within_ten_minutes_is_forgotten(localkube):
-    client = client_for(localkube)
-    namespace = await new_namespace(client)
-    subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
-    clock = FakeClock()
-    recorder = EventRecorder(client, component="raycluster-controller", instance="test", clock=clock)
-    writer = asyncio.create_task(recorder.run())
+    client, namespace, subject, clock, recorder, writer = await recording(localkube)
     recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded")
     await asyncio.wait_for(recorder.flush(), 20)
     clock.advance(REMEMBER_S + 1)
