@@ -17,6 +17,7 @@ object and tries again). Patches are sent as JSON patches when they are lists an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import Iterable
@@ -90,6 +91,19 @@ def recorded_writes(audit_log: Path, namespace: str) -> list[Write]:
             )  # fmt: skip
         )
     return found
+
+
+def fresh(writes: Iterable[Write], namespace: str | None = None) -> list[Write]:
+    """The writes again, not yet done (a list can be replayed once), moved to `namespace` if given."""
+    copies = []
+    for write in writes:
+        body = write.body
+        target = namespace or write.namespace
+        metadata = body.get("metadata") if isinstance(body, dict) else None
+        if namespace and isinstance(metadata, dict) and "namespace" in metadata:
+            body = {**body, "metadata": {**metadata, "namespace": namespace}}
+        copies.append(dataclasses.replace(write, namespace=target, body=body, done=asyncio.Event()))
+    return copies
 
 
 class Replay:

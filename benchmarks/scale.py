@@ -15,6 +15,9 @@ replay_failed (writes the fresh server refused), replay_s and replay_localkube_c
 ready_p99_s, operator_rss_mb, operator_cpu_s (since its start), operator_idle_rss_mb, rss_per_pod_kb,
 cpu_ms_per_pod (the operator's CPU in the operator phase per pod), and, to show which process bounds the
 run, localkube_cpu_s and elapsed_s of the operator phase.
+With `--skip-limit` only the operator phase runs (no limit fields); with `--source DIR` its localkube and
+operator run from another checkout, e.g. a worktree of a baseline commit, to compare two commits' operators
+(ready p50/p99) by running this command once with `--source` and once without.
 Nothing is asserted: this measures.
 """
 
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import socket
 import statistics
@@ -30,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +61,24 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+@contextlib.contextmanager
+def checkout(source: Path | None) -> Iterator[None]:
+    """Child processes started inside run `source`'s code (its `src` first on their PYTHONPATH; the same
+    virtualenv serves both checkouts); None: this checkout's."""
+    if source is None:
+        yield
+        return
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source / "src"), previous]))
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = previous
 
 
 class Cluster:
@@ -232,6 +255,17 @@ async def record(args: argparse.Namespace, workdir: Path, operator: Sequence[str
     return replay.recorded_writes(audit_log, BENCH_NAMESPACE)
 
 
+async def timed_replay(
+    cluster: Cluster, client: httpx.AsyncClient, writes: list[replay.Write], concurrency: int
+) -> tuple[replay.Replay, float, float]:
+    """Replays `writes` on `cluster`'s localkube: the replay (its `failed`), the seconds it took, and
+    localkube's CPU seconds meanwhile."""
+    replaying = replay.Replay(client, writes)
+    cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
+    elapsed = await replaying.run(concurrency)
+    return replaying, elapsed, read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+
+
 async def measure_limit(
     args: argparse.Namespace, workdir: Path, writes: list[replay.Write]
 ) -> dict[str, Any]:
@@ -245,10 +279,7 @@ async def measure_limit(
             # As long as the operator phase gives a fresh localkube (its start-up and idle RSS reading):
             # right after its start, localkube's own start-up work would be counted against the limit.
             await asyncio.sleep(3)
-            replaying = replay.Replay(client, writes)
-            cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
-            elapsed = await replaying.run(args.concurrency)
-            cpu = read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+            replaying, elapsed, cpu = await timed_replay(cluster, client, writes, args.concurrency)
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)
@@ -262,13 +293,16 @@ async def measure_limit(
 
 
 async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] = OURS) -> dict[str, Any]:
-    writes = await record(args, workdir / "record", operator)
-    limit = await measure_limit(args, workdir / "replay", writes)
+    limit: dict[str, Any] = {}
+    if not args.skip_limit:
+        writes = await record(args, workdir / "record", operator)
+        limit = await measure_limit(args, workdir / "replay", writes)
     cluster = Cluster(workdir / "measure", args.concurrency, args.qps, args.burst, operator)
     workdir.joinpath("measure").mkdir()
     try:
-        cluster.start_localkube()
-        cluster.start_operator()
+        with checkout(args.source):
+            cluster.start_localkube()
+            cluster.start_operator()
         assert cluster.operator is not None
         await asyncio.sleep(2)
         idle_rss = _rss_mb(cluster.operator.pid)
@@ -276,17 +310,22 @@ async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] =
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)
+    limits = {}
+    if limit:
+        limits = {
+            "limit_pods_per_s": round(limit["limit_pods_per_s"], 1),
+            "ratio": round(result["operator_pods_per_s"] / limit["limit_pods_per_s"], 3),
+            "replayed_writes": limit["replayed_writes"],
+            "replay_failed": limit["replay_failed"],
+            "replay_s": round(limit["replay_s"], 1),
+            "replay_localkube_cpu_s": round(limit["replay_localkube_cpu_s"], 1),
+        }
     return {
         "clusters": args.clusters,
         "operator_qps": args.qps,
         "pods": pods,
         "operator_pods_per_s": round(result["operator_pods_per_s"], 1),
-        "limit_pods_per_s": round(limit["limit_pods_per_s"], 1),
-        "ratio": round(result["operator_pods_per_s"] / limit["limit_pods_per_s"], 3),
-        "replayed_writes": limit["replayed_writes"],
-        "replay_failed": limit["replay_failed"],
-        "replay_s": round(limit["replay_s"], 1),
-        "replay_localkube_cpu_s": round(limit["replay_localkube_cpu_s"], 1),
+        **limits,
         "ready_p50_s": round(result["ready_p50_s"], 3),
         "ready_p99_s": round(result["ready_p99_s"], 3),
         "operator_rss_mb": round(result["operator_rss_mb"], 1),
@@ -314,6 +353,15 @@ def arguments(description: str | None = __doc__) -> argparse.ArgumentParser:
         "--burst", type=int, default=200, help="the operator's client burst (upstream's default)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the working directory (logs)")
+    parser.add_argument(
+        "--skip-limit", action="store_true", help="the operator phase alone (no recording, no replay)"
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        help="run the measured phase's localkube and operator from this checkout (e.g. a baseline worktree)",
+    )
     return parser
 
 

@@ -10,7 +10,11 @@ Both go through the one queue and writer.
 background (a full queue drops the Event with a log line, as client-go does). An Event identical to one
 already written (same object, type, reason, message) bumps that Event's `count` and `lastTimestamp` (its
 `series` for events.k8s.io/v1) instead of creating another, so a reconcile loop that repeats itself
-produces one Event with a count, not thousands of objects.
+produces one Event with a count, not thousands of objects. What was written is remembered for the 4096
+most recent Events (client-go's LRU) and at most `REMEMBER_S` since each was last written: an Event not
+repeated within ten minutes starts a new object when it comes again. Without the time bound the memory of
+Events grew for the first hours of an operator's life, a few hundred bytes per Event about a pod or a job
+since gone.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ log = logging.getLogger(__name__)
 NORMAL = "Normal"
 WARNING = "Warning"
 EVENTS_V1 = Resource("events.k8s.io/v1", "Event", "events")
+# client-go's aggregation window (defaultAggregateIntervalInSeconds): how long a written Event is remembered.
+REMEMBER_S = 600.0
 
 
 class Recorder(Protocol):
@@ -66,6 +72,7 @@ class _Occurrence(NamedTuple):
 class _Written(NamedTuple):
     name: str
     times: int
+    at: float  # the clock's monotonic time of the last write
 
 
 class EventRecorder:
@@ -136,7 +143,7 @@ class EventRecorder:
         )
         resource = EVENTS_V1 if controller else EVENT
         previous = self._written.get(similar)
-        if previous is not None:
+        if previous is not None and previous.at >= self._clock.monotonic() - REMEMBER_S:
             times = previous.times + 1
             if controller:
                 patch: dict[str, Any] = {
@@ -146,7 +153,7 @@ class EventRecorder:
                 patch = {"count": times, "lastTimestamp": format_time(at)}
             try:
                 await self.client.patch(resource, previous.name, patch, namespace)
-                self._remember(similar, _Written(previous.name, times))
+                self._remember(similar, _Written(previous.name, times, self._clock.monotonic()))
                 return
             except errors.NotFound:
                 pass  # the Event expired; write a new one
@@ -190,12 +197,16 @@ class EventRecorder:
                 "count": 1,
             }
         await self.client.create(resource, event, namespace)
-        self._remember(similar, _Written(name, 1))
+        self._remember(similar, _Written(name, 1, self._clock.monotonic()))
 
     def _remember(self, similar: _Similar, written: _Written) -> None:
         self._written[similar] = written
         self._written.move_to_end(similar)
         while len(self._written) > self._remembered:
+            self._written.popitem(last=False)
+        # Least recently written first: forget from the front what has not been written for REMEMBER_S.
+        horizon = written.at - REMEMBER_S
+        while next(iter(self._written.values())).at < horizon:
             self._written.popitem(last=False)
 
 

@@ -3,6 +3,7 @@
 Start-up order, as controller-runtime's: informers start in every replica (a follower keeps a warm cache
 and can take over at once); once all are synced the manager is ready; then, if leader election is on,
 it waits to lead; then the event recorder and the controllers start. Only the leader ever reconciles.
+Every replica also gives the C heap's free pages back now and then (`heap`).
 
 Shutdown (`stop` set): the work queues stop taking keys, reconciles in flight finish (up to
 `graceful_timeout`), the lease is released, informers stop. Losing the lease instead cancels the reconciles
@@ -21,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
+from kuberay.runtime import heap
 from kuberay.runtime.cache import Store
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock, SystemClock
@@ -113,6 +115,7 @@ class Manager:
         leader_tasks: list[asyncio.Task[Any]] = []
         workers: list[asyncio.Task[None]] = []
         stopping = asyncio.create_task(stop.wait())
+        trimming = asyncio.create_task(heap.trim_periodically(self.clock), name="heap trim")
         try:
             await self._until(stopping, asyncio.gather(*(i.wait_synced() for i in self._informers.values())))
             if stop.is_set():
@@ -142,7 +145,7 @@ class Manager:
                 if task.done() and not task.cancelled() and (error := task.exception()) is not None:
                     raise error
         finally:
-            tasks = [stopping, *workers, *leader_tasks, *informers]
+            tasks = [stopping, trimming, *workers, *leader_tasks, *informers]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

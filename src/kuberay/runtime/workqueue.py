@@ -1,13 +1,22 @@
-"""The work queue of a controller: deduplicated keys, one worker per key, delays, backoff, fairness.
+"""The work queue of a controller: deduplicated keys, one worker per key, delays, backoff, order and fairness.
 
 Invariants (client-go's workqueue semantics, which level-triggered reconcilers rely on):
 - A key is at most once in the queue: adding a key that is already waiting is a no-op (`dirty`).
 - A key is handed to at most one worker at a time: adding a key while it is being processed marks it dirty,
   and `done` puts it back at the tail, so the next reconcile sees the newest state without running twice at
   once.
-- Fairness: the queue is FIFO and a key re-added during or after its own processing goes to the tail,
-  behind every key that was already waiting. A key that requeues itself over and over (a huge scale-up done
-  in batches, kuberay#3909) therefore takes turns with all the others instead of holding a worker.
+- Order: keys are handed out by rank, lowest first (ties in the order they were added). A key new to the
+  queue is ranked at the time it came; each later add of the same key (an event, a requeue, a retry) ranks it
+  `PASS_COST_S` after its previous rank. So objects are finished in the order they came: the pass that makes
+  an older RayCluster ready (its pods' events) goes ahead of the first passes of clusters that came more
+  than a few passes' worth later, rather than behind every one of them (a plain FIFO finishes all clusters
+  late and together when the queue is long).
+- Fairness: a key that requeues itself over and over (a huge scale-up done in batches, kuberay#3909) pays
+  `PASS_COST_S` per pass, so once it has used more than one pass per `PASS_COST_S` of its age it ranks
+  behind newer keys and takes turns with them instead of holding a worker; a key re-added while it is
+  being processed still waits for that pass to end. A key's rank is kept while it has work pending
+  (waiting, delayed or being processed) and dropped when it has none, so the queue holds nothing for
+  objects it is done with.
 - Delayed adds (`add_after`, `add_rate_limited`) wait in a heap ordered by due time; the earliest due time
   of a key wins. They are promoted by the workers themselves when they call `get`, so no timer task exists.
 - After `shutdown`, adds are ignored and `get` raises `ShutDown` once nothing is left to hand out.
@@ -20,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections import deque
 from collections.abc import Hashable
 from typing import Any, Generic, TypeVar
 
@@ -29,6 +37,10 @@ from kuberay.runtime.metrics import QueueMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
 
 K = TypeVar("K", bound=Hashable)
+
+# What one pass costs a key in rank, in seconds of age: small against a long queue's wait, so an object's
+# next pass goes ahead of objects that came a few seconds after it.
+PASS_COST_S = 0.5
 
 
 class ShutDown(Exception):
@@ -46,7 +58,8 @@ class WorkQueue(Generic[K]):
         self._clock = clock
         self.rate_limiter = rate_limiter or RequeueRateLimiter(clock)
         self._metrics = metrics
-        self._queue: deque[K] = deque()
+        self._queue: list[tuple[float, int, K]] = []  # heap of (rank, add sequence, key)
+        self._rank: dict[K, float] = {}
         self._dirty: set[K] = set()
         self._processing: dict[K, float] = {}  # key -> monotonic start
         self._added_at: dict[K, float] = {}
@@ -78,9 +91,11 @@ class WorkQueue(Generic[K]):
         self._added_at.setdefault(key, self._clock.monotonic())
         if self._metrics is not None:
             self._metrics.added()
+        previous = self._rank.get(key)
+        rank = self._clock.monotonic() if previous is None else previous + PASS_COST_S
+        self._rank[key] = rank
         if key not in self._processing:
-            self._queue.append(key)
-            self._notify()
+            self._push(key)
 
     def add_after(self, key: K, delay: float) -> None:
         if self._shutting_down:
@@ -112,7 +127,7 @@ class WorkQueue(Generic[K]):
         while True:
             self._promote_due()
             if self._queue:
-                key = self._queue.popleft()
+                _, _, key = heapq.heappop(self._queue)
                 self._dirty.discard(key)
                 now = self._clock.monotonic()
                 self._processing[key] = now
@@ -129,14 +144,22 @@ class WorkQueue(Generic[K]):
         if started is not None and self._metrics is not None:
             self._metrics.finished(self._clock.monotonic() - started)
         if key in self._dirty:
-            self._queue.append(key)
-            self._notify()
+            self._push(key)
+        elif key not in self._waiting_due:
+            self._rank.pop(key, None)
 
     def shutdown(self) -> None:
         """Stops accepting keys, drops delayed ones, and wakes the workers so they can finish."""
         self._shutting_down = True
         self._waiting.clear()
         self._waiting_due.clear()
+        self._rank = {
+            key: rank for key, rank in self._rank.items() if key in self._dirty or key in self._processing
+        }
+        self._notify()
+
+    def _push(self, key: K) -> None:
+        heapq.heappush(self._queue, (self._rank[key], next(self._sequence), key))
         self._notify()
 
     def _promote_due(self) -> None:

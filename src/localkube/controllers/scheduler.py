@@ -66,7 +66,12 @@ class Scheduler:
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
             self._waiting.discard(event.key)
-            held = self._holding.pop(event.key, None)
+            held = self._holding.get(event.key)
+            if held is not None and held[0] == node and event.type != "DELETED" and holds_resources(pod):
+                # A status change of a pod still running where it was bound: a bound pod's requests
+                # cannot change (no in-place resize here), so what it holds stands without parsing them again.
+                return []
+            self._holding.pop(event.key, None)
             if held is not None:
                 self._usage_of(held[0]).add(held[1], -1)
             if event.type != "DELETED" and holds_resources(pod):

@@ -339,6 +339,15 @@ class _Manager:
     subresource: str
     time: str
     fields: set[Path]
+    # The stored fieldsV1 these fields were decoded from, reused while they stay the same: encoding every
+    # manager's field set again on each write cost more than the rest of the bookkeeping.
+    encoded: dict[str, Any] | None = field(default=None, compare=False)
+
+    def disown(self, paths: set[Path]) -> None:
+        """Gives up `paths` (another manager set them, or they were removed)."""
+        if not self.fields.isdisjoint(paths):
+            self.fields -= paths
+            self.encoded = None
 
     def same_identity(self, other: _Manager) -> bool:
         # Appliers are one manager across API versions; updaters are one per API version.
@@ -363,7 +372,7 @@ class _Manager:
             "operation": self.operation,
             "apiVersion": self.api_version,
             "fieldsType": "FieldsV1",
-            "fieldsV1": encode_fields(self.fields),
+            "fieldsV1": self.encoded if self.encoded is not None else encode_fields(self.fields),
         }
         if self.time:
             entry["time"] = self.time
@@ -382,6 +391,7 @@ def _decode_managers(obj: dict[str, Any] | None) -> list[_Manager]:
             str(e.get("subresource", "")),
             str(e.get("time", "")),
             decode_fields(e.get("fieldsV1") or {}),
+            e.get("fieldsV1") or {},
         )
         for e in entries
         if isinstance(e, dict)
@@ -575,7 +585,7 @@ def server_side_apply(
             ]
         )
     for other in others:
-        other.fields -= changed | changes.removed
+        other.disown(changed | changes.removed)
     me.fields = applied_fields
     if mine is not None and json_equal(result, base):
         me.time = mine.time  # an apply that changes nothing leaves its manager's time alone
@@ -611,8 +621,10 @@ def record_update(
     mine = next((m for m in managers if m.same_identity(me)), None)
     others = [m for m in managers if m is not mine]
     for other in others:
-        other.fields -= touched | removed
+        other.disown(touched | removed)
     me.fields = ((mine.fields if mine else set()) - removed) | touched
+    if mine is not None and me.fields == mine.fields:
+        me.encoded = mine.encoded
     if mine is not None and not touched and not removed:
         me.time = mine.time
     return _with_managers(after, [*others, me])

@@ -1,19 +1,25 @@
 import asyncio
 
 from kuberay.runtime.clock import FakeClock
-from kuberay.runtime.events import EVENTS_V1, WARNING, EventRecorder
+from kuberay.runtime.events import EVENTS_V1, REMEMBER_S, WARNING, EventRecorder
 from kuberay.runtime.resources import CONFIG_MAP, EVENT
 
 from .kube import client_for, new_namespace
 
 
-async def test_repeated_events_are_one_event_with_a_count(localkube):
+async def recording(localkube):
+    """A client, a fresh namespace, a ConfigMap there to record Events about, a fake clock, and a running
+    recorder with its writer task."""
     client = client_for(localkube)
     namespace = await new_namespace(client)
     subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
     clock = FakeClock()
     recorder = EventRecorder(client, component="raycluster-controller", instance="test", clock=clock)
-    writer = asyncio.create_task(recorder.run())
+    return client, namespace, subject, clock, recorder, asyncio.create_task(recorder.run())
+
+
+async def test_repeated_events_are_one_event_with_a_count(localkube):
+    client, namespace, subject, clock, recorder, writer = await recording(localkube)
     for _ in range(3):
         recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded", action="Create")
         clock.advance(1)
@@ -34,6 +40,25 @@ async def test_repeated_events_are_one_event_with_a_count(localkube):
         "2026-01-01T00:00:00Z",
         "2026-01-01T00:00:02Z",
     )
+    await client.close()
+
+
+async def test_an_event_not_repeated_within_ten_minutes_is_forgotten(localkube):
+    client, namespace, subject, clock, recorder, writer = await recording(localkube)
+    recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded")
+    await asyncio.wait_for(recorder.flush(), 20)
+    clock.advance(REMEMBER_S + 1)
+    recorder.record(subject, WARNING, "Other", "another pod")
+    recorder.record(subject, WARNING, "FailedToCreatePod", "quota exceeded")
+    await asyncio.wait_for(recorder.flush(), 20)
+    writer.cancel()
+    events = (await client.list(EVENT, namespace)).items
+    assert sorted((e["reason"], e["count"]) for e in events) == [
+        ("FailedToCreatePod", 1),
+        ("FailedToCreatePod", 1),
+        ("Other", 1),
+    ]
+    assert len(recorder._written) == 2  # the first Event's memory went with its ten minutes
     await client.close()
 
 

@@ -72,6 +72,47 @@ async def test_a_key_that_keeps_requeueing_takes_turns_with_the_others():
     assert order[:4] == ["huge", "a", "b", "huge"]
 
 
+async def test_an_older_key_readded_later_goes_ahead_of_keys_that_came_well_after_it():
+    q, clock = queue()
+    q.add("first")
+    key = await q.get()
+    q.add_after(key, 300.0)  # its first pass made pods and asked for the periodic resync, as RayClusters do
+    q.done(key)
+    for i in range(5):
+        clock.advance(1.0)
+        q.add(f"later-{i}")
+    q.add("first")  # its pods are running: the pass that makes it ready
+    assert await drain(q) == ["first", *(f"later-{i}" for i in range(5))]
+
+
+async def test_a_key_that_keeps_requeueing_falls_behind_newer_keys():
+    q, clock = queue()
+    q.add("busy")
+    clock.advance(1.0)
+    q.add("newer")
+    order = []
+    for _ in range(4):
+        key = await q.get()
+        order.append(key)
+        if key == "busy":
+            q.add("busy")  # its own writes come back while it is processed
+        q.done(key)
+    assert order == ["busy", "busy", "newer", "busy"]  # each pass costs it PASS_COST_S of its age
+
+
+async def test_the_queue_forgets_a_key_with_no_work_left():
+    q, clock = queue()
+    for i in range(100):
+        q.add(f"k{i}")
+    q.add_after("delayed", 5.0)
+    await drain(q)
+    assert set(q._rank) == set()  # nothing kept for the 100 keys done with
+    clock.advance(5.0)
+    key = await q.get()
+    q.done(key)
+    assert key == "delayed" and not q._rank
+
+
 async def test_delayed_add_waits_for_the_clock_and_the_earliest_due_time_wins():
     q, clock = queue()
     q.add_after("a", 10)
