@@ -8,7 +8,8 @@ can be recorded (a spy around the controller's reconcile call; nothing is faked)
 
 What must hold, shown by counts and order rather than by speed:
 - every healthy cluster becomes ready, with one head pod each;
-- the failing cluster is retried, each retry no sooner than the delay its backoff promised (which doubles),
+- the failing cluster is retried, each retry (once its owned objects stopped changing) no sooner than the
+  delay its backoff promised (which doubles),
   the Warning Events on it count the failures, and healthy reconciles run between its tries;
 - the failing key never holds more than one worker, and the workers did run CONCURRENCY at a time.
 
@@ -117,10 +118,15 @@ async def test_a_cluster_failing_every_reconcile_starves_none_of_the_others(loca
         assert heads == names  # one head each, and none for the refused one
 
         tries = [(start, end, ok) for name, start, end, ok in spy.calls if name == FAILING]
-        assert len(tries) >= 3 and not any(ok for *_, ok in tries), tries
+        assert len(tries) >= 5 and not any(ok for *_, ok in tries), tries
         backoff = ItemBackoff()  # the queue's per-object limiter, at its defaults
         promised = [backoff.when(FAILING) for _ in tries]
-        for (_, previous_end, _), (start, _, _), delay in zip(tries, tries[1:], promised, strict=False):
+        # The first pass makes the head Service before it fails on the pod; the Service's event adds the
+        # key while it is being processed, so it runs again as soon as that pass ends (client-go's queue
+        # does the same). That pass's own retry is then superseded by the first retry's earlier due time
+        # (a waiting key keeps its earliest), so the backoff shows undisturbed from the third try on.
+        gaps = list(zip(tries, tries[1:], promised, strict=False))[2:]
+        for (_, previous_end, _), (start, _, _), delay in gaps:
             assert start - previous_end >= delay, (start - previous_end, delay)
         # While the failing key waited out its backoff, the healthy ones went on.
         between = [
