@@ -163,7 +163,7 @@ class Operator:
         return self.namespaces[0]
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        with contextlib.suppress(errors.NotFound):
+        with contextlib.suppress(errors.NotFoundError):
             return await self.client.get(resource, name, namespace or self.namespace)
         return None
 
@@ -262,7 +262,7 @@ async def replace_spec(op: Operator, name: str, change: Any) -> None:
         try:
             await op.client.update(RAYSERVICE, obj)
             return
-        except errors.Conflict:
+        except errors.ConflictError:
             continue
     raise AssertionError(f"RayService {name}: ten conflicting writes in a row")
 

@@ -25,7 +25,7 @@ async def new_namespace(client: Client) -> str:
         try:
             await client.get(SERVICE_ACCOUNT, "default", name)
             return name
-        except errors.NotFound:
+        except errors.NotFoundError:
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.05)

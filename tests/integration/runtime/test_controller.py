@@ -100,7 +100,7 @@ async def test_a_conflicting_update_is_retried_and_converges(localkube):
             await client.patch(CONFIG_MAP, key.name, {"data": {"other": "writer"}}, key.namespace)
         try:
             await client.update(CONFIG_MAP, mine)
-        except errors.Conflict:
+        except errors.ConflictError:
             results.append("conflict")
             raise
         results.append("updated")
@@ -139,10 +139,10 @@ async def test_a_conflicting_update_is_retried_and_converges(localkube):
 async def test_client_errors_are_typed(localkube):
     client = client_for(localkube)
     namespace = await new_namespace(client)
-    with pytest.raises(errors.NotFound):
+    with pytest.raises(errors.NotFoundError):
         await client.get(CONFIG_MAP, "nope", namespace)
     await client.create(CONFIG_MAP, {"metadata": {"name": "x", "namespace": namespace}})
-    with pytest.raises(errors.AlreadyExists) as raised:
+    with pytest.raises(errors.AlreadyExistsError) as raised:
         await client.create(CONFIG_MAP, {"metadata": {"name": "x", "namespace": namespace}})
     assert raised.value.__cause__ is not None and raised.value.status == 409
     with pytest.raises(errors.Invalid):

@@ -43,7 +43,7 @@ def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
         (Result(requeue_after=30), "requeue_after", 30, 0),
         (Result(requeue=True), "requeue", 1, 0),
         (TemporaryError("later"), "error", 1, 0),
-        (errors.Conflict("stale"), "error", 1, 0),
+        (errors.ConflictError("stale"), "error", 1, 0),
         (KeyError("bug"), "error", 1, 1),
         (TerminalError("never"), "error", None, 0),
     ],
@@ -157,7 +157,7 @@ async def test_the_failing_step_is_named_even_when_the_reconciler_raises_later(c
             pass
         try:
             with step("pods"), step("worker-group"):
-                raise errors.Conflict("stale")
+                raise errors.ConflictError("stale")
         except errors.KubeError as e:
             failure = e
         with step("status"):

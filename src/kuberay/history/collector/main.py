@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = settings.from_env()
         storage = from_env(os.environ)
-    except (settings.SettingsError, StorageError) as e:
+    except (settings.CollectorSettingsError, StorageError) as e:
         print(f"kuberay-history-collector: {e}", file=sys.stderr)
         return 2
 
