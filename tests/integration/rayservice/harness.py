@@ -112,10 +112,9 @@ class ServeStandIn:
                 sock.close()
             raise
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", interface="asgi3")
-        self._server = uvicorn.Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=sockets))
-        while not self._server.started:
-            await asyncio.sleep(0.02)
+        server = self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(server.serve(sockets=sockets))
+        await eventually(lambda: server.started, 30, "the fake dashboard serving", every=0.02)
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:

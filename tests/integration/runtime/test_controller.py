@@ -172,11 +172,7 @@ async def test_a_reconcile_timeout_is_recorded_as_an_event_naming_the_step(local
                 e for e in (await client.list(EVENT, namespace)).items if e["reason"] == "ReconcileTimeout"
             ]
 
-        deadline = asyncio.get_running_loop().time() + 30
-        while not (found := await recorded()):
-            assert asyncio.get_running_loop().time() < deadline, "no ReconcileTimeout Event"
-            await asyncio.sleep(0.1)
-        (event,) = found
+        (event,) = await eventually(recorded, 30, "a ReconcileTimeout Event")
         assert (event["type"], event["involvedObject"]["name"]) == ("Warning", "stuck")
         assert event["message"] == 'reconcile step "hang" timed out after 0.2s'
     await client.close()

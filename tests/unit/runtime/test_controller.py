@@ -15,6 +15,7 @@ from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
 from kuberay.runtime.resources import POD, ObjectKey
 from kuberay.runtime.steps import step
+from support.eventually import loop_turns
 
 KEY = ObjectKey("ns", "c")
 
@@ -61,8 +62,7 @@ async def test_reconcile_outcomes_are_counted_and_requeued(outcome, result, requ
     else:
         clock.advance(requeued_after - 0.01)
         getter = asyncio.ensure_future(c.queue.get())
-        for _ in range(10):
-            await asyncio.sleep(0)
+        await loop_turns()
         assert not getter.done()
         clock.advance(0.01)
         assert await asyncio.wait_for(getter, 1) == KEY
