@@ -2,15 +2,15 @@
 (`kuberay.errors` and `localkube.errors` describe the scheme), and no two exception classes of src/ share a
 name.
 
-The classes are read from the source with `ast` (importing every module would cost the tier seconds): a
-class is an exception when one of its bases, followed by name through the classes of src/, is a builtin
-exception. That the names are unique is what makes following by name sound.
+The class statements are read from the source text (importing every module would cost the tier seconds,
+parsing it all half a second): a class is an exception when one of its bases, followed by name through the
+classes of src/, is a builtin exception. That the names are unique is what makes following by name sound.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
+import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -48,23 +48,22 @@ _BUILTIN_EXCEPTIONS = {
 }
 
 
-def _base_name(node: ast.expr) -> str:
-    """`errors.ServingError` and `ServingError` both name the class `ServingError`."""
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
+# A class statement with its bases, which may span lines (a base is a name or a dotted name, a subscript at
+# most: no parentheses); a keyword such as `metaclass=` is read as a base that names no class.
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^()]*)\)[ \t]*:", re.MULTILINE)
 
 
 @cache
 def _classes() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(module, class name, base names) of every class defined in src/."""
+    """(module, class name, base names) of every class of src/ that has bases; `errors.ServingError` names the
+    class `ServingError`."""
     found = []
     for path in sorted(SRC.rglob("*.py")):
         parts = path.relative_to(SRC).with_suffix("").parts
         module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef):
-                found.append((module, node.name, tuple(_base_name(base) for base in node.bases)))
+        for name, bases in _CLASS.findall(path.read_text(encoding="utf-8")):
+            names = (base.split("[")[0].strip().rsplit(".", 1)[-1] for base in bases.split(","))
+            found.append((module, name, tuple(base for base in names if base)))
     return found
 
 
