@@ -38,7 +38,12 @@ class ApiServerProcess:
             return len(self.ports) >= 2
 
         try:
-            eventually(listening, timeout, lambda: f"kuberay-apiserver listening:\n{self.log.read_text()}")
+            eventually(
+                listening,
+                timeout,
+                lambda: f"kuberay-apiserver listening:\n{self.log.read_text()}",
+                blocking=True,
+            )
         except AssertionError:
             self.stop()
             raise

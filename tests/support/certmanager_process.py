@@ -54,6 +54,7 @@ class CertManager:
             60,
             "cert-manager's CRDs established",
             every=0.2,
+            blocking=True,
         )
         return manager.start()
 

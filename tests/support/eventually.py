@@ -8,6 +8,10 @@ test, a fixture, a harness method), `eventually` returns a coroutine to await: i
 
 `timeout` bounds the wait and is never a measurement: when it is over, the AssertionError names `what` (a
 text, or a function called then, to describe the state it found) and the last value `check` returned.
+`blocking=True` is for a plain function that callers of both kinds call (a helper that starts a process, as
+`LocalKubeProcess.start`): it polls with `time.sleep` and returns the value even where an event loop runs,
+holding up that loop as any blocking call does.
+
 `every` is the period: checks that start a process (kubectl) poll less often than checks of memory. A check
 may raise to stop the wait at once (a process it waits on has exited): the exception goes to the caller.
 
@@ -27,10 +31,18 @@ from typing import Any
 What = str | Callable[[], str]
 
 
-def eventually(check: Callable[[], Any], timeout: float = 60.0, what: What = "", every: float = 0.1) -> Any:
-    """The first truthy value of `check()` (see the module docstring); an awaitable within an event loop."""
+def eventually(
+    check: Callable[[], Any],
+    timeout: float = 60.0,
+    what: What = "",
+    every: float = 0.1,
+    *,
+    blocking: bool = False,
+) -> Any:
+    """The first truthy value of `check()` (see the module docstring); an awaitable within an event loop,
+    unless `blocking`."""
     deadline = time.monotonic() + timeout
-    if _in_event_loop():
+    if not blocking and _in_event_loop():
         return _eventually(check, deadline, timeout, what or _name(check), every)
     value = check()
     while not value:

@@ -87,7 +87,11 @@ class S3Proxy:
             return True
 
         eventually(
-            bucket_made, START_TIMEOUT, lambda: f"S3Proxy serving: {log.read_text()[-2000:]}", every=0.5
+            bucket_made,
+            START_TIMEOUT,
+            lambda: f"S3Proxy serving: {log.read_text()[-2000:]}",
+            every=0.5,
+            blocking=True,
         )
         return self
 

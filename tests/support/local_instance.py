@@ -68,7 +68,9 @@ class LocalInstance:
             status = self.status() or {}
             return status if status.get("phase") == "ready" else {}
 
-        status = eventually(ready, READY_TIMEOUT, lambda: f"kuberay local up ready:\n{self.log()}", every=0.5)
+        status = eventually(
+            ready, READY_TIMEOUT, lambda: f"kuberay local up ready:\n{self.log()}", every=0.5, blocking=True
+        )
         self._kubeconfig = str(status["kubeconfig"])
         return self
 

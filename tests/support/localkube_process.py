@@ -69,7 +69,11 @@ class LocalKubeProcess:
             return ""
 
         url: str = eventually(
-            announced, deadline - time.monotonic(), "localkube announcing its address", every=0.05
+            announced,
+            deadline - time.monotonic(),
+            "localkube announcing its address",
+            every=0.05,
+            blocking=True,
         )
         return url
 
@@ -82,7 +86,7 @@ class LocalKubeProcess:
             except httpx.TransportError:
                 return False
 
-        eventually(ready, deadline - time.monotonic(), "localkube ready", every=0.05)
+        eventually(ready, deadline - time.monotonic(), "localkube ready", every=0.05, blocking=True)
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL if it has not exited within `timeout`."""

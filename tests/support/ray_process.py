@@ -55,7 +55,11 @@ class RayHead:
 
         try:
             eventually(
-                answering, timeout, f"the Ray dashboard and its agent answering (see {log})", every=0.3
+                answering,
+                timeout,
+                f"the Ray dashboard and its agent answering (see {log})",
+                every=0.3,
+                blocking=True,
             )
         except AssertionError:
             self.stop()

@@ -173,7 +173,7 @@ class RealKubeProcess(LocalKubeProcess):
                 return False
 
         what = f"kube-apiserver ready (see {self.data_dir}/kube-apiserver.log)"
-        eventually(ready, deadline - time.monotonic(), what, every=0.1)
+        eventually(ready, deadline - time.monotonic(), what, every=0.1, blocking=True)
 
     def _wait_for_default_service_account(self, deadline: float) -> None:
         # Pods are refused until their namespace's `default` ServiceAccount exists: the controllers' first sign.
@@ -184,7 +184,7 @@ class RealKubeProcess(LocalKubeProcess):
                 return client.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200
 
             what = f"kube-controller-manager's default ServiceAccount (see {self.data_dir})"
-            eventually(made, deadline - time.monotonic(), what, every=0.2)
+            eventually(made, deadline - time.monotonic(), what, every=0.2, blocking=True)
 
     def wait_node_ready(self, name: str, timeout: float = 60.0) -> None:
         """Returns once the Node `name` reports Ready (its agent registered it); adds the wait to startup_seconds."""
@@ -199,7 +199,9 @@ class RealKubeProcess(LocalKubeProcess):
                 )
                 return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
-            eventually(ready, timeout, f"the node {name} Ready on the real control plane", every=0.2)
+            eventually(
+                ready, timeout, f"the node {name} Ready on the real control plane", every=0.2, blocking=True
+            )
         self.startup_seconds += time.monotonic() - started
 
     @contextmanager

@@ -23,6 +23,11 @@ async def test_async_awaits_an_async_check_and_polls_a_plain_one() -> None:
     assert await eventually(lambda: (n := next(counts)) > 6 and [n], timeout=5, every=0) == [7]
 
 
+async def test_blocking_returns_the_value_where_an_event_loop_runs() -> None:
+    counts = itertools.count()
+    assert eventually(lambda: next(counts) >= 2 and "started", timeout=5, every=0, blocking=True) == "started"
+
+
 def test_a_timeout_names_what_was_awaited_and_the_last_value() -> None:
     with pytest.raises(AssertionError, match=r"the pod ready not reached within 0 s; last: \[\]"):
         eventually(list, timeout=0, what="the pod ready")
