@@ -11,7 +11,8 @@ One root per package, each deriving from this one:
   - `controllers.errors.ControllerManagerError`
 
 As in kuberay (`kuberay.errors`), an error keeps the builtin class its callers catch (`ValueError`,
-`LookupError`, `RuntimeError`) as a second base, and its name is unique across `src/`.
+`LookupError`, `RuntimeError`) as a second base, and its name is unique across `src/`. The one error outside
+the scheme is `node.mountns.MountError`: `mountns` runs as a script of the standard library alone.
 """
 
 

@@ -27,8 +27,6 @@ import signal
 import sys
 import tempfile
 
-from localkube.node.errors import NodeError
-
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -49,7 +47,7 @@ _LOCKED = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEX
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class MountError(NodeError):
+class MountError(Exception):
     pass
 
 
