@@ -139,7 +139,7 @@ async def objects(client: Client, kube: Kube, sample: str) -> Objects:
             names[cluster_name] = f"{name}-RAYCLUSTER"
             try:
                 cluster = await client.get(RAYCLUSTER, cluster_name, kube.namespace)
-            except errors.NotFound:
+            except errors.NotFoundError:
                 found["RayCluster"] = "deleted"
             else:
                 _, normalised = _normalise("RayCluster", cluster)

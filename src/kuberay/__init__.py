@@ -1,4 +1,6 @@
-"""kuberay: KubeRay, the Kubernetes operator for Ray, in Python."""
+"""kuberay: KubeRay, the Kubernetes operator for Ray, in Python.
+
+Its errors: one root per package under `errors.KubeRayError` (the scheme is in `kuberay.errors`)."""
 
 
 def __getattr__(name: str) -> str:

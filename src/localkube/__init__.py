@@ -1,4 +1,6 @@
-"""localkube: a Kubernetes-compatible control plane in one process. Knows nothing of Ray or kuberay."""
+"""localkube: a Kubernetes-compatible control plane in one process. Knows nothing of Ray or kuberay.
+
+Its errors: one root per package under `errors.LocalkubeError` (the scheme is in `localkube.errors`)."""
 
 from importlib.metadata import version
 

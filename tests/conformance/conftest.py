@@ -8,13 +8,13 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from conformance.support import ROOT_CA, TESTDATA, Kubectl, run_kubectl
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
 _counter = itertools.count()
@@ -42,10 +42,12 @@ def namespace(api: httpx.Client, request: pytest.FixtureRequest) -> Iterator[str
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())
     name = f"t{next(_counter)}-{slug}"[:63].strip("-")
     api.post("/api/v1/namespaces", json={"metadata": {"name": name}}).raise_for_status()
-    deadline = time.monotonic() + 10
-    while api.get(f"/api/v1/namespaces/{name}/configmaps/{ROOT_CA}").status_code != 200:
-        assert time.monotonic() < deadline, f"no {ROOT_CA} in {name}"
-        time.sleep(0.05)
+    eventually(
+        lambda: api.get(f"/api/v1/namespaces/{name}/configmaps/{ROOT_CA}").status_code == 200,
+        10,
+        f"{ROOT_CA} in {name}",
+        every=0.05,
+    )
     yield name
     api.delete(f"/api/v1/namespaces/{name}")
 

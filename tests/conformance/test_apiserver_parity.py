@@ -3,12 +3,13 @@ differential tier (tests/differential) found and compared against the real serve
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+
+from support.eventually import eventually
 
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _APPLY = {"Content-Type": "application/apply-patch+yaml"}
@@ -311,15 +312,15 @@ def test_what_the_registry_sets_on_create_is_nobodys(api: httpx.Client, namespac
 
 def test_every_namespace_gets_the_root_ca_and_keeps_it(api: httpx.Client, namespace: str) -> None:
     url = f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt"
-    published = _eventually(lambda: api.get(url))
+    published = _answered(lambda: api.get(url))
     assert published.json()["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
     api.delete(url).raise_for_status()
-    assert _eventually(lambda: api.get(url)).json()["data"] == published.json()["data"]
+    assert _answered(lambda: api.get(url)).json()["data"] == published.json()["data"]
 
 
-def _eventually(get: Any) -> httpx.Response:
+def _answered(get: Any) -> httpx.Response:
     """The first 200 answer of `get` within 10 s (the publisher works in the background)."""
-    deadline = time.monotonic() + 10
-    while (reply := get()).status_code != 200 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    reply: httpx.Response = eventually(
+        lambda: (answer := get()).status_code == 200 and answer, 10, "a 200 answer"
+    )
     return reply

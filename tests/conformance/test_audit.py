@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import orjson
 import yaml
 
 from conformance.support import PROTOBUF, envelope, f
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
 POLICY = {
@@ -45,10 +45,12 @@ def test_each_request_is_logged_at_its_rules_level(
     with server.client() as api:
         api.post("/api/v1/namespaces", json={"metadata": {"name": "audited"}}).raise_for_status()
         # Pods are refused until the namespace's default ServiceAccount exists (reads are not logged).
-        deadline = time.monotonic() + 30
-        while api.get("/api/v1/namespaces/audited/serviceaccounts/default").status_code == 404:
-            assert time.monotonic() < deadline, "no default ServiceAccount"
-            time.sleep(0.05)
+        eventually(
+            lambda: api.get("/api/v1/namespaces/audited/serviceaccounts/default").status_code != 404,
+            30,
+            "the default ServiceAccount",
+            every=0.05,
+        )
         made = api.post("/api/v1/namespaces/audited/pods", json=POD, headers={"User-Agent": "drill/1"}).json()
         api.get("/api/v1/namespaces/audited/pods/p").raise_for_status()
         status = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}

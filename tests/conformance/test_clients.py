@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import kubernetes
@@ -15,6 +14,7 @@ from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
 from conformance.support import ROOT_CA
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
 RayCluster = create_namespaced_resource("ray.io", "v1", "RayCluster", "rayclusters")
@@ -63,8 +63,8 @@ def _compacting(factory: Callable[..., LocalKubeProcess]) -> tuple[LocalKubeProc
                     "metadata": {**created["metadata"], "resourceVersion": None},
                 },
             )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def compacted() -> bool:
             with api.stream(
                 "GET",
                 "/api/v1/namespaces/default/configmaps",
@@ -74,10 +74,10 @@ def _compacting(factory: Callable[..., LocalKubeProcess]) -> tuple[LocalKubeProc
                     "timeoutSeconds": "1",
                 },
             ) as events:
-                if '"code":410' in next(events.iter_lines(), ""):
-                    return server, created["metadata"]["resourceVersion"]
-            time.sleep(0.1)
-    raise AssertionError("the store was not compacted")
+                return '"code":410' in next(events.iter_lines(), "")
+
+        eventually(compacted, 10, "the store compacted")
+    return server, created["metadata"]["resourceVersion"]
 
 
 # -- the official client --------------------------------------------------------------------------------

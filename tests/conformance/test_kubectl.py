@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conformance.support import Kubectl
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
 SAMPLES = Path("/work/shared/upstream-samples")
@@ -149,10 +150,7 @@ def test_a_job_selects_only_its_own_pods(kubectl: Kubectl, api: httpx.Client, na
         found = kubectl("get", "pods", "-n", namespace, "-l", selector, "-o", "name").stdout.split()
         return sorted(found)
 
-    deadline = time.monotonic() + 30
-    while not selected() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    pods = selected()
+    pods = eventually(selected, 30, "the Job's pod", every=0.2)
     assert len(pods) == 1 and pods[0].startswith("pod/once-"), pods
 
 

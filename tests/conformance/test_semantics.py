@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import time
 
 import httpx
 import pytest
@@ -349,12 +348,11 @@ def test_a_namespace_goes_once_the_kubelet_removes_its_last_pod(api: httpx.Clien
     pods = "/api/v1/namespaces/pods-terminating/pods"
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     api.post(pods, json=pod).raise_for_status()
-    deadline = time.monotonic() + 30
-    while not api.get(f"{pods}/p").json()["spec"].get("nodeName") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    eventually(lambda: api.get(f"{pods}/p").json()["spec"].get("nodeName"), 30, "the pod bound")
     assert api.delete("/api/v1/namespaces/pods-terminating").status_code == 202
-    while api.get("/api/v1/namespaces/pods-terminating").status_code != 404 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    eventually(
+        lambda: api.get("/api/v1/namespaces/pods-terminating").status_code == 404, 30, "the namespace gone"
+    )
     assert api.get(pods).json()["items"] == []
     assert api.get("/api/v1/namespaces/pods-terminating").status_code == 404
 

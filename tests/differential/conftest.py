@@ -5,13 +5,13 @@ known and differences left."""
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from differential.harness import TALLY, Runner
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.realkube_process import RealKubeProcess
 from support.runreport import report
@@ -37,12 +37,14 @@ def runners(
 
 
 def _wait_established(pair: list[Runner]) -> None:
-    for runner in pair:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if runner.client.get("/apis/diff.kuberay.io/v1/widgets").status_code == 200:
-                break
-            time.sleep(0.2)
+    eventually(
+        lambda: all(
+            runner.client.get("/apis/diff.kuberay.io/v1/widgets").status_code == 200 for runner in pair
+        ),
+        30,
+        "the widgets CRD served by both",
+        every=0.2,
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

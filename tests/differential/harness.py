@@ -19,7 +19,6 @@ import contextlib
 import json
 import re
 import subprocess
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase as fnmatch
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 import yaml
 
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
 JSON = Any
@@ -140,12 +140,15 @@ class Runner:
         self.client.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).raise_for_status()
         # Both servers publish the root CA's ConfigMap in a new namespace in the background: a case starts
         # once it is there, so that lists and watches see the same objects on both.
-        deadline = time.monotonic() + 30
-        while (
-            self.client.get(f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt").status_code != 200
-        ):
-            assert time.monotonic() < deadline, f"no kube-root-ca.crt in {namespace}"
-            time.sleep(0.05)
+        eventually(
+            lambda: (
+                self.client.get(f"/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt").status_code
+                == 200
+            ),
+            30,
+            f"kube-root-ca.crt in {namespace}",
+            every=0.05,
+        )
         exchanges: list[Exchange] = []
         for step in case.steps:
             step_sub = Step(

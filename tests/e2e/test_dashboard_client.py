@@ -1,4 +1,3 @@
-import asyncio
 import socket
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +19,7 @@ from kuberay.rayclient.dashboard import (
     SubmissionIdInUse,
 )
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url
+from support.eventually import eventually
 from support.ray_process import RayHead
 
 SERVE_APPS = Path(__file__).parent / "serveapps"
@@ -39,12 +39,12 @@ async def serve_client(ray_head: RayHead) -> AsyncIterator[DashboardClient]:
 
 
 async def _until_terminal(client: DashboardClient, job_id: str, timeout: float = 90) -> JobInfo:
-    async with asyncio.timeout(timeout):
-        while True:
-            info = await client.get_job_info(job_id)
-            if info.terminal:
-                return info
-            await asyncio.sleep(0.5)
+    async def terminal() -> JobInfo | None:
+        info = await client.get_job_info(job_id)
+        return info if info.terminal else None
+
+    info: JobInfo = await eventually(terminal, timeout, f"job {job_id} terminal", every=0.5)
+    return info
 
 
 def _new_id() -> str:
@@ -113,13 +113,17 @@ def _serve_config(http_port: int, *apps: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _until_settled(client: DashboardClient, timeout: float = 180) -> ServeDetails:
-    async with asyncio.timeout(timeout):
-        while True:
-            details = await client.get_serve_details()
-            statuses = {app.status for app in details.applications.values()}
-            if details.applications and statuses <= {"RUNNING", "DEPLOY_FAILED", "UNHEALTHY"}:
-                return details
-            await asyncio.sleep(1)
+    async def settled() -> ServeDetails | None:
+        details = await client.get_serve_details()
+        statuses = {app.status for app in details.applications.values()}
+        return (
+            details
+            if details.applications and statuses <= {"RUNNING", "DEPLOY_FAILED", "UNHEALTHY"}
+            else None
+        )
+
+    details: ServeDetails = await eventually(settled, timeout, "the Serve applications settled", every=1)
+    return details
 
 
 async def test_serve_deploy_status_and_proxy_health(serve_client: DashboardClient) -> None:

@@ -68,13 +68,17 @@ async def _ray_status(address: str) -> str:
 
 
 async def _ray_status_with(address: str, nodes: int, timeout: float = 90) -> str:
-    """`ray status` once it lists `nodes` nodes, or its last text: the head reports its nodes to the
-    autoscaler state a few seconds after the RayCluster becomes ready."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    text = await _ray_status(address)
-    while _nodes_in(text) != nodes and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(2)
-        text = await _ray_status(address)
+    """`ray status` once it lists `nodes` nodes: the head reports its nodes to the autoscaler state a few
+    seconds after the RayCluster becomes ready."""
+    last = [""]
+
+    async def listed() -> str:
+        last[0] = await _ray_status(address)
+        return last[0] if _nodes_in(last[0]) == nodes else ""
+
+    text: str = await eventually(
+        listed, timeout, lambda: f"{nodes} nodes in `ray status`:\n{last[0]}", every=2
+    )
     return text
 
 

@@ -14,14 +14,13 @@ purpose (`--inject-faults`): the refusals happen before execution, so a retry is
 from __future__ import annotations
 
 import copy
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from support.eventually import eventually
+from support.eventually import eventually, holds
 
 REPO = Path(__file__).resolve().parents[2]
 CRDS = sorted((REPO / "deploy" / "crds").glob("*.yaml"))
@@ -131,15 +130,15 @@ def violations(client: httpx.Client, namespace: str, want: dict[str, int]) -> li
 
 def settle(client: httpx.Client, namespace: str, want: dict[str, int], timeout: float = 240) -> None:
     """Waits until the invariant holds, then checks that it still holds a few seconds later."""
-    deadline = time.monotonic() + timeout
-    found = violations(client, namespace, want)
-    while found and time.monotonic() < deadline:
-        time.sleep(1)
-        found = violations(client, namespace, want)
-    assert not found, found
-    for _ in range(3):
-        time.sleep(1)
-        assert not violations(client, namespace, want)
+
+    def kept() -> bool:
+        return not violations(client, namespace, want)
+
+    def found() -> str:
+        return f"the invariant (violations now: {violations(client, namespace, want)})"
+
+    eventually(kept, timeout, found, every=1)
+    holds(kept, 3, found)
 
 
 def deleted_workers(client: httpx.Client, namespace: str) -> list[str]:

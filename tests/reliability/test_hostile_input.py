@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import time
 from pathlib import Path
 
 import httpx
@@ -27,6 +26,7 @@ from typer.testing import CliRunner
 from kuberay.cli import app
 from reliability import crd_strategies as cs
 from reliability.hostile import Catalogue, names_the_field
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
@@ -141,18 +141,20 @@ def _every_object_gets_a_status_or_a_warning(
     api: httpx.Client, namespace: str, kept: list[tuple[str, str]], operator: OperatorProcess
 ) -> None:
     waiting = set(kept)
-    deadline = time.monotonic() + 90
-    while waiting and time.monotonic() < deadline:
+
+    def answered() -> bool:
         assert operator.process is not None and operator.process.poll() is None, "the operator exited"
         events = api.get(f"/api/v1/namespaces/{namespace}/events").json()["items"]
         warned = {(e["involvedObject"].get("kind"), e["involvedObject"].get("name")) for e in events if e.get("type") == "Warning"}  # fmt: skip
         for kind in PLURALS:
             listed = api.get(f"/apis/ray.io/v1/namespaces/{namespace}/{PLURALS[kind]}").json()["items"]
             with_status = {(kind, o["metadata"]["name"]) for o in listed if o.get("status")}
-            waiting -= with_status | warned
-        if waiting:
-            time.sleep(1)
-    assert not waiting, f"no status and no Warning Event: {sorted(waiting)}"
+            waiting.difference_update(with_status | warned)
+        return not waiting
+
+    eventually(
+        answered, 90, lambda: f"a status or a Warning Event for each (still none: {sorted(waiting)})", every=1
+    )
 
 
 # -- what the pass found, kept as examples ----------------------------------------------------------------

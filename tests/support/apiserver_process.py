@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from support import stopping
+from support.eventually import eventually
 
 COMMAND = Path(sys.executable).parent / "kuberay-apiserver"
 _LISTENING = re.compile(rb"listening (http|grpc) ([\d.]+):(\d+)")
@@ -28,14 +28,25 @@ class ApiServerProcess:
                 "-rpcPortFlag=127.0.0.1:0", *self.extra]  # fmt: skip
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while len(self.ports) < 2:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"kuberay-apiserver did not start:\n{self.log.read_text()}")
-            for kind, _, port in _LISTENING.findall(self.log.read_bytes()):
-                self.ports[kind.decode()] = int(port)
-            time.sleep(0.1)
+        process = self.process
+
+        def listening() -> bool:
+            assert process.poll() is None, f"kuberay-apiserver exited:\n{self.log.read_text()}"
+            self.ports.update(
+                {kind.decode(): int(port) for kind, _, port in _LISTENING.findall(self.log.read_bytes())}
+            )
+            return len(self.ports) >= 2
+
+        try:
+            eventually(
+                listening,
+                timeout,
+                lambda: f"kuberay-apiserver listening:\n{self.log.read_text()}",
+                blocking=True,
+            )
+        except AssertionError:
+            self.stop()
+            raise
         httpx.get(f"{self.url}/healthz", timeout=10).raise_for_status()
         return self
 

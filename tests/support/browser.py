@@ -4,7 +4,6 @@ installed (scripts/setup installs it as root); `chromium_page(profile)` starts o
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import shutil
@@ -17,6 +16,8 @@ from typing import Any
 
 import httpx
 import websockets
+
+from support.eventually import eventually
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # The flags a closed machine needs: no background connections, no component updates, no sync.
@@ -42,11 +43,7 @@ class Page:
 
     async def until(self, expression: str, timeout: float = 60.0) -> Any:
         """Evaluates until the value is truthy; a bound on waiting for the page, not a measurement."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not (value := await self.evaluate(expression)):
-            assert asyncio.get_running_loop().time() < deadline, f"{expression} stayed falsy"
-            await asyncio.sleep(0.2)
-        return value
+        return await eventually(lambda: self.evaluate(expression), timeout, f"{expression} truthy", every=0.2)
 
     async def screenshot(self, path: Path) -> None:
         shot = await self.send("Page.captureScreenshot", format="png")
@@ -61,10 +58,11 @@ async def chromium_page(profile: Path, *extra_flags: str) -> AsyncIterator[Page]
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         port_file = profile / "DevToolsActivePort"
-        for _ in range(300):
-            if port_file.exists() and port_file.read_text().count("\n") >= 1:
-                break
-            await asyncio.sleep(0.1)
+        await eventually(
+            lambda: port_file.exists() and port_file.read_text().count("\n") >= 1,
+            30,
+            "Chromium's DevToolsActivePort",
+        )
         port = int(port_file.read_text().splitlines()[0])
         async with httpx.AsyncClient() as http:
             targets = (await http.get(f"http://127.0.0.1:{port}/json/list")).json()

@@ -13,12 +13,12 @@ later on that control plane finds no cert-manager.
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import yaml
 
 from support import stopping
+from support.eventually import eventually
 
 
 class CertManager:
@@ -45,13 +45,17 @@ class CertManager:
         manager.kubectl("apply", "--server-side", "-f", str(manager.crds))
         # Not `kubectl wait`: it fails, rather than waits, on a CRD the API server has not given conditions yet.
         established = '{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}'
-        deadline = time.monotonic() + 60
         names = [f"crd/{name}" for name in manager.crd_names()]
-        while manager.kubectl("get", *names, "-o", f"jsonpath={established}").split() != ["True"] * len(
-            names
-        ):
-            assert time.monotonic() < deadline, "cert-manager's CRDs not established within 60 s"
-            time.sleep(0.2)
+        eventually(
+            lambda: (
+                manager.kubectl("get", *names, "-o", f"jsonpath={established}").split()
+                == ["True"] * len(names)
+            ),
+            60,
+            "cert-manager's CRDs established",
+            every=0.2,
+            blocking=True,
+        )
         return manager.start()
 
     def start(self) -> CertManager:

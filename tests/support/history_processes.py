@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 from kuberay.local.ports import free_port
+from support.eventually import eventually
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -76,17 +76,24 @@ class S3Proxy:
             "s3", endpoint_url=self.endpoint, region_name=self.REGION,
             aws_access_key_id=self.IDENTITY, aws_secret_access_key=self.CREDENTIAL,
         )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
+        process, log = self.process, self.directory / "s3proxy.log"
+
+        def bucket_made() -> bool:
             try:
                 client.create_bucket(Bucket=self.bucket)
-                return self
             except Exception:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"S3Proxy did not start: {(self.directory / 's3proxy.log').read_text()[-2000:]}"
-                    ) from None
-                time.sleep(0.5)
+                assert process.poll() is None, f"S3Proxy exited: {log.read_text()[-2000:]}"
+                return False
+            return True
+
+        eventually(
+            bucket_made,
+            START_TIMEOUT,
+            lambda: f"S3Proxy serving: {log.read_text()[-2000:]}",
+            every=0.5,
+            blocking=True,
+        )
+        return self
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -19,10 +19,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from support.eventually import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 KUBERAY = str(Path(sys.executable).parent / "kuberay")
@@ -60,13 +61,16 @@ class LocalInstance:
             self.process = subprocess.Popen(
                 self.argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=self.env
             )
-        deadline = time.monotonic() + READY_TIMEOUT
-        while (status := self.status() or {}).get("phase") != "ready":
-            if self.process.poll() is not None:
-                raise RuntimeError(f"kuberay local up exited with {self.process.returncode}:\n{self.log()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"kuberay local up was not ready in {READY_TIMEOUT} s:\n{self.log()}")
-            time.sleep(0.5)
+        process = self.process
+
+        def ready() -> dict[str, Any]:
+            assert process.poll() is None, f"kuberay local up exited with {process.returncode}:\n{self.log()}"
+            status = self.status() or {}
+            return status if status.get("phase") == "ready" else {}
+
+        status = eventually(
+            ready, READY_TIMEOUT, lambda: f"kuberay local up ready:\n{self.log()}", every=0.5, blocking=True
+        )
         self._kubeconfig = str(status["kubeconfig"])
         return self
 

@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 import yaml
 
+from support.eventually import eventually
+
 
 class LocalKubeProcess:
     def __init__(self, data_dir: Path, port: int | None = None, extra_args: Iterable[str] = ()) -> None:
@@ -54,27 +56,37 @@ class LocalKubeProcess:
         return self
 
     def _announced_url(self, log_path: Path, offset: int, deadline: float) -> str:
-        assert self.process is not None
-        while time.monotonic() < deadline:
+        process = self.process
+        assert process is not None
+
+        def announced() -> str:
             with log_path.open("rb") as log:
                 log.seek(offset)
                 for line in log.read().decode(errors="replace").splitlines():
                     if line.startswith("localkube serving on "):
                         return line.split()[3]
-            if self.process.poll() is not None:
-                raise RuntimeError(f"localkube exited with {self.process.returncode}; see {log_path}")
-            time.sleep(0.05)
-        raise TimeoutError("localkube did not announce its address")
+            assert process.poll() is None, f"localkube exited with {process.returncode}; see {log_path}"
+            return ""
+
+        url: str = eventually(
+            announced,
+            deadline - time.monotonic(),
+            "localkube announcing its address",
+            every=0.05,
+            blocking=True,
+        )
+        return url
 
     def _wait_ready(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             try:
-                if httpx.get(f"{self.url}/readyz", verify=self.ssl_context(), timeout=2).status_code == 200:
-                    return
+                return (
+                    httpx.get(f"{self.url}/readyz", verify=self.ssl_context(), timeout=2).status_code == 200
+                )
             except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError("localkube did not become ready")
+                return False
+
+        eventually(ready, deadline - time.monotonic(), "localkube ready", every=0.05, blocking=True)
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL if it has not exited within `timeout`."""

@@ -11,12 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from kuberay.local.ports import free_port
+from support.eventually import eventually
 
 
 class RayHead:
@@ -43,19 +43,27 @@ class RayHead:
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         with log.open("wb") as out:
             self._process = subprocess.Popen(command, env=env, start_new_session=True, stdout=out, stderr=out)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"ray start exited with {self._process.returncode}; see {log}")
+        process = self._process
+
+        def answering() -> bool:
+            assert process.poll() is None, f"ray start exited with {process.returncode}; see {log}"
             # The dashboard, and the head's agent: a job submission waits only 10 s for the agent (Ray's
             # WAIT_AVAILABLE_AGENT_TIMEOUT), which a fresh head on a loaded machine can take longer to start.
-            if self._answers(f"{self.dashboard_url}/api/version") and self._answers(
+            return self._answers(f"{self.dashboard_url}/api/version") and self._answers(
                 f"http://127.0.0.1:{self.agent_port}/api/local_raylet_healthz"
-            ):
-                return
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"the Ray dashboard or its agent did not answer within {timeout} s; see {log}")
+            )
+
+        try:
+            eventually(
+                answering,
+                timeout,
+                f"the Ray dashboard and its agent answering (see {log})",
+                every=0.3,
+                blocking=True,
+            )
+        except AssertionError:
+            self.stop()
+            raise
 
     @staticmethod
     def _answers(url: str) -> bool:

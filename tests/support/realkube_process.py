@@ -44,6 +44,7 @@ from kuberay.local.ports import free_port
 from localkube.node.network import bridge_gateways
 from localkube.server.tls import issue
 from support import stopping
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,42 +164,45 @@ class RealKubeProcess(LocalKubeProcess):
                 raise RuntimeError(f"{name} exited with {process.returncode}; see {self.data_dir / name}.log")
 
     def _wait_ready(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             self._check_alive()
             try:
                 with self.client(timeout=2) as client:
-                    if client.get("/readyz").status_code == 200:
-                        return
+                    return client.get("/readyz").status_code == 200
             except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise TimeoutError(f"kube-apiserver did not become ready; see {self.data_dir}/kube-apiserver.log")
+                return False
+
+        what = f"kube-apiserver ready (see {self.data_dir}/kube-apiserver.log)"
+        eventually(ready, deadline - time.monotonic(), what, every=0.1, blocking=True)
 
     def _wait_for_default_service_account(self, deadline: float) -> None:
         # Pods are refused until their namespace's `default` ServiceAccount exists: the controllers' first sign.
         with self.client(timeout=5) as client:
-            while time.monotonic() < deadline:
+
+            def made() -> bool:
                 self._check_alive()
-                if client.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200:
-                    return
-                time.sleep(0.2)
-        raise TimeoutError(f"kube-controller-manager made no ServiceAccount; see {self.data_dir}")
+                return client.get("/api/v1/namespaces/default/serviceaccounts/default").status_code == 200
+
+            what = f"kube-controller-manager's default ServiceAccount (see {self.data_dir})"
+            eventually(made, deadline - time.monotonic(), what, every=0.2, blocking=True)
 
     def wait_node_ready(self, name: str, timeout: float = 60.0) -> None:
         """Returns once the Node `name` reports Ready (its agent registered it); adds the wait to startup_seconds."""
         started = time.monotonic()
         with self.client(timeout=5) as client:
-            while time.monotonic() < started + timeout:
+
+            def ready() -> bool:
                 self._check_alive()
                 node = client.get(f"/api/v1/nodes/{name}")
                 conditions = (
                     node.json().get("status", {}).get("conditions", []) if node.status_code == 200 else []
                 )
-                if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
-                    self.startup_seconds += time.monotonic() - started
-                    return
-                time.sleep(0.2)
-        raise TimeoutError(f"the node {name} did not become Ready on the real control plane")
+                return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+            eventually(
+                ready, timeout, f"the node {name} Ready on the real control plane", every=0.2, blocking=True
+            )
+        self.startup_seconds += time.monotonic() - started
 
     @contextmanager
     def placing_on(self, node: str) -> Iterator[None]:

@@ -9,6 +9,7 @@ is an edge to the module `pkg.x` when that is a module, else to `pkg` (its `__in
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def _imported(node: ast.AST, module: str, is_package: bool) -> Iterator[str]:
         yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
+@functools.cache
 def import_graph(src: Path = SRC) -> dict[str, set[str]]:
-    """Each module under `src` and the modules under `src` it imports."""
+    """Each module under `src` and the modules under `src` it imports (read once per tree: not to be changed)."""
     modules = _modules(src)
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from kuberay.api import k8sschema, v1alpha1
 from kuberay.api.base import Embedded, OpenAPI, Required, Rule
+from kuberay.api.errors import RayApiError
 from kuberay.api.meta import KubeObject
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
@@ -186,7 +187,7 @@ KINDS: tuple[Kind, ...] = (
 )
 
 
-class UnsupportedType(TypeError):
+class UnsupportedType(RayApiError, TypeError):
     """A model field has a Python type the generator cannot express as a CRD schema."""
 
 

@@ -27,6 +27,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from kuberay.api.errors import RayApiError
 from kubesemantics import quantity
 
 # Upstream KubeRay builds against k8s.io/api v0.36 (Kubernetes 1.36).
@@ -132,7 +133,7 @@ _DROPPED_KEYS = frozenset(
 )
 
 
-class UnknownDefinition(KeyError):
+class UnknownDefinition(RayApiError, KeyError):
     """The name is not a definition of the Kubernetes OpenAPI schemas."""
 
 

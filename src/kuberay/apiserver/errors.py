@@ -2,6 +2,10 @@
 followed by the chain of what failed (`<external>: <wrap>: ...: <cause>`), and their HTTP form.
 
 The HTTP status of a gRPC code and the error body `{"code", "message", "details"}` are grpc-gateway's.
+
+`ApiServerError` (a `kuberay.errors.KubeRayError`) is the root of the APIServer's errors: `UserError` here,
+`proxy.MiddlewareError` (the v2 proxy's refusals), `protos.ProtoCompileError` (a RuntimeError) and
+`volumes.VolumeSpecError` (a ValueError).
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import grpc
+
+from kuberay.errors import KubeRayError
 
 # grpc-gateway's HTTPStatusFromCode.
 HTTP_STATUS = {
@@ -32,8 +38,12 @@ HTTP_STATUS = {
 }
 
 
+class ApiServerError(KubeRayError):
+    """An error of the KubeRay APIServer."""
+
+
 @dataclass
-class UserError(Exception):
+class UserError(ApiServerError):
     """Upstream's `util.UserError`: an error with the message a user sees and the chain of contexts it
     passed through."""
 

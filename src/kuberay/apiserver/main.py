@@ -16,7 +16,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
@@ -28,6 +28,7 @@ from kuberay.apiserver.auth import Auth, TokenFileAuth, TokenReviewAuth
 from kuberay.apiserver.backend import Backend
 from kuberay.apiserver.dispatch import Dispatcher, ServerMetrics
 from kuberay.controllers.dashboards import dashboard_access
+from kuberay.runtime import asgiserver
 from kuberay.runtime.client import Client, ConfigurationError, load_config
 from kubesemantics import goparse
 
@@ -95,14 +96,6 @@ def _address(raw: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: this process stops both servers on SIGINT and SIGTERM."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 def _configure_logging(path: str) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if path:
@@ -159,14 +152,12 @@ async def serve(args: argparse.Namespace) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((http_host, http_port))
-    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = asgiserver.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    http_task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started and not http_task.done():
-        await asyncio.sleep(0.05)
+    http_task = await asgiserver.serve(server, [sock])
     print(f"kuberay-apiserver: listening http {http_host}:{sock.getsockname()[1]}", flush=True)
     try:
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)

@@ -19,6 +19,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, MethodDescriptor
 from google.protobuf.message import Message
 
+from kuberay.apiserver.errors import ApiServerError
+
 PACKAGE = "proto"
 PROTO_FILES = (
     "cluster.proto",
@@ -38,7 +40,7 @@ SERVED = (
 )
 
 
-class ProtoCompileError(RuntimeError):
+class ProtoCompileError(ApiServerError, RuntimeError):
     """protoc refused the packaged .proto files."""
 
 

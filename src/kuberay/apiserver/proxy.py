@@ -56,7 +56,7 @@ _HOP_HEADERS = frozenset({"host", "authorization", "content-length", "connection
                           "accept-encoding"})  # fmt: skip
 
 
-class MiddlewareError(Exception):
+class MiddlewareError(errors.ApiServerError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

@@ -58,7 +58,7 @@ def _wrap_kube(error: kube_errors.KubeError, context: str) -> errors.UserError:
 async def _get_template(client: Client, name: str, namespace: str) -> Object:
     try:
         return await client.get(CONFIG_MAP, name, namespace)
-    except kube_errors.NotFound as e:
+    except kube_errors.NotFoundError as e:
         raise errors.not_found(f"Compute template {name} not found", e) from e
     except kube_errors.KubeError as e:
         raise _wrap_kube(e, "Get compute template failed") from e
@@ -72,7 +72,7 @@ async def create_compute_template(client: Client, request: Object) -> Object:
     template = request["compute_template"]
     try:
         await client.get(CONFIG_MAP, template["name"], template["namespace"])
-    except kube_errors.NotFound:
+    except kube_errors.NotFoundError:
         pass
     except kube_errors.KubeError as e:
         raise _wrap_kube(e, "Get compute template failed").wrap("Create compute template failed.") from e
@@ -159,7 +159,7 @@ async def _templates_for(client: Client, spec: Object, namespace: str, owner: st
 async def _get_managed(client: Client, resource: Resource, name: str, namespace: str, label: str) -> Object:
     try:
         obj = await client.get(resource, name, namespace)
-    except kube_errors.NotFound as e:
+    except kube_errors.NotFoundError as e:
         raise errors.not_found(f"{label} {name} not found", e) from e
     except kube_errors.KubeError as e:
         raise _wrap_kube(e, f"Get {label} failed") from e
@@ -212,7 +212,7 @@ async def _delete_managed(
 async def _create(client: Client, resource: Resource, obj: Object, failure: str) -> Object:
     try:
         return await client.create(resource, obj)
-    except kube_errors.AlreadyExists as e:
+    except kube_errors.AlreadyExistsError as e:
         meta = obj["metadata"]
         raise errors.already_exists(
             f"{resource.kind} {meta['namespace']}/{meta['name']} already exists"

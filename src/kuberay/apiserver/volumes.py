@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kuberay.apiserver.errors import ApiServerError
+
 Object = dict[str, Any]
 
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
@@ -14,7 +16,7 @@ _ACCESS = {"RWO": "ReadWriteOnce", "ROX": "ReadOnlyMany", "RWX": "ReadWriteMany"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 
 
-class VolumeSpecError(ValueError):
+class VolumeSpecError(ApiServerError, ValueError):
     """A volume upstream refuses to build (its messages)."""
 
 

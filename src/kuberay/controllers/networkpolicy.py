@@ -72,7 +72,7 @@ class NetworkPolicyReconciler:
                 continue
             try:
                 await self.client.delete(NETWORK_POLICY, name, key.namespace)
-            except errors.NotFound:
+            except errors.NotFoundError:
                 continue
             except errors.KubeError as e:
                 self._event(
@@ -93,7 +93,7 @@ class NetworkPolicyReconciler:
         namespace, name = policy["metadata"]["namespace"], policy["metadata"]["name"]
         try:
             await self.client.create(NETWORK_POLICY, policy)
-        except errors.AlreadyExists:
+        except errors.AlreadyExistsError:
             pass
         except errors.KubeError as e:
             self._event(

@@ -63,7 +63,7 @@ async def reconcile_service(
             "Create",
             ("CreatedService", f"Created the service {ns}/{name}"),
             ("FailedToCreateService", f"Failed to create the service {ns}/{name}, {{error}}"),
-            already=errors.AlreadyExists,
+            already=errors.AlreadyExistsError,
         )
         return
     selector_key = constants.RAY_CLUSTER_LABEL

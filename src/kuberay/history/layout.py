@@ -21,6 +21,8 @@ import posixpath
 import re
 from dataclasses import dataclass
 
+from kuberay.history.errors import HistoryServerError
+
 CLUSTER_HISTORY_DIR = "cluster-history"
 CLUSTER_METADATA_DIR = "cluster-metadata"
 FETCHED_ENDPOINTS_DIR = "fetched_endpoints"
@@ -37,7 +39,7 @@ KINDS = (RAYCLUSTER, RAYJOB, RAYSERVICE)
 _SESSION = re.compile(r"^session_(\d{4}-\d{2}-\d{2})_(\d{2}-\d{2}-\d{2})_(\d{6})(_\d+)?$")
 
 
-class LayoutError(ValueError):
+class LayoutError(HistoryServerError, ValueError):
     """A key or name that is not in the layout."""
 
 

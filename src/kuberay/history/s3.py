@@ -16,7 +16,7 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from kuberay.history.storage import NotFound, Storage, StorageError, check_key
+from kuberay.history.storage import NoSuchKey, Storage, StorageError, check_key
 
 _NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 
@@ -61,7 +61,7 @@ class S3Storage(Storage):
         if isinstance(error, botocore.exceptions.ClientError):
             code = str(error.response.get("Error", {}).get("Code", ""))
             if code in _NOT_FOUND:
-                return NotFound(key)
+                return NoSuchKey(key)
             return StorageError(f"s3://{self.bucket}/{key}: {code or 'error'}")
         return StorageError(f"s3://{self.bucket}/{key}: {type(error).__name__}")
 
@@ -97,7 +97,7 @@ class S3Storage(Storage):
             reply = self._client.head_object(Bucket=self.bucket, Key=check_key(key))
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
             error = self._fail(key, e)
-            if isinstance(error, NotFound):
+            if isinstance(error, NoSuchKey):
                 return None
             raise error from e
         return int(reply["ContentLength"])

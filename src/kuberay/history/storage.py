@@ -14,6 +14,8 @@ import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from kuberay.history.errors import HistoryServerError
+
 STORAGE_BACKEND = "STORAGE_BACKEND"
 # The local backend's directory: our own variable (upstream's local backend is a test double).
 STORAGE_LOCAL_DIR = "STORAGE_LOCAL_DIR"
@@ -21,11 +23,11 @@ STORAGE_LOCAL_DIR = "STORAGE_LOCAL_DIR"
 STORAGE_ROOT_DIR = "STORAGE_ROOT_DIR"
 
 
-class StorageError(Exception):
+class StorageError(HistoryServerError):
     """A backend failed or is misconfigured; the message names the key or the setting."""
 
 
-class NotFound(StorageError):
+class NoSuchKey(StorageError):
     """No object has this key."""
 
 
@@ -38,11 +40,11 @@ class Storage(ABC):
 
     @abstractmethod
     def get(self, key: str) -> bytes:
-        """The whole value of `key`; NotFound when absent."""
+        """The whole value of `key`; NoSuchKey when absent."""
 
     @abstractmethod
     def read_range(self, key: str, start: int, length: int) -> bytes:
-        """`length` bytes from offset `start` (fewer at the end); NotFound when absent."""
+        """`length` bytes from offset `start` (fewer at the end); NoSuchKey when absent."""
 
     @abstractmethod
     def size(self, key: str) -> int | None:
@@ -103,7 +105,7 @@ class LocalDirectory(Storage):
         try:
             return self._path(key).read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise NotFound(key) from None
+            raise NoSuchKey(key) from None
 
     def read_range(self, key: str, start: int, length: int) -> bytes:
         try:
@@ -111,7 +113,7 @@ class LocalDirectory(Storage):
                 f.seek(start)
                 return f.read(length)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise NotFound(key) from None
+            raise NoSuchKey(key) from None
 
     def size(self, key: str) -> int | None:
         path = self._path(key)

@@ -152,7 +152,7 @@ def dry_run(config: ClusterConfig, name: str, namespace: str) -> str:
 async def cluster(kube: Kube, config: ClusterConfig, name: str, namespace: str, *, wait: bool, timeout: float) -> None:  # fmt: skip
     try:
         await kube.client.get(RAYCLUSTER, name, namespace)
-    except errors.NotFound as e:
+    except errors.NotFoundError as e:
         if not e.details.get("name"):
             raise PluginError(f"failed to create Ray cluster: {describe(e, RAYCLUSTER)}") from e
     except errors.KubeError as e:

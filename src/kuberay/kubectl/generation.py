@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from kuberay.kubectl.errors import KubectlPluginError
 from kuberay.rayresources import RAYCLUSTER
 from kubesemantics import quantity
 
@@ -43,7 +44,7 @@ def _scalar_text(value: Any) -> Any:
 Text = Annotated[str, BeforeValidator(_scalar_text)]
 
 
-class ClusterConfigError(ValueError):
+class ClusterConfigError(KubectlPluginError, ValueError):
     """A config file or flag value that cannot make a RayCluster; the message is upstream's."""
 
 

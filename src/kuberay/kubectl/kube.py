@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from kuberay.kubectl.errors import KubectlPluginError
 from kuberay.kubectl.generation import FIELD_MANAGER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, ConfigurationError, load_config
@@ -22,11 +23,11 @@ from kuberay.runtime.resources import Resource
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 
-class PluginError(Exception):
+class PluginError(KubectlPluginError):
     """What a command failed with; its message is the whole story for the user."""
 
 
-class TargetError(ValueError):
+class TargetError(KubectlPluginError, ValueError):
     """A `TYPE/NAME` argument that names no resource the command handles (a usage error on the command
     line, upstream's wording)."""
 
@@ -73,7 +74,7 @@ async def connect(flags: KubeFlags) -> AsyncIterator[Kube]:
 def describe(error: errors.KubeError, resource: Resource | None = None) -> str:
     """The server's message, or for a ray.io kind the server does not serve, what to do about it."""
     if (
-        isinstance(error, errors.NotFound)
+        isinstance(error, errors.NotFoundError)
         and resource is not None
         and resource.group == "ray.io"
         and not error.details.get("name")

@@ -20,13 +20,15 @@ from typing import IO
 
 import orjson
 
+from kuberay.local.errors import LocalModeError
+
 LOCK_FILE = "local.lock"
 STATE_FILE = "local.json"
 # `status` probes the lock with a brief shared lock; a launcher starting at that moment retries this long.
 ACQUIRE_RETRY_SECONDS = 1.0
 
 
-class InstanceError(Exception):
+class InstanceError(LocalModeError):
     """The data directory's instance cannot be locked, found or stopped; the message says why."""
 
 

@@ -37,6 +37,7 @@ import httpx
 
 from kuberay.api import crd
 from kuberay.local import monitoring
+from kuberay.local.errors import LocalModeError
 from kuberay.local.instance import InstanceError, InstanceLock, InstanceState
 from kuberay.local.ports import free_port, port_free
 from kuberay.operator import logs, settings
@@ -64,7 +65,7 @@ IMAGE_ENTRYPOINTS = {
 }
 
 
-class LocalError(Exception):
+class LocalError(LocalModeError):
     """The local cluster could not be started; the message says what failed and where its log is."""
 
 

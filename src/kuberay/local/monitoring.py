@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from kuberay.local.errors import LocalModeError
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.errors import KubeError
 from kuberay.runtime.resources import POD
@@ -37,7 +38,7 @@ RAY_POD_SELECTOR = "ray.io/node-type in (head,worker)"
 TARGETS_FILE = "ray-pods.json"
 
 
-class MonitoringError(Exception):
+class MonitoringError(LocalModeError):
     """Prometheus cannot be started; the message says why and what to do."""
 
 

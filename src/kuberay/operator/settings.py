@@ -43,13 +43,15 @@ from kuberay.api.settings import (
     RuntimeSettings,
     WebhookSettings,
 )
+from kuberay.errors import KubeRayError
 from kubesemantics import goparse
 
 LOG_LEVELS = ("debug", "info", "error")
 
 
-class SettingsError(Exception):
-    """The command line or the config file is unusable; the message is one line naming the culprit."""
+class SettingsError(KubeRayError):
+    """The command line or the config file is unusable; the message is one line naming the culprit. The
+    operator package's only error, so its root."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -7,6 +7,7 @@ error texts follow upstream KubeRay's dashboard client, so that messages surface
 read the same as upstream's. Paths keep their trailing slashes: the dashboard routes on them.
 
 Nothing here retries or sleeps: a failed call raises and the reconciler decides when to try again.
+`DashboardError` (a `kuberay.errors.KubeRayError`) is the root of the package's errors.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 import httpx
 import orjson
 
+from kuberay.errors import KubeRayError
+
 DIRECT_TIMEOUT = 2.0
 PROXY_TIMEOUT = 10.0
 AUTH_HEADER = "x-ray-authorization"
@@ -27,7 +30,7 @@ DASHBOARD_PORT_NAME = "dashboard"
 TERMINAL_JOB_STATUSES = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
 
 
-class DashboardError(Exception):
+class DashboardError(KubeRayError):
     """A dashboard call failed; the message reads as upstream's."""
 
 

@@ -75,7 +75,7 @@ class ObjectList:
     continue_token: str
 
 
-class ConfigurationError(Exception):
+class ConfigurationError(errors.ControllerRuntimeError):
     """No usable connection configuration (bad kubeconfig, missing context, no in-cluster account)."""
 
 
@@ -255,7 +255,7 @@ class Client:
     async def update(
         self, resource: Resource, obj: Mapping[str, Any], *, subresource: str | None = None
     ) -> Object:
-        """Replaces the object (PUT); a stale metadata.resourceVersion raises `Conflict`."""
+        """Replaces the object (PUT); a stale metadata.resourceVersion raises `ConflictError`."""
         name = (obj.get("metadata") or {}).get("name") or ""
         path = resource.path(_ns(resource, _object_namespace(obj)), name, subresource)
         return await self._request(

@@ -54,11 +54,11 @@ class Result:
     requeue: bool = False
 
 
-class TemporaryError(Exception):
+class TemporaryError(errors.ControllerRuntimeError):
     """Retry this key with backoff."""
 
 
-class TerminalError(Exception):
+class TerminalError(errors.ControllerRuntimeError):
     """Retrying this key cannot help until the object changes."""
 
 

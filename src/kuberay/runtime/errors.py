@@ -1,8 +1,11 @@
-"""The errors of the Kubernetes API boundary, mapped from HTTP status and the `Status` body's reason.
+"""The root of the runtime's errors, `ControllerRuntimeError` (a `kuberay.errors.KubeRayError`), and under it
+`KubeError`, the errors of the Kubernetes API boundary, mapped from HTTP status and the `Status` body's reason.
+The runtime's other errors derive from the root: `client.ConfigurationError`, `controller.TemporaryError` and
+`TerminalError`, `leaderelection.LeadershipLost`, `workqueue.ShutDown`, `frozen.ReadOnlyError` (a TypeError).
 
-Callers branch on the class (`except NotFound`), never on numbers. Every error keeps the HTTP status, the
+Callers branch on the class (`except NotFoundError`), never on numbers. Every error keeps the HTTP status, the
 Status reason and message, and chains the transport error that caused it (`raise ... from cause`).
-`AlreadyExists` and `Conflict` are both HTTP 409 and are told apart by the Status reason, as client-go does.
+`AlreadyExistsError` and `ConflictError` are both HTTP 409 and are told apart by the Status reason, as client-go does.
 """
 
 from __future__ import annotations
@@ -10,8 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kuberay.errors import KubeRayError
 
-class KubeError(Exception):
+
+class ControllerRuntimeError(KubeRayError):
+    """An error of the controller runtime."""
+
+
+class KubeError(ControllerRuntimeError):
     """An error answer from the API server (or no answer at all, for `Unavailable`)."""
 
     def __init__(
@@ -24,15 +33,15 @@ class KubeError(Exception):
         self.details: Mapping[str, Any] = details or {}
 
 
-class NotFound(KubeError):
+class NotFoundError(KubeError):
     """404."""
 
 
-class Conflict(KubeError):
+class ConflictError(KubeError):
     """409 with reason Conflict: a resourceVersion precondition failed; re-read and retry."""
 
 
-class AlreadyExists(KubeError):
+class AlreadyExistsError(KubeError):
     """409 with reason AlreadyExists: a create named an object that exists."""
 
 
@@ -77,7 +86,7 @@ _BY_STATUS: Mapping[int, type[KubeError]] = {
     400: Invalid,
     401: Unauthorized,
     403: Forbidden,
-    404: NotFound,
+    404: NotFoundError,
     410: Gone,
     422: Invalid,
     429: TooManyRequests,
@@ -92,7 +101,7 @@ def from_status(status: int, body: Mapping[str, Any] | None) -> KubeError:
     details = body.get("details") if isinstance(body.get("details"), Mapping) else None
     kind: type[KubeError]
     if status == 409:
-        kind = AlreadyExists if reason == "AlreadyExists" else Conflict
+        kind = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
     else:
         kind = _BY_STATUS.get(status, ServerError)
     return kind(message, status=status, reason=reason, details=details)

@@ -155,7 +155,7 @@ class EventRecorder:
                 await self.client.patch(resource, previous.name, patch, namespace)
                 self._remember(similar, _Written(previous.name, times, self._clock.monotonic()))
                 return
-            except errors.NotFound:
+            except errors.NotFoundError:
                 pass  # the Event expired; write a new one
         # client-go names Events <object>.<unix nanoseconds in hex>; strictly increasing keeps them unique.
         self._last_nanos = max(self._last_nanos + 1, int(at.timestamp() * 1e9))

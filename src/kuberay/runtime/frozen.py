@@ -17,11 +17,13 @@ from __future__ import annotations
 from sys import intern
 from typing import Any, NoReturn
 
+from kuberay.runtime.errors import ControllerRuntimeError
+
 # Longer strings (a serve config, a script) are rarely repeated and would only grow the intern table.
 _INTERNED_MAX_LENGTH = 256
 
 
-class ReadOnlyError(TypeError):
+class ReadOnlyError(ControllerRuntimeError, TypeError):
     """A cached object was about to be changed in place; `thaw` it (or `copy.deepcopy`) first."""
 
 

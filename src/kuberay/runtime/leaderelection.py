@@ -31,7 +31,7 @@ from kubesemantics import times
 log = logging.getLogger(__name__)
 
 
-class LeadershipLost(Exception):
+class LeadershipLost(errors.ControllerRuntimeError):
     """The lease could not be renewed within the renew deadline."""
 
 
@@ -117,7 +117,7 @@ class LeaderElector:
         now = times.format_micro_time(self._clock.now())
         try:
             lease = await self.client.get(LEASE, config.name, config.namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             spec: dict[str, Any] = {
                 "holderIdentity": config.identity,
                 "leaseDurationSeconds": int(config.lease_duration),

@@ -33,6 +33,7 @@ from collections.abc import Hashable
 from typing import Any, Generic, TypeVar
 
 from kuberay.runtime.clock import Clock, sleep_until
+from kuberay.runtime.errors import ControllerRuntimeError
 from kuberay.runtime.metrics import QueueMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
 
@@ -43,7 +44,7 @@ K = TypeVar("K", bound=Hashable)
 PASS_COST_S = 0.5
 
 
-class ShutDown(Exception):
+class ShutDown(ControllerRuntimeError):
     """The queue was shut down and holds nothing more to process."""
 
 

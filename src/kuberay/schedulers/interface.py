@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kuberay.schedulers.errors import SchedulerPluginError
+
 Obj = Mapping[str, Any]
 
 
-class BatchSchedulingError(Exception):
+class BatchSchedulingError(SchedulerPluginError):
     """A plugin cannot do what a reconcile asks of it (the reconcile fails and is retried)."""
 
 

@@ -142,7 +142,7 @@ class KubernetesWAS(BatchScheduler):
     async def _get(self, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
         try:
             return await self._client.get(resource, name, namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             return None
         except errors.KubeError as e:
             raise BatchSchedulingError(f"failed to get {resource.kind} {namespace}/{name}: {e}") from e
@@ -189,7 +189,7 @@ class KubernetesWAS(BatchScheduler):
             )
         try:
             await self._client.delete(WORKLOAD, name_of(live), ns, uid=live["metadata"].get("uid"))
-        except errors.NotFound:
+        except errors.NotFoundError:
             pass
         except errors.KubeError as e:
             raise BatchSchedulingError(f"failed to delete stale Workload {ns}/{name_of(live)}: {e}") from e
@@ -226,7 +226,7 @@ class KubernetesWAS(BatchScheduler):
             metadata["finalizers"] = [f for f in finalizers if f != PROTECTION_FINALIZER]
             try:
                 await self._client.update(PODGROUP, group)
-            except errors.NotFound:
+            except errors.NotFoundError:
                 return True
             except errors.KubeError as e:
                 raise BatchSchedulingError(
@@ -237,7 +237,7 @@ class KubernetesWAS(BatchScheduler):
             return wrote
         try:
             await self._client.delete(PODGROUP, name, ns, uid=metadata.get("uid"))
-        except errors.NotFound:
+        except errors.NotFoundError:
             return wrote
         except errors.KubeError as e:
             raise BatchSchedulingError(f"failed to delete PodGroup {ns}/{name}: {e}") from e
@@ -256,7 +256,7 @@ class KubernetesWAS(BatchScheduler):
             raise BatchSchedulingError(f"Workload {ns}/{name} is being deleted, will retry")
         try:
             await self._client.delete(WORKLOAD, name, ns, uid=workload["metadata"].get("uid"))
-        except errors.NotFound:
+        except errors.NotFoundError:
             return False
         except errors.KubeError as e:
             raise BatchSchedulingError(f"failed to delete Workload {ns}/{name}: {e}") from e

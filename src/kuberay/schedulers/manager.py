@@ -13,6 +13,7 @@ from kuberay.runtime.client import Client
 from kuberay.runtime.clock import Clock
 from kuberay.runtime.events import Recorder
 from kuberay.schedulers import kubernetes_was
+from kuberay.schedulers.errors import SchedulerPluginError
 from kuberay.schedulers.interface import BatchScheduler
 from kuberay.schedulers.kai import Kai
 from kuberay.schedulers.schedulerplugins import SchedulerPlugins
@@ -21,7 +22,7 @@ from kuberay.schedulers.volcano import Volcano
 from kuberay.schedulers.yunikorn import YuniKorn
 
 
-class SchedulerSetupError(Exception):
+class SchedulerSetupError(SchedulerPluginError):
     """The chosen scheduler cannot run against this API server (the operator does not start)."""
 
 

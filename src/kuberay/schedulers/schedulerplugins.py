@@ -83,11 +83,11 @@ class SchedulerPlugins(BatchScheduler):
         try:
             await self._client.get(PODGROUP, name_of(obj), namespace)
             return
-        except errors.NotFound:
+        except errors.NotFoundError:
             pass
         try:
             await self._client.create(PODGROUP, build_podgroup(obj), namespace)
-        except errors.AlreadyExists:
+        except errors.AlreadyExistsError:
             return
         except errors.KubeError as e:
             raise BatchSchedulingError(f"failed to create PodGroup: {e}") from e

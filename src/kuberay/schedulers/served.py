@@ -42,7 +42,7 @@ class ServedKinds:
         try:
             await self._client.list(resource, namespace, limit=1)
             answer = True
-        except errors.NotFound:
+        except errors.NotFoundError:
             answer = False
         except errors.Forbidden:
             answer = True

@@ -146,7 +146,7 @@ class Volcano(BatchScheduler):
         size, resources = 0, sizing.ResourceList()
         try:
             cluster = await self._client.get(RAYCLUSTER, cluster_name, namespace_of(obj))
-        except errors.NotFound:
+        except errors.NotFoundError:
             cluster = None
         if cluster is not None and not cluster["metadata"].get("deletionTimestamp"):
             size, resources = sizing.gang_size(cluster.get("spec") or {})
@@ -160,10 +160,10 @@ class Volcano(BatchScheduler):
             return False
         try:
             live = await self._client.get(PODGROUP, podgroup_name(owner), namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             try:
                 await self._client.create(PODGROUP, build_podgroup(owner, size, resources), namespace)
-            except errors.AlreadyExists:
+            except errors.AlreadyExistsError:
                 return False
             return True
         live_spec = live.setdefault("spec", {})

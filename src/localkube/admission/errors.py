@@ -4,6 +4,8 @@ A `FieldError` is one cause (`spec.x: Invalid value: 5: ...`); an `AdmissionErro
 refused object into the API server's message (`Kind.group "name" is invalid: [a, b]`) and `Status` body.
 Rendering follows apimachinery's `field.Error.ErrorBody` and `errors.NewInvalid`: scalars print bare, strings
 print Go-quoted, composite values print as JSON, and duplicate messages are dropped from the aggregate.
+`AdmissionControlError` (a `localkube.errors.LocalkubeError`) is the admission package's root, over
+`AdmissionError` and `SchemaInvalid`; a `FieldError` is a value, not an exception.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from kubesemantics.schema import (
 )
 from kubesemantics.schema import render_value
 from kubesemantics.status import status_body
+from localkube.errors import LocalkubeError
 
 _REASONS: Final = {
     REQUIRED: "FieldValueRequired",
@@ -104,7 +107,11 @@ def aggregate(errors: list[FieldError]) -> str:
     return "[" + ", ".join(messages) + "]"
 
 
-class SchemaInvalid(Exception):
+class AdmissionControlError(LocalkubeError):
+    """An error of admission."""
+
+
+class SchemaInvalid(AdmissionControlError):
     """An object broke its schema; the owner of the object's identity turns this into an `AdmissionError`."""
 
     def __init__(self, errors: list[FieldError]) -> None:
@@ -112,7 +119,7 @@ class SchemaInvalid(Exception):
         self.errors = errors
 
 
-class AdmissionError(Exception):
+class AdmissionError(AdmissionControlError):
     """An object refused with 422 Invalid, carrying the API server's message and `Status` body."""
 
     def __init__(self, kind: str, group: str, name: str, errors: list[FieldError]) -> None:

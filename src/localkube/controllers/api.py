@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from localkube.controllers.errors import ControllerManagerError
 from localkube.server.errors import ApiError
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
 
 
-class UnknownResource(LookupError):
+class UnknownResource(ControllerManagerError, LookupError):
     """A store key that names no served resource."""
 
 

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesemantics import names
+from localkube.controllers.errors import ControllerManagerError
 
 POD_TEMPLATE_HASH = "pod-template-hash"
 SAFE_ALPHABET = names.SUFFIX_ALPHABET  # client-go's SafeEncodeString maps onto the same characters
 
 
-class RolloutError(ValueError):
+class RolloutError(ControllerManagerError, ValueError):
     """An int-or-percent a rollout cannot use; the message names the problem as upstream does."""
 
 

@@ -18,11 +18,13 @@ from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError
 
+from localkube.node.errors import NodeError
+
 Object = dict[str, Any]
 USER_AGENT = "localkube-agent"
 
 
-class RequestFailed(Exception):
+class RequestFailed(NodeError):
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status

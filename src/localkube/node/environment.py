@@ -23,11 +23,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubesemantics import quantity
+from localkube.node.errors import NodeError
 
 _VALID_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
-class ContainerConfigError(ValueError):
+class ContainerConfigError(NodeError, ValueError):
     """A container's configuration cannot be turned into a process (kubelet: CreateContainerConfigError)."""
 
 

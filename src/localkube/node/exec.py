@@ -35,6 +35,8 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from localkube.node.errors import NodeError
+
 READ_SIZE = 64 * 1024
 # nsenter's option for each namespace a command may need to enter, in /proc/<pid>/ns/ names.
 _NAMESPACES = (("user", "--user"), ("mnt", "--mount"), ("net", "--net"), ("uts", "--uts"), ("ipc", "--ipc"))
@@ -51,7 +53,7 @@ class ContainerProcess:
     cwd: str | None
 
 
-class ExecError(Exception):
+class ExecError(NodeError):
     """The command could not be started (the message says why)."""
 
 

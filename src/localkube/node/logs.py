@@ -21,12 +21,14 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, BinaryIO
 
+from localkube.node.errors import NodeError
+
 # A line longer than this is written in parts (P entries), as container runtimes do.
 MAX_LINE = 16 * 1024
 FOLLOW_INTERVAL = 0.2
 
 
-class LogNotFound(LookupError):
+class LogNotFound(NodeError, LookupError):
     """There is no log for the container (or no previous run of it); the message is the kubelet's."""
 
 

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from localkube.node.errors import NodeError
+
 log = logging.getLogger(__name__)
 
 LOOPBACK_PODS = ipaddress.IPv4Network("127.244.0.0/16")
@@ -60,7 +62,7 @@ CLUSTER_DOMAIN = "cluster.local"
 _USER_MOUNT_NAMESPACE = ("--user", "--map-root-user", "--mount")
 
 
-class NetworkError(RuntimeError):
+class NetworkError(NodeError, RuntimeError):
     """A pod's network could not be set up or torn down; the message carries the failing command's output."""
 
 

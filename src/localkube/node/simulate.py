@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubesemantics import times
+from localkube.node.errors import NodeError
 
 SIMULATE_ANNOTATION = "localkube.io/simulate"
 
@@ -43,7 +44,7 @@ CRASH_RUN_SECONDS = 1.0
 IMAGE_PULL_ERROR_SECONDS = 2.0
 
 
-class SimulationError(ValueError):
+class SimulationError(NodeError, ValueError):
     """The `localkube.io/simulate` annotation has a value this agent does not know."""
 
 

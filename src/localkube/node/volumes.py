@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localkube.node.environment import ContainerConfigError, field_value, resource_value
+from localkube.node.errors import NodeError
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 API_ACCESS_VOLUME = "kube-api-access"
@@ -40,7 +41,7 @@ PROJECTED_KINDS = ("configMap", "secret", "downwardAPI", "projected")
 CLUSTER_CA_SOURCE = "localkubeClusterCA"
 
 
-class VolumeError(ValueError):
+class VolumeError(NodeError, ValueError):
     """A volume cannot be set up (kubelet: the FailedMount event, the pod stays ContainerCreating)."""
 
 

@@ -3,7 +3,8 @@
 `PatchError.detail` is the engine's own text (evanphx/json-patch's for JSON patches, apimachinery's for
 strategic merge); `status` is what the API server sends, which for a JSON patch that does not apply is the
 generic 422 text, as the real server does. `ApplyConflict` is server-side apply's 409 with one cause per
-conflicting field.
+conflicting field. Both derive from `PatchingError` (a `localkube.errors.LocalkubeError`), the patch package's
+root.
 """
 
 from __future__ import annotations
@@ -11,11 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from kubesemantics.status import status_body
+from localkube.errors import LocalkubeError
 
 _REASONS = {400: "BadRequest", 422: "Invalid", 500: "InternalError"}
 
 
-class PatchError(Exception):
+class PatchingError(LocalkubeError):
+    """An error of the patch engines."""
+
+
+class PatchError(PatchingError):
     """A patch that cannot be decoded (400), does not apply to the object (422), or that the strategic merge
     cannot process (500, as apimachinery's unclassified errors are)."""
 
@@ -37,7 +43,7 @@ class PatchError(Exception):
         return status_body(self.code, message, _REASONS.get(self.code, "BadRequest"), details)
 
 
-class ApplyConflict(Exception):
+class ApplyConflict(PatchingError):
     """Server-side apply would take fields another manager owns.
 
     `conflicts` are (manager, field path) pairs: the manager as the API server prints it (`"kubectl"`, or

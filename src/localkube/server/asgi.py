@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from localkube.server.errors import ServingError
 from localkube.server.routing import Receive, Reply, Scope, Send, StreamReply
 
 log = logging.getLogger("localkube.server")
 
 
-class ClientGone(Exception):
+class ClientGone(ServingError):
     """The client went away before its request's body was whole."""
 
 

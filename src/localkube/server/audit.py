@@ -29,7 +29,7 @@ import yaml
 from kubesemantics import times
 from localkube.server import protobuf
 from localkube.server.bodies import PROTOBUF
-from localkube.server.errors import ApiError
+from localkube.server.errors import ApiError, ServingError
 from localkube.server.rbac import UserInfo
 from localkube.server.routing import Request, Target
 
@@ -38,7 +38,7 @@ STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
 RESPONSE_COMPLETE, RESPONSE_STARTED = "ResponseComplete", "ResponseStarted"
 
 
-class PolicyError(ValueError):
+class PolicyError(ServingError, ValueError):
     """The audit policy file is not a policy this server can apply (the message says where)."""
 
 

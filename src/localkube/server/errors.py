@@ -3,6 +3,10 @@
 Every refusal the server makes is an `ApiError`; the app turns it into an HTTP reply whose body is the
 `Status` object, so clients (kubectl, the official client, lightkube) see the codes, reasons and texts they
 expect, for example `rayclusters.ray.io "x" not found` with reason NotFound and code 404.
+
+`ServingError` (a `localkube.errors.LocalkubeError`) is the root of the server package's errors: `ApiError`
+here, `asgi.ClientGone`, `streams.Disconnected`, `spdy.ProtocolError`, `webhooks.CallFailed`,
+`audit.PolicyError` and `protobuf._Malformed` (ValueErrors).
 """
 
 from __future__ import annotations
@@ -10,9 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from kubesemantics.status import status_body
+from localkube.errors import LocalkubeError
 
 
-class ApiError(Exception):
+class ServingError(LocalkubeError):
+    """An error of localkube's API server."""
+
+
+class ApiError(ServingError):
     """An error reply: HTTP `code`, metav1 `reason`, the human `message` and optional `details`."""
 
     def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:

@@ -40,7 +40,7 @@ _BY_KIND = {
 }
 
 
-class _Malformed(ValueError):
+class _Malformed(errors.ServingError, ValueError):
     pass
 
 

@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from localkube.server.errors import ServingError
+
 VERSION = 3
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
 FLAG_FIN = 0x01
@@ -108,7 +110,7 @@ def _dictionary() -> bytes:
 DICTIONARY = _dictionary()
 
 
-class ProtocolError(Exception):
+class ProtocolError(ServingError):
     """The peer sent something that is not SPDY/3.1."""
 
 

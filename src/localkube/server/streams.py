@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 import orjson
 
-from localkube.server.errors import ApiError
+from localkube.server.errors import ApiError, ServingError
 from localkube.server.routing import Receive, Send
 
 
-class Disconnected(Exception):
+class Disconnected(ServingError):
     """The client closed the WebSocket."""
 
 

@@ -39,7 +39,7 @@ import orjson
 from kubesemantics import cellib
 from kubesemantics.selectors import label_selector_matches
 from localkube.patch import PatchError, json_patch
-from localkube.server.errors import ApiError
+from localkube.server.errors import ApiError, ServingError
 from localkube.server.proxy import Proxy, ProxyTarget
 from localkube.server.rbac import UserInfo
 from localkube.server.registry import Registry, ResourceType
@@ -72,7 +72,7 @@ class Attributes:
     warnings: list[str] = field(default_factory=list)
 
 
-class CallFailed(Exception):
+class CallFailed(ServingError):
     """A webhook could not be called, or answered with something that is not a valid review."""
 
 

@@ -45,6 +45,8 @@ from typing import Any, Literal
 
 import orjson
 
+from localkube.errors import LocalkubeError
+
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 # Events kept in memory for watch resumes; older resumes (newer than the compacted revision) read SQLite.
@@ -72,7 +74,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
 
-class StoreError(Exception):
+class StoreError(LocalkubeError):
     """Base of the store's errors; each names the key it concerns."""
 
 

@@ -134,7 +134,7 @@ async def test_a_pod_runs_on_the_agent_and_its_deletion_completes(
     async def gone() -> bool:
         try:
             await client.get(POD, "sleeper", namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             return True
         return False
 
@@ -179,7 +179,7 @@ async def test_a_restarted_agent_runs_what_was_created_while_it_was_away(
     async def registered() -> bool:
         try:
             return condition(await client.get(NODE, "agent-restarted"), "Ready") == "True"
-        except errors.NotFound:
+        except errors.NotFoundError:
             return False
 
     await eventually(registered)

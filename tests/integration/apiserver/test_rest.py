@@ -84,7 +84,7 @@ async def test_compute_templates_create_get_list_paged_delete(
     assert {t["name"] for t in everywhere if t["namespace"] == namespace} == names
 
     assert (await http.delete(f"{base}/medium")).json() == {}
-    with pytest.raises(errors.NotFound):
+    with pytest.raises(errors.NotFoundError):
         await kube.get(CONFIG_MAP, "medium", namespace)
 
 
@@ -184,7 +184,7 @@ async def eventually_gone(kube: Client, resource: Resource, name: str, namespace
     async def gone() -> bool:
         try:
             await kube.get(resource, name, namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             return True
         return False
 

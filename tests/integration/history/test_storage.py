@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kuberay.history.backends import from_env
-from kuberay.history.storage import LocalDirectory, NotFound, Storage, StorageError
+from kuberay.history.storage import LocalDirectory, NoSuchKey, Storage, StorageError
 from support.history_processes import S3Proxy
 
 
@@ -27,7 +27,7 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]
 
 def test_the_backend_contract(storage: Storage) -> None:
     assert storage.keys("a") == [] and storage.size("a/b") is None
-    with pytest.raises(NotFound):
+    with pytest.raises(NoSuchKey):
         storage.get("a/b")
     storage.put("a/b/c.log", b"0123456789")
     storage.put("a/b/c.log", b"abcdefghij")  # a put replaces

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 from typing import Any
 
 import httpx
@@ -14,6 +13,7 @@ import yaml
 
 from integration.kubectl import tables
 from integration.kubectl.conftest import RayCli, run_plugin
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
@@ -276,10 +276,14 @@ def test_get_token(ray_cli: RayCli, operator: OperatorProcess, api: httpx.Client
     manifest["spec"]["authOptions"] = {"mode": "token"}
     manifest["spec"]["rayVersion"] = "2.52.0"
     api.post(RAYCLUSTERS.format(ns=namespace), json=manifest).raise_for_status()
-    deadline = time.monotonic() + 60
-    while (secret := api.get(f"/api/v1/namespaces/{namespace}/secrets/tok")).status_code == 404:
-        assert time.monotonic() < deadline, "the operator made no token Secret"
-        time.sleep(0.2)
+    secret = eventually(
+        lambda: (
+            (reply := api.get(f"/api/v1/namespaces/{namespace}/secrets/tok")).status_code != 404 and reply
+        ),
+        60,
+        "the operator's token Secret",
+        every=0.2,
+    )
     expected = base64.b64decode(secret.json()["data"]["auth_token"]).decode()
     assert ok(ray_cli("get", "token", "tok")) == expected  # printed without a newline
 

@@ -5,7 +5,6 @@ the two-word `log`/`session` forms find the resource's cluster."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +13,7 @@ import yaml
 
 from integration.kubectl import tables
 from integration.kubectl.conftest import RayCli, run_plugin
+from support.eventually import eventually
 from support.local_instance import EXAMPLES
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
@@ -46,26 +46,34 @@ def apply_example(api: httpx.Client, namespace: str, plural: str, file: str) -> 
 
 
 def status_when(api: httpx.Client, path: str, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while True:
-        obj: dict[str, Any] = api.get(path).json()
-        if ready(obj.get("status") or {}):
-            return obj
-        assert time.monotonic() < deadline, obj.get("status")
-        time.sleep(1)
+    last: dict[str, Any] = {}
+
+    def reached() -> dict[str, Any]:
+        last.clear()
+        last.update(api.get(path).json())
+        return last if ready(last.get("status") or {}) else {}
+
+    obj: dict[str, Any] = eventually(
+        reached, 120, lambda: f"{path}'s status (last: {last.get('status')})", every=1
+    )
+    return obj
 
 
 def row_matching(ray_cli: RayCli, api: httpx.Client, path: str, args: list[str], expected: Callable[[dict[str, Any]], dict[str, str]]) -> dict[str, str]:  # fmt: skip
     """The table's one row once it agrees with the object read right after it (the operator may write between)."""
-    for _ in range(10):
+    seen: list[tuple[dict[str, str], dict[str, str]]] = []
+
+    def agreeing() -> dict[str, str]:
         text = ok(ray_cli("get", *args))
         tables.assert_layout(text)
         [row] = tables.parse(text)
-        want = expected(api.get(path).json())
-        if all(row[key] == value for key, value in want.items()):
-            return row
-        time.sleep(1)
-    raise AssertionError((row, want))
+        seen[:] = [(row, expected(api.get(path).json()))]
+        return row if all(row[key] == value for key, value in seen[0][1].items()) else {}
+
+    row: dict[str, str] = eventually(
+        agreeing, 30, lambda: f"the row agreeing with the object (row, want): {seen}", every=1
+    )
+    return row
 
 
 def test_get_job_and_service_columns_outputs_and_errors(

@@ -344,9 +344,7 @@ async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None
     )
     cluster.create("pods", _pod("doomed", _python(code)))
     pod = await cluster.until("doomed", lambda p: bool(_container(p)["state"].get("running")))
-    async with asyncio.timeout(10):
-        while not cluster.log(pod).split():
-            await asyncio.sleep(0.05)
+    await eventually(lambda: cluster.log(pod).split(), 10, "the container's output", every=0.05)
     # The pids the container prints are its PID namespace's (where it has one): the host's are found from
     # the process the kubelet started.
     leader = int(_container(pod)["containerID"].removeprefix("process://"))
@@ -355,9 +353,7 @@ async def test_deleting_a_pod_leaves_no_process_behind(cluster: Cluster) -> None
     netns_before = _netns() if cluster.isolated else []
     assert all(_alive(pid) for pid in pids) and len(netns_before) == (1 if cluster.isolated else 0)
     cluster.delete_pod("doomed")
-    async with asyncio.timeout(15):
-        while cluster.pod("doomed") is not None:
-            await asyncio.sleep(0.05)
+    await eventually(lambda: cluster.pod("doomed") is None, 15, "pod doomed gone", every=0.05)
     assert not any(_alive(pid) for pid in pids)
     with pytest.raises(ProcessLookupError):
         os.killpg(pids[0], 0)
@@ -394,9 +390,7 @@ async def test_the_bridges_mac_stays_as_pods_come_and_go(cluster: Cluster) -> No
         cluster.create("pods", _pod(name, sleeper))
         await cluster.until(name, _phase("Running"))
     cluster.delete_pod("second")
-    async with asyncio.timeout(30):
-        while cluster.pod("second") is not None:
-            await asyncio.sleep(0.1)
+    await eventually(lambda: cluster.pod("second") is None, 30, "pod second gone", every=0.1)
     assert address.read_text().strip() == bridge_mac("lkt0")
 
 
@@ -435,9 +429,7 @@ async def test_a_new_kubelet_stops_the_processes_an_unclean_predecessor_left(clu
     pid = int(_container(pod)["containerID"].removeprefix("process://"))
     assert _alive(pid)
     ProcessKubelet(cluster.store, NodeOptions(), ProcessOptions(cluster.data_dir), HostNetwork())
-    async with asyncio.timeout(5):
-        while _alive(pid):
-            await asyncio.sleep(0.05)
+    await eventually(lambda: not _alive(pid), 5, "the process gone", every=0.05)
 
 
 async def test_a_bridge_belongs_to_one_localkube_at_a_time(cluster: Cluster) -> None:
@@ -465,9 +457,8 @@ async def test_shutdown_caps_the_grace_of_a_pod_being_deleted_and_the_next_start
         )
         cluster.create("pods", _pod("slow", _python(stubborn), terminationGracePeriodSeconds=60))
         pod = await cluster.until("slow", lambda p: bool(_container(p)["state"].get("running")))
-        async with asyncio.timeout(10):
-            while not cluster.log(pod):  # SIGTERM is ignored from now on
-                await asyncio.sleep(0.05)
+        # Once it has printed, it ignores SIGTERM.
+        await eventually(lambda: cluster.log(pod), 10, "the container's output", every=0.05)
         leader = int(_container(pod)["containerID"].removeprefix("process://"))
         cluster.delete_pod("slow")  # its stop begins, with the pod's own 60 s
         await asyncio.sleep(0.5)
@@ -485,9 +476,7 @@ async def test_shutdown_caps_the_grace_of_a_pod_being_deleted_and_the_next_start
         kubelet = ProcessKubelet(store, NodeOptions(), options, HostNetwork(files=tmp_path / "hosts"))
         runner = ClusterRunner(store, [kubelet], kubelet)
         await runner.start()
-        async with asyncio.timeout(10):
-            while cluster.pod("slow") is not None:
-                await asyncio.sleep(0.05)
+        await eventually(lambda: cluster.pod("slow") is None, 10, "pod slow gone", every=0.05)
         assert not any(path.exists() for path in files)
     finally:
         await runner.stop()
@@ -573,9 +562,7 @@ async def test_a_pre_stop_hook_runs_in_its_own_container_and_stops_only_its_proc
         pod = await cluster.until(name, lambda p: _container(p).get("started") is True)
         pids[name] = int(_container(pod)["containerID"].removeprefix("process://"))
     cluster.delete_pod("hooked")
-    async with asyncio.timeout(20):
-        while cluster.pod("hooked") is not None:
-            await asyncio.sleep(0.05)
+    await eventually(lambda: cluster.pod("hooked") is None, 20, "pod hooked gone", every=0.05)
     assert (hooks / "prestop").read_text() == "stopped\n"
     assert not _alive(pids["hooked"])
     assert _alive(pids["bystander"]) and all(_alive(pid) for pid in descendants(pids["bystander"]))
@@ -610,9 +597,7 @@ async def test_post_start_and_http_pre_stop_hooks_run(cluster: Cluster, tmp_path
     assert _container(pod)["started"] is True
     assert started.read_text() == "web\n"
     cluster.delete_pod("web")
-    async with asyncio.timeout(20):
-        while cluster.pod("web") is not None:
-            await asyncio.sleep(0.05)
+    await eventually(lambda: cluster.pod("web") is None, 20, "pod web gone", every=0.05)
     assert requests.read_text().splitlines()[-1] == "/prestop"
 
 
@@ -637,9 +622,7 @@ async def test_a_missing_config_map_volume_keeps_the_pod_creating_until_it_appea
     assert _container(pod)["state"] == {"waiting": {"reason": "ContainerCreating"}}
     cluster.create("configmaps", {"metadata": {"name": "late"}, "data": {"greeting": "at last"}})
     pod = await cluster.until("reader", lambda p: bool(_container(p)["state"].get("running")))
-    async with asyncio.timeout(15):
-        while cluster.log(pod) != "at last\n":
-            await asyncio.sleep(0.1)
+    await eventually(lambda: cluster.log(pod) == "at last\n", 15, "the container's output", every=0.1)
 
 
 async def test_volume_mounts_are_refused_where_the_node_has_no_mount_namespaces(tmp_path: Path) -> None:

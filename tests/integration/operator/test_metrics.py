@@ -8,7 +8,7 @@ in its own namespace, holding a RayCluster, a RayJob and a RayService from `exam
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from support import promql
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
@@ -67,15 +68,6 @@ FAMILIES: dict[str, tuple[str, set[str] | None]] = {
 }
 
 
-def _eventually(check: Callable[[], bool], what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def scraped(localkube: LocalKubeProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[OperatorProcess, str]]:  # fmt: skip
     namespace = f"metrics-{int(time.time() * 1000) % 10**8}"
@@ -96,7 +88,7 @@ def scraped(localkube: LocalKubeProcess, tmp_path_factory: pytest.TempPathFactor
                 conditions = (cluster.get("status") or {}).get("conditions") or []
                 return any(c["type"] == "RayClusterProvisioned" and c["status"] == "True" for c in conditions)
 
-            _eventually(provisioned, "the RayCluster to be provisioned")
+            eventually(provisioned, 120, "the RayCluster provisioned", every=0.5)
             yield operator, namespace
         finally:
             operator.stop()

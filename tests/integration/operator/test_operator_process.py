@@ -1,4 +1,3 @@
-import asyncio
 import os
 import signal
 import subprocess
@@ -81,15 +80,12 @@ async def test_one_operator_leads_and_the_other_takes_over_within_the_lease(loca
                 CONFIG_MAP, {"metadata": {"name": "toy", "namespace": namespace, "labels": {"toy": "yes"}}}
             )
 
-            async def reconciled_by() -> str:
+            async def reconciled_by(operator: Operator) -> bool:
                 cm = await client.get(CONFIG_MAP, "toy", namespace)
-                return (cm["metadata"].get("annotations") or {}).get("toy/reconciled-by", "")
+                annotations = cm["metadata"].get("annotations") or {}
+                return annotations.get("toy/reconciled-by") == str(operator.process.pid)
 
-            for _ in range(200):
-                if await reconciled_by() == str(first.process.pid):
-                    break
-                await asyncio.sleep(0.05)
-            assert await reconciled_by() == str(first.process.pid)
+            await eventually(lambda: reconciled_by(first), 10, "the toy reconciled by the first")
             assert not leads(second) and "toy reconciled" not in second.output()
 
             first.process.kill()
@@ -98,11 +94,7 @@ async def test_one_operator_leads_and_the_other_takes_over_within_the_lease(loca
             # client-go's bound: the lease duration, plus a retry period to notice, plus scheduling slack.
             assert time.monotonic() - killed < LEASE_SECONDS + 2 * RETRY_SECONDS + 1.5
             await client.patch(CONFIG_MAP, "toy", {"data": {"changed": "yes"}}, namespace)
-            for _ in range(200):
-                if await reconciled_by() == str(second.process.pid):
-                    break
-                await asyncio.sleep(0.05)
-            assert await reconciled_by() == str(second.process.pid)
+            await eventually(lambda: reconciled_by(second), 10, "the toy reconciled by the second")
             lease = await client.get(LEASE, "ray-operator-leader", namespace)
             assert lease["spec"]["leaseTransitions"] == 1
         finally:

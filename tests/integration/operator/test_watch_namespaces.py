@@ -6,12 +6,12 @@ timed out: no Service or Pod was ever made."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime.resources import POD, SERVICE
+from support.eventually import eventually
 from support.operator_process import OperatorProcess
 
 from ..raycluster.test_lifecycle import small_cluster
@@ -30,10 +30,13 @@ async def test_a_cluster_in_the_last_of_twenty_watched_namespaces_gets_its_servi
     ).start()
     try:
         await client.create(RAYCLUSTER, small_cluster("far", replicas=1), names[-1])
-        deadline = asyncio.get_running_loop().time() + 60  # a bound, not a measurement
-        while len((await client.list(POD, names[-1])).items) < 2:
-            assert asyncio.get_running_loop().time() < deadline, operator.log.read_text()[-3000:]
-            await asyncio.sleep(0.2)
+
+        async def made() -> bool:
+            return len((await client.list(POD, names[-1])).items) >= 2
+
+        await eventually(
+            made, 60, lambda: f"the far cluster's pods:\n{operator.log.read_text()[-3000:]}", every=0.2
+        )
         assert await client.get(SERVICE, "far-head-svc", names[-1])
     finally:
         operator.stop()

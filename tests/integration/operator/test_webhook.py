@@ -25,6 +25,7 @@ import yaml
 from conformance.support import run_kubectl
 from conformance.webhookserver import make_certificates
 from kuberay.local.ports import free_port
+from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
@@ -35,15 +36,18 @@ CONFIGURATION = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigur
 
 
 def _wait_for_port(port: int, operator: OperatorProcess, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def opened() -> bool:
         assert operator.process is not None and operator.process.poll() is None, operator.log.read_text()
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"the webhook port {port} never opened:\n{operator.log.read_text()}")
+            return False
+        return True
+
+    eventually(
+        opened, timeout, lambda: f"the webhook port {port} open:\n{operator.log.read_text()}", every=0.2
+    )
 
 
 @pytest.fixture

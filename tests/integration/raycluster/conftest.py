@@ -97,7 +97,7 @@ class Kube:
     async def delete_clusters(self) -> None:
         """Deletes the namespace's RayClusters, so later tests sharing the localkube have less to watch."""
         for cluster in (await self.client.list(RAYCLUSTER, self.namespace)).items:
-            with contextlib.suppress(errors.NotFound):
+            with contextlib.suppress(errors.NotFoundError):
                 await self.client.delete(RAYCLUSTER, cluster["metadata"]["name"], self.namespace)
 
     async def events(self, name: str) -> list[dict[str, Any]]:

@@ -174,7 +174,7 @@ async def test_mtls_cluster_ready_with_cert_manager(
             f"ray-worker-secret-{name}",
             f"{name}-ca-secret-{uid[:8]}",
         ):
-            with contextlib.suppress(errors.NotFound):
+            with contextlib.suppress(errors.NotFoundError):
                 left.append(await kube.client.get(SECRET, secret_name, kube.namespace))
         return not left
 

@@ -71,7 +71,7 @@ class Operator:
         return await self.client.create(resource, obj)
 
     async def get(self, resource: Resource, name: str) -> dict[str, Any] | None:
-        with contextlib.suppress(errors.NotFound):
+        with contextlib.suppress(errors.NotFoundError):
             return await self.client.get(resource, name, self.namespace)
         return None
 

@@ -112,10 +112,9 @@ class ServeStandIn:
                 sock.close()
             raise
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", interface="asgi3")
-        self._server = uvicorn.Server(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=sockets))
-        while not self._server.started:
-            await asyncio.sleep(0.02)
+        server = self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(server.serve(sockets=sockets))
+        await eventually(lambda: server.started, 30, "the fake dashboard serving", every=0.02)
 
     async def stop(self) -> None:
         if self._server is not None and self._task is not None:
@@ -163,7 +162,7 @@ class Operator:
         return self.namespaces[0]
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        with contextlib.suppress(errors.NotFound):
+        with contextlib.suppress(errors.NotFoundError):
             return await self.client.get(resource, name, namespace or self.namespace)
         return None
 
@@ -262,7 +261,7 @@ async def replace_spec(op: Operator, name: str, change: Any) -> None:
         try:
             await op.client.update(RAYSERVICE, obj)
             return
-        except errors.Conflict:
+        except errors.ConflictError:
             continue
     raise AssertionError(f"RayService {name}: ten conflicting writes in a row")
 

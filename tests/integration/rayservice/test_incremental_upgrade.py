@@ -74,7 +74,7 @@ async def accept_gateway_objects(op: Operator, name: str) -> AsyncIterator[None]
 
     async def accept() -> None:
         while True:
-            with contextlib.suppress(errors.NotFound, errors.Conflict):
+            with contextlib.suppress(errors.NotFoundError, errors.ConflictError):
                 gateway = await op.client.get(GATEWAY, f"{name}-gateway", op.namespace)
                 if not (gateway.get("status") or {}).get("conditions"):
                     gateway["status"] = {"conditions": [_condition("Accepted"), _condition("Programmed")]}

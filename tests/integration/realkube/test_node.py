@@ -4,10 +4,10 @@ node Ready, and a Pod is scheduled onto it by kube-scheduler and run by the agen
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
+from support.eventually import eventually
 from support.realkube_process import NODE_NAME, RealKubeProcess
 
 pytestmark = pytest.mark.realkube
@@ -27,10 +27,12 @@ def test_kubectl_shows_localkube_node_ready(realkube: RealKubeProcess) -> None:
 def test_pod_is_scheduled_by_kube_scheduler_and_run_by_the_agent(realkube: RealKubeProcess) -> None:
     kubectl(realkube, "create", "namespace", "node-pods")
     # The namespace's default ServiceAccount comes from the controller-manager; admission needs it first.
-    deadline = time.monotonic() + 60
-    while "default" not in kubectl(realkube, "get", "serviceaccounts", "-n", "node-pods", "-o", "name"):
-        assert time.monotonic() < deadline, "no default ServiceAccount in node-pods"
-        time.sleep(0.2)
+    eventually(
+        lambda: "default" in kubectl(realkube, "get", "serviceaccounts", "-n", "node-pods", "-o", "name"),
+        60,
+        "the default ServiceAccount in node-pods",
+        every=0.2,
+    )
     kubectl(
         realkube,
         "run",

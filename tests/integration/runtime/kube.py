@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client, load_config
 from kuberay.runtime.resources import NAMESPACE, SERVICE_ACCOUNT
+from support.eventually import eventually
 
 
 def client_for(localkube: Any, **kwargs: Any) -> Client:
@@ -20,15 +20,16 @@ async def new_namespace(client: Client) -> str:
     (403, "error looking up service account") until its controller-manager has made it."""
     name = f"t-{uuid.uuid4().hex[:8]}"
     await client.create(NAMESPACE, {"metadata": {"name": name}})
-    deadline = asyncio.get_running_loop().time() + 30
-    while True:
+
+    async def made() -> bool:
         try:
             await client.get(SERVICE_ACCOUNT, "default", name)
-            return name
-        except errors.NotFound:
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.05)
+        except errors.NotFoundError:
+            return False
+        return True
+
+    await eventually(made, 30, f"the default ServiceAccount of {name}", every=0.05)
+    return name
 
 
 # The ConfigMap the control plane publishes in every namespace (kube-root-ca.crt, as kube-apiserver's

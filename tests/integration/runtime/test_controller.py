@@ -100,7 +100,7 @@ async def test_a_conflicting_update_is_retried_and_converges(localkube):
             await client.patch(CONFIG_MAP, key.name, {"data": {"other": "writer"}}, key.namespace)
         try:
             await client.update(CONFIG_MAP, mine)
-        except errors.Conflict:
+        except errors.ConflictError:
             results.append("conflict")
             raise
         results.append("updated")
@@ -139,10 +139,10 @@ async def test_a_conflicting_update_is_retried_and_converges(localkube):
 async def test_client_errors_are_typed(localkube):
     client = client_for(localkube)
     namespace = await new_namespace(client)
-    with pytest.raises(errors.NotFound):
+    with pytest.raises(errors.NotFoundError):
         await client.get(CONFIG_MAP, "nope", namespace)
     await client.create(CONFIG_MAP, {"metadata": {"name": "x", "namespace": namespace}})
-    with pytest.raises(errors.AlreadyExists) as raised:
+    with pytest.raises(errors.AlreadyExistsError) as raised:
         await client.create(CONFIG_MAP, {"metadata": {"name": "x", "namespace": namespace}})
     assert raised.value.__cause__ is not None and raised.value.status == 409
     with pytest.raises(errors.Invalid):
@@ -172,11 +172,7 @@ async def test_a_reconcile_timeout_is_recorded_as_an_event_naming_the_step(local
                 e for e in (await client.list(EVENT, namespace)).items if e["reason"] == "ReconcileTimeout"
             ]
 
-        deadline = asyncio.get_running_loop().time() + 30
-        while not (found := await recorded()):
-            assert asyncio.get_running_loop().time() < deadline, "no ReconcileTimeout Event"
-            await asyncio.sleep(0.1)
-        (event,) = found
+        (event,) = await eventually(recorded, 30, "a ReconcileTimeout Event")
         assert (event["type"], event["involvedObject"]["name"]) == ("Warning", "stuck")
         assert event["message"] == 'reconcile step "hang" timed out after 0.2s'
     await client.close()

@@ -101,11 +101,7 @@ async def test_after_compaction_the_informer_relists_and_delivers_what_it_missed
                 return True
             return False
 
-        for _ in range(100):
-            if await compacted():
-                break
-            await asyncio.sleep(0.05)
-        assert await compacted()
+        await eventually(compacted, 5, "the store compacted past the informer's resourceVersion", every=0.05)
         await cable.plug()
         await eventually(lambda: len(events) == 6)
         assert informer.relists >= 1

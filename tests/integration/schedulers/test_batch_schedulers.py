@@ -66,7 +66,7 @@ async def pods_of(op: Operator, cluster: str, want: int) -> list[dict[str, Any]]
 async def get(op: Operator, resource: Any, name: str) -> dict[str, Any] | None:
     try:
         return await op.client.get(resource, name, op.namespace)
-    except errors.NotFound:
+    except errors.NotFoundError:
         return None
 
 

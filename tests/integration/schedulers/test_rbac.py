@@ -29,7 +29,7 @@ async def test_volcano_as_the_operators_service_account(gang_localkube: Any, tmp
     async def group(name: str) -> dict[str, Any] | None:
         try:
             return await client.get(volcano.PODGROUP, name, namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             return None
 
     try:

@@ -53,7 +53,7 @@ async def pods(op: Operator, cluster: str, want: int, bound: bool) -> list[dict[
 async def get(op: Operator, resource: Resource, name: str) -> dict[str, Any] | None:
     try:
         return await op.client.get(resource, name, op.namespace)
-    except errors.NotFound:
+    except errors.NotFoundError:
         return None
 
 

@@ -3,7 +3,8 @@ upstream tests its reconcilers against controller-runtime's fake client).
 
 It is a fake, and says so: it keeps only the API server's rules a reconciler's orchestration depends on:
 - every write bumps a global `resourceVersion`; an update or status update naming another one is a
-  `Conflict`; a create of an existing name is `AlreadyExists`; reads and writes of a missing one `NotFound`;
+  `ConflictError`; a create of an existing name is `AlreadyExistsError`; reads and writes of a missing one
+  `NotFoundError`;
 - `generation` starts at 1 and grows when `spec` changes;
 - `status` is a subresource: an update keeps the stored status, a status update keeps everything else;
 - a delete of an object with finalizers sets `deletionTimestamp` only; it is removed once an update empties
@@ -97,7 +98,7 @@ class FakeClient:
             metadata["namespace"] = namespace
         key = _key(body)
         if key in self._objects.get(resource.plural, {}):
-            raise errors.AlreadyExists(f'{resource.plural} "{key.name}" already exists', status=409)
+            raise errors.AlreadyExistsError(f'{resource.plural} "{key.name}" already exists', status=409)
         if not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
         body.setdefault("apiVersion", resource.api_version)
@@ -159,14 +160,16 @@ class FakeClient:
     def _existing(self, resource: Resource, key: ObjectKey) -> JSON:
         found = self._objects.get(resource.plural, {}).get(key)
         if found is None:
-            raise errors.NotFound(f'{resource.plural} "{key.name}" not found', status=404, reason="NotFound")
+            raise errors.NotFoundError(
+                f'{resource.plural} "{key.name}" not found', status=404, reason="NotFound"
+            )
         return found
 
     @staticmethod
     def _check_version(body: Mapping[str, Any], stored: Mapping[str, Any]) -> None:
         version = body["metadata"].get("resourceVersion")
         if version and version != stored["metadata"]["resourceVersion"]:
-            raise errors.Conflict(
+            raise errors.ConflictError(
                 f'Operation cannot be fulfilled on "{stored["metadata"]["name"]}": the object has been '
                 "modified; please apply your changes to the latest version and try again",
                 status=409,

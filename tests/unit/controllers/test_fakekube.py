@@ -19,13 +19,13 @@ def thing(**metadata: object) -> dict[str, object]:
 async def test_versions_conflicts_generation_and_the_status_subresource() -> None:
     kube = FakeClient(FakeClock())
     created = await kube.create(THING, thing())
-    with pytest.raises(errors.AlreadyExists):
+    with pytest.raises(errors.AlreadyExistsError):
         await kube.create(THING, thing())
     stale = dict(created)
     updated = await kube.update(THING, {**created, "spec": {"size": 2}, "status": {"ignored": True}})
     assert updated["metadata"]["generation"] == 2 and "status" not in updated
     assert int(updated["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
-    with pytest.raises(errors.Conflict):
+    with pytest.raises(errors.ConflictError):
         await kube.update(THING, stale)
     status = await kube.update_status(THING, {**updated, "spec": {"size": 9}, "status": {"ready": True}})
     assert status["spec"] == {"size": 2} and status["status"] == {"ready": True}
@@ -40,6 +40,6 @@ async def test_a_finalizer_holds_a_deleted_object_until_it_is_removed() -> None:
     held = await kube.get(THING, "a", "ns")
     assert held["metadata"]["deletionTimestamp"]
     await kube.update(THING, {**held, "metadata": {**held["metadata"], "finalizers": []}})
-    with pytest.raises(errors.NotFound):
+    with pytest.raises(errors.NotFoundError):
         await kube.get(THING, "a", "ns")
     assert kube.store(THING).get(ObjectKey("ns", "a")) is None

@@ -8,23 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from localkube.controllers.cluster import cluster_controllers
 from localkube.node.kubelet import NodeOptions
 from localkube.server.registry import Registry
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
-from support.shared import UPSTREAM_CRDS
+from support.shared import UPSTREAM_CRDS, upstream_crd, yaml_documents
 
-# The repository's generated CRDs equal upstream's (tests/unit/api checks that); upstream's are the fallback.
+# The repository's generated CRDs equal upstream's (tests/unit/api checks that) and are the fallback; upstream's
+# are read once per process, for test_crds too.
 DEPLOYED_CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 
 
 def _load(name: str) -> dict[str, Any]:
-    path = DEPLOYED_CRDS / f"ray.io_{name}.yaml"
-    with (path if path.exists() else UPSTREAM_CRDS / path.name).open() as f:
-        crd: dict[str, Any] = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    file_name = f"ray.io_{name}.yaml"
+    if (UPSTREAM_CRDS / file_name).exists():
+        return upstream_crd(file_name)
+    (crd,) = yaml_documents(DEPLOYED_CRDS / file_name)
+    assert isinstance(crd, dict)
     return crd
 
 

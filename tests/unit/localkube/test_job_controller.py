@@ -1,4 +1,3 @@
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +73,4 @@ async def test_active_deadline_fails_the_job(cluster: Resources) -> None:
 async def test_ttl_after_finished_deletes_the_job_and_its_pods(cluster: Resources) -> None:
     _create_job(cluster, "short", ttlSecondsAfterFinished=0)
     await _until(cluster, "short", lambda job: job is None)
-    async with asyncio.timeout(10):
-        while _pods(cluster, "short"):
-            await asyncio.sleep(0.05)
+    await eventually(lambda: not _pods(cluster, "short"), 10, "the Job's pods gone", every=0.05)

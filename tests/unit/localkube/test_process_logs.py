@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from localkube.node.logs import MAX_LINE, LogNotFound, LogWriter, follow_log, log_path, read_log
+from support.eventually import eventually
 
 T1, T2, T3 = (
     "2026-01-01T00:00:01.000000001Z",
@@ -71,9 +72,7 @@ async def test_the_writer_copies_both_streams_and_splits_long_lines(tmp_path: Pa
         os.write(write_end, data)
         os.close(write_end)
         writer.attach(stream, os.fdopen(read_end, "rb"))
-    async with asyncio.timeout(5):
-        while writer.copying:
-            await asyncio.sleep(0.01)
+    await eventually(lambda: not writer.copying, 5, "the copy done", every=0.01)
     assert sorted(_read(tmp_path).splitlines()) == sorted([b"out", long_line, b"no newline at end"])
     entries = log_path(tmp_path, "ns", "p", "uid", "c", 0).read_bytes().splitlines()
     assert [e.split(b" ")[1:3] for e in entries].count([b"stdout", b"P"]) == 1

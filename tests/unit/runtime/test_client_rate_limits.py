@@ -15,6 +15,7 @@ import httpx2
 from kuberay.runtime.client import Client
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.resources import EVENT, POD
+from support.eventually import loop_turns
 
 POD_OBJECT = {"metadata": {"name": "p", "namespace": "ns"}}
 EVENT_OBJECT = {"metadata": {"name": "e", "namespace": "ns"}}
@@ -33,8 +34,7 @@ def throttled_client(clock: FakeClock) -> tuple[Client, list[str]]:
 
 async def settles(request: Awaitable[object]) -> asyncio.Task[object]:
     task = asyncio.ensure_future(request)
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await loop_turns(5)
     return task
 
 

@@ -15,6 +15,7 @@ from kuberay.runtime.metrics import RuntimeMetrics
 from kuberay.runtime.ratelimit import RequeueRateLimiter
 from kuberay.runtime.resources import POD, ObjectKey
 from kuberay.runtime.steps import step
+from support.eventually import loop_turns
 
 KEY = ObjectKey("ns", "c")
 
@@ -43,7 +44,7 @@ def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
         (Result(requeue_after=30), "requeue_after", 30, 0),
         (Result(requeue=True), "requeue", 1, 0),
         (TemporaryError("later"), "error", 1, 0),
-        (errors.Conflict("stale"), "error", 1, 0),
+        (errors.ConflictError("stale"), "error", 1, 0),
         (KeyError("bug"), "error", 1, 1),
         (TerminalError("never"), "error", None, 0),
     ],
@@ -61,8 +62,7 @@ async def test_reconcile_outcomes_are_counted_and_requeued(outcome, result, requ
     else:
         clock.advance(requeued_after - 0.01)
         getter = asyncio.ensure_future(c.queue.get())
-        for _ in range(10):
-            await asyncio.sleep(0)
+        await loop_turns()
         assert not getter.done()
         clock.advance(0.01)
         assert await asyncio.wait_for(getter, 1) == KEY
@@ -157,7 +157,7 @@ async def test_the_failing_step_is_named_even_when_the_reconciler_raises_later(c
             pass
         try:
             with step("pods"), step("worker-group"):
-                raise errors.Conflict("stale")
+                raise errors.ConflictError("stale")
         except errors.KubeError as e:
             failure = e
         with step("status"):

@@ -5,16 +5,12 @@ import pytest
 from kuberay.runtime.clock import FakeClock
 from kuberay.runtime.ratelimit import ItemBackoff, RequeueRateLimiter, TokenBucket
 from kuberay.runtime.workqueue import ShutDown, WorkQueue
+from support.eventually import loop_turns
 
 
 def queue() -> tuple[WorkQueue[str], FakeClock]:
     clock = FakeClock()
     return WorkQueue[str](clock), clock
-
-
-async def settle() -> None:
-    for _ in range(10):
-        await asyncio.sleep(0)
 
 
 async def drain(q: WorkQueue[str]) -> list[str]:
@@ -41,7 +37,7 @@ async def test_a_key_is_never_handed_to_two_workers_at_once():
     q.add("a")  # changed while being processed
     assert len(q) == 0
     second = asyncio.ensure_future(q.get())
-    await settle()
+    await loop_turns()
     assert not second.done()
     q.done(first)
     assert await asyncio.wait_for(second, 1) == "a"
@@ -119,9 +115,9 @@ async def test_delayed_add_waits_for_the_clock_and_the_earliest_due_time_wins():
     q.add_after("a", 5)
     q.add_after("a", 20)
     getter = asyncio.ensure_future(q.get())
-    await settle()
+    await loop_turns()
     clock.advance(4.9)
-    await settle()
+    await loop_turns()
     assert not getter.done()
     clock.advance(0.1)
     assert await asyncio.wait_for(getter, 1) == "a"
@@ -134,7 +130,7 @@ async def test_a_plain_add_wakes_a_worker_waiting_on_a_delayed_key():
     q, _ = queue()
     q.add_after("later", 100)
     getter = asyncio.ensure_future(q.get())
-    await settle()
+    await loop_turns()
     q.add("now")
     assert await asyncio.wait_for(getter, 1) == "now"
 
@@ -165,9 +161,9 @@ async def test_rate_limited_requeues_back_off_per_key():
     for expected_delay in [1, 2, 4]:
         q.add_rate_limited("a")
         getter = asyncio.ensure_future(q.get())
-        await settle()
+        await loop_turns()
         clock.advance(expected_delay - 0.5)
-        await settle()
+        await loop_turns()
         assert not getter.done()
         clock.advance(0.5)
         assert await asyncio.wait_for(getter, 1) == "a"

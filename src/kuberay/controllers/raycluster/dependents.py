@@ -19,6 +19,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import autoscaler, gcsft, ingress, ownership, pvc, rbac, route, secret, service
+from kuberay.controllers.errors import ReconcileError
 from kuberay.controllers.raycluster import status
 from kuberay.controllers.raycluster.context import ROUTE, Context
 from kuberay.runtime import errors
@@ -38,14 +39,14 @@ Obj = Mapping[str, Any]
 CREATE, UPDATE, VALIDATE = "Create", "Update", "Validate"
 
 
-class DependentError(Exception):
+class DependentError(ReconcileError):
     """An owned object could not be made (the message names it)."""
 
 
 async def _get(ctx: Context, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
     try:
         return await ctx.client.get(resource, name, namespace)
-    except errors.NotFound:
+    except errors.NotFoundError:
         return None
 
 
@@ -56,7 +57,7 @@ async def _create_with_events(
     key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
     try:
         await ctx.client.create(resource, obj)
-    except errors.AlreadyExists:
+    except errors.AlreadyExistsError:
         return
     except errors.KubeError as e:
         ctx.event(cluster, WARNING, f"FailedToCreate{reason}", f"Failed creating {what} {key}, {e}", CREATE)
@@ -97,7 +98,7 @@ async def api_served(ctx: Context, resource: Resource) -> bool:
     """Whether the server serves `resource`: a list of one answers (a refusal to list still proves it exists)."""
     try:
         await ctx.client.list(resource, limit=1)
-    except errors.NotFound:
+    except errors.NotFoundError:
         return False
     except errors.Forbidden:
         pass
@@ -169,7 +170,7 @@ async def auth_secret(ctx: Context, cluster: RayCluster) -> None:
         return
     desired = secret.build_auth_secret(cluster, base64.b64encode(secrets.token_bytes(32)).decode())
     if await _get(ctx, SECRET, desired["metadata"]["name"], cluster.namespace) is None:
-        with contextlib.suppress(errors.AlreadyExists):
+        with contextlib.suppress(errors.AlreadyExistsError):
             await ctx.client.create(SECRET, desired)
 
 
@@ -205,7 +206,7 @@ async def serve_service(ctx: Context, cluster: RayCluster) -> None:
         desired = service.build_serve_service(cluster)
     except service.ServiceBuildError as e:
         raise DependentError(str(e)) from e
-    with contextlib.suppress(errors.AlreadyExists):
+    with contextlib.suppress(errors.AlreadyExistsError):
         await ctx.client.create(SERVICE, desired)
 
 
@@ -232,7 +233,7 @@ async def gcs_storage_pvc(ctx: Context, cluster: RayCluster) -> None:
     if live is None:
         try:
             await ctx.client.create(PERSISTENT_VOLUME_CLAIM, desired)
-        except errors.AlreadyExists:
+        except errors.AlreadyExistsError:
             live = await _get(ctx, PERSISTENT_VOLUME_CLAIM, name, namespace)
         except errors.KubeError as e:
             ctx.event(

@@ -118,7 +118,7 @@ async def handle_finalizer(ctx: Context, cluster: RayCluster) -> Result | None:
     job_name = job["metadata"]["name"]
     try:
         await ctx.client.create(JOB, job)
-    except errors.AlreadyExists:
+    except errors.AlreadyExistsError:
         return Result(requeue_after=SHORT_REQUEUE_SECONDS)
     except errors.KubeError as e:
         ctx.event(

@@ -69,7 +69,7 @@ async def cert_manager_installed(ctx: Context) -> bool:
 async def _get(ctx: Context, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
     try:
         return await ctx.client.get(resource, name, namespace)
-    except errors.NotFound:
+    except errors.NotFoundError:
         return None
 
 
@@ -93,7 +93,7 @@ async def _create_if_missing(ctx: Context, resource: Resource, desired: Obj) -> 
     metadata = desired["metadata"]
     live = await _get(ctx, resource, metadata["name"], metadata["namespace"])
     if live is None:
-        with contextlib.suppress(errors.AlreadyExists):
+        with contextlib.suppress(errors.AlreadyExistsError):
             await ctx.client.create(resource, desired)
     return live
 

@@ -20,6 +20,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import RayCluster, RayClusterConditionReason
 from kuberay.builders import autoscaler, tls
+from kuberay.controllers.errors import ReconcileError
 from kuberay.controllers.raycluster import mtls, podstate, status
 from kuberay.controllers.raycluster.context import Context
 from kuberay.runtime import errors
@@ -35,7 +36,7 @@ SCALED_WORKER_GROUP = "ScaledWorkerGroup"
 _RNG = random.Random()
 
 
-class PodsError(Exception):
+class PodsError(ReconcileError):
     """A pass over the pods stopped early without a ReplicaFailure reason (requeue and retry)."""
 
 
@@ -64,7 +65,7 @@ class PodWriter:
         """Deletes a pod by name; False when it was already gone."""
         try:
             await self.ctx.client.delete(POD, name, self.namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             return False
         return True
 

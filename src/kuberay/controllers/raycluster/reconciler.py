@@ -125,7 +125,7 @@ class RayClusterReconciler:
 
         with step("status"):
             changed, status_error = await self._write_status(model, reconcile_error)
-            if reconcile_error is None and isinstance(status_error, errors.Conflict):
+            if reconcile_error is None and isinstance(status_error, errors.ConflictError):
                 # The cache had not yet seen our previous write; recalculate once it has (no error to report).
                 return Result(requeue=True)
             if reconcile_error is None and status_error is not None:

@@ -31,6 +31,7 @@ from kuberay.api.raycluster import (
     RayClusterConditionType,
 )
 from kuberay.builders import autoscaler, names
+from kuberay.controllers.errors import ReconcileError
 from kuberay.controllers.raycluster import autoscalerhealth, podstate, replicas, resources
 from kuberay.controllers.raycluster.conditions import suspend_status
 from kubesemantics import times
@@ -56,7 +57,7 @@ COMPARED_FIELDS = (
 )
 
 
-class StatusError(Exception):
+class StatusError(ReconcileError):
     """The status cannot be calculated from what the cache holds (the message says why)."""
 
 
@@ -69,7 +70,7 @@ class ReplicaFailure:
     message: str
 
 
-class ReplicaFailureError(Exception):
+class ReplicaFailureError(ReconcileError):
     """A reconcile error that carries a `ReplicaFailure` reason (upstream's error markers)."""
 
     def __init__(self, reason: str, error: BaseException | str) -> None:

@@ -103,7 +103,7 @@ class RayCronJobReconciler:
             try:
                 await self.client.create(RAYJOB, rayjob)
                 log.info("RayCronJob %s: created RayJob %s for %s", key, rayjob["metadata"]["name"], tick)
-            except errors.AlreadyExists:
+            except errors.AlreadyExistsError:
                 log.info("RayCronJob %s: the RayJob for %s exists already", key, tick)
         status = {**(obj.get("status") or {}), "lastScheduleTime": times.format_time(tick)}
         with step("UpdateStatus"):

@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
 
+from kuberay.controllers.errors import ReconcileError
 from kubesemantics.goparse import parse_duration
 
 # robfig's descriptors, as five-field schedules (seconds are always 0).
@@ -40,7 +41,7 @@ _DAY_OF_MONTH, _DAY_OF_WEEK = 2, 4
 _SYSTEM_ZONE_FILE = Path("/etc/localtime")
 
 
-class NeverFires(ValueError):
+class NeverFires(ReconcileError, ValueError):
     """A valid schedule that names no existing time (``0 0 30 2 *``, February 30th)."""
 
 

@@ -292,7 +292,7 @@ class _Pass:
         if finalizers == (metadata.get("finalizers") or []):
             return
         metadata["finalizers"] = finalizers
-        with contextlib.suppress(errors.NotFound):
+        with contextlib.suppress(errors.NotFoundError):
             await self.reconciler.client.update(RAYJOB, self.obj)
 
     async def _stop_job(self, decision: Decision) -> None:
@@ -354,7 +354,7 @@ class _Pass:
             "Create",
             ("CreatedRayCluster", f"Created RayCluster {ns}/{name}"),
             ("FailedToCreateRayCluster", f"Failed to create RayCluster {ns}/{name}: {{error}}"),
-            already=errors.AlreadyExists,
+            already=errors.AlreadyExistsError,
             failures=(errors.KubeError, submitter_builder.SubmitterError, ValueError),
             temporary=f"failed to create RayCluster {ns}/{name}",
         )
@@ -387,7 +387,7 @@ class _Pass:
             "Create",
             ("CreatedRayJobSubmitter", f"Created Kubernetes Job {ns}/{name}"),
             ("FailedToCreateRayJobSubmitter", f"Failed to create new Kubernetes Job {ns}/{name}: {{error}}"),
-            already=errors.AlreadyExists,
+            already=errors.AlreadyExistsError,
             failures=(errors.KubeError, submitter_builder.SubmitterError),
             temporary=f"failed to create the submitter Job {ns}/{name}",
         )
@@ -416,7 +416,7 @@ class _Pass:
             "Delete",
             ("DeletedRayCluster", f"Deleted cluster {ns}/{name}"),
             ("FailedToDeleteRayCluster", f"Failed to delete cluster {ns}/{name}: {{error}}"),
-            already=errors.NotFound,
+            already=errors.NotFoundError,
         )
 
     async def _delete_submitter(self, decision: Decision) -> None:
@@ -426,7 +426,7 @@ class _Pass:
             "Delete",
             ("DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}"),
             ("FailedToDeleteRayJobSubmitter", f"Failed to delete submitter K8s Job {ns}/{name}: {{error}}"),
-            already=errors.NotFound,
+            already=errors.NotFoundError,
         )
 
     async def _suspend_workers(self, decision: Decision) -> None:
@@ -486,7 +486,7 @@ class _Pass:
             )
 
     async def _delete_self(self, decision: Decision) -> None:
-        with contextlib.suppress(errors.NotFound):
+        with contextlib.suppress(errors.NotFoundError):
             await self.reconciler.client.delete(RAYJOB, self.key.name, self.key.namespace)
 
     async def _write_status(self, status: RayJobStatusDict) -> None:

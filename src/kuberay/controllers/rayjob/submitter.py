@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kuberay.api import constants
+from kuberay.controllers.errors import ReconcileError
 from kuberay.controllers.rayjob.decision import SubmitterFacts
 from kuberay.controllers.rayjob.state import parse_time
 
@@ -23,7 +24,7 @@ from kuberay.controllers.rayjob.state import parse_time
 SIDECAR_MAX_RESTARTS = 2
 
 
-class SubmitterInspectionError(Exception):
+class SubmitterInspectionError(ReconcileError):
     """The submitter cannot be judged (e.g. more than one head pod)."""
 
 

@@ -202,14 +202,14 @@ class Pass:
             "Delete",
             (f"Deleted{kind}", f"Deleted the {kind} {ns}/{name}{why}"),
             (f"FailedToDelete{kind}", f"Failed to delete the {kind} {ns}/{name}: {{error}}"),
-            already=errors.NotFound,
+            already=errors.NotFoundError,
         )
 
     async def get_or_none(self, resource: Resource, name: str) -> JSON | None:
         """An object read from the API server (not a cache), or None when it does not exist."""
         try:
             return await self.ctx.client.get(resource, name, self.key.namespace)
-        except errors.NotFound:
+        except errors.NotFoundError:
             return None
 
     async def write_status(self) -> None:

@@ -83,7 +83,7 @@ async def _create_or_update(
             "Create",
             (f"Created{kind}", created),
             (f"FailedToCreate{kind}", create_failed),
-            already=errors.AlreadyExists,
+            already=errors.AlreadyExistsError,
         )
     elif differs(existing, desired):
         existing["spec"] = desired["spec"]

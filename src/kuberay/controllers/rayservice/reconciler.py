@@ -122,7 +122,7 @@ async def _run(p: Pass) -> Result:
 async def _serve_pass(p: Pass) -> Result:
     try:
         active, pending = await _reconcile_clusters(p)
-    except errors.NotFound:
+    except errors.NotFoundError:
         return Result(requeue_after=REQUEUE)
     if p.incremental and st.is_true(p.status, Type.UPGRADE_IN_PROGRESS):
         if active is None:
@@ -220,7 +220,7 @@ async def _create_cluster(p: Pass, body: JSON) -> None:
         "Create",
         ("CreatedRayCluster", f"Created the RayCluster {ns}/{name}"),
         ("FailedToCreateRayCluster", f"Failed to create the RayCluster {ns}/{name}: {{error}}"),
-        already=errors.AlreadyExists,
+        already=errors.AlreadyExistsError,
     )
 
 
@@ -313,7 +313,7 @@ async def _remove_finalizer(p: Pass) -> None:
     if constants.RAY_SERVICE_FINALIZER not in finalizers:
         return
     p.obj["metadata"]["finalizers"] = [f for f in finalizers if f != constants.RAY_SERVICE_FINALIZER]
-    with contextlib.suppress(errors.NotFound):
+    with contextlib.suppress(errors.NotFoundError):
         await p.ctx.client.update(RAYSERVICE, p.obj)
 
 

@@ -23,6 +23,7 @@ from kuberay.api.features import Feature
 from kuberay.api.rayservice import ApplicationStatus, ServeSide
 from kuberay.controllers import writes
 from kuberay.controllers.dashboards import auth_token, dashboard_address, head_service_name
+from kuberay.controllers.errors import ReconcileError
 from kuberay.controllers.rayservice.context import Pass, ServeConfigCache
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError, ServeDetails
 from kuberay.rayclient.serveproxy import check_proxy_health, direct_health_url, proxied_health_url
@@ -40,7 +41,7 @@ TROUBLESHOOTING = (
 )
 
 
-class ServeUpdateError(DashboardError):
+class ServeUpdateError(ReconcileError, DashboardError):
     """Submitting `serveConfigV2` failed (upstream's longer message): the failure the controller reports
     with a `FailedToUpdateServeApplications` Event."""
 

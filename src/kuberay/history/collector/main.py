@@ -24,13 +24,14 @@ from pathlib import Path
 
 import uvicorn
 
-from kuberay.history import layout, serving
+from kuberay.history import layout
 from kuberay.history.backends import from_env
 from kuberay.history.collector import node, settings
 from kuberay.history.collector.events import EventSpool
 from kuberay.history.collector.logsync import LogSync
 from kuberay.history.collector.snapshots import Snapshots
 from kuberay.history.storage import Storage, StorageError
+from kuberay.runtime import asgiserver
 from kubesemantics import times
 
 log = logging.getLogger("kuberay.history.collector")
@@ -145,7 +146,7 @@ async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") 
     config = uvicorn.Config(
         collector.spool.app(), host=host, port=collector.settings.events_port, log_level="warning"
     )
-    server = serving.Server(config)
+    server = asgiserver.Server(config)
     listening = asyncio.create_task(server.serve())
     settings = collector.settings
     # The head's round also takes the dashboard's snapshots, at the poll interval when that is shorter.
@@ -189,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = settings.from_env()
         storage = from_env(os.environ)
-    except (settings.SettingsError, StorageError) as e:
+    except (settings.CollectorSettingsError, StorageError) as e:
         print(f"kuberay-history-collector: {e}", file=sys.stderr)
         return 2
 

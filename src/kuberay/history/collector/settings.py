@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kuberay.history.errors import HistoryServerError
 from kuberay.history.layout import ClusterRef
 from kubesemantics import goparse
 
 
-class SettingsError(ValueError):
+class CollectorSettingsError(HistoryServerError, ValueError):
     """A variable with a value the collector cannot use; the message names it."""
 
 
@@ -38,7 +39,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         return float(raw) if raw.replace(".", "", 1).isdigit() else goparse.parse_duration(raw) / 1e9
     except goparse.GoParseError as e:
-        raise SettingsError(f"{name}: {e}") from e
+        raise CollectorSettingsError(f"{name}: {e}") from e
 
 
 def _head_dashboard(env: Mapping[str, str]) -> str:
@@ -58,12 +59,12 @@ def from_env(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     name = env.get("RAY_CLUSTER_NAME", "")
     if not name:
-        raise SettingsError("RAY_CLUSTER_NAME must be set")
+        raise CollectorSettingsError("RAY_CLUSTER_NAME must be set")
     role = env.get("RAY_ROLE", "Worker")
     head = role.lower() == "head"
     port_raw = env.get("EVENTS_PORT", "8084")
     if not port_raw.isdigit():
-        raise SettingsError(f"EVENTS_PORT: {port_raw!r} is not a port number")
+        raise CollectorSettingsError(f"EVENTS_PORT: {port_raw!r} is not a port number")
     dashboard = env.get("RAY_DASHBOARD_ADDRESS", "") or _head_dashboard(env)
     return Settings(
         cluster=ClusterRef(

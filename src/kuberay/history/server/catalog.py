@@ -17,7 +17,7 @@ from typing import Any
 
 from kuberay.history import layout
 from kuberay.history.server.cache import ByteCache
-from kuberay.history.storage import NotFound, Storage
+from kuberay.history.storage import NoSuchKey, Storage
 from kubesemantics import times
 
 # Parsed JSON takes several times the bytes it was parsed from; the cache is charged this much per byte.
@@ -92,7 +92,7 @@ class Catalog:
             return cached
         try:
             raw = await asyncio.to_thread(self.storage.get, key)
-        except NotFound:
+        except NoSuchKey:
             return None
         value = json.loads(raw) if parse else raw
         self.cache.put(cache_key, value, len(raw) * (JSON_COST if parse else 1))

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import uvicorn
 
-from kuberay.history import serving
 from kuberay.history.backends import from_env
 from kuberay.history.server.app import HistoryApp
 from kuberay.history.server.auth import Token
@@ -32,6 +31,7 @@ from kuberay.history.storage import (
     STORAGE_ROOT_DIR,
     StorageError,
 )
+from kuberay.runtime import asgiserver
 from kubesemantics import quantity
 
 TOKEN_ENV = "HISTORY_SERVER_AUTH_TOKEN"
@@ -102,14 +102,12 @@ async def _serve(app: object, host: str, port: int) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    server = serving.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))  # type: ignore[arg-type]
+    server = asgiserver.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))  # type: ignore[arg-type]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started and not task.done():
-        await asyncio.sleep(0.05)
+    task = await asgiserver.serve(server, [sock])
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     print(f"kuberay-history-server: listening http://{shown}:{sock.getsockname()[1]}", flush=True)
     await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)

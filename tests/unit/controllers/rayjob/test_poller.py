@@ -11,6 +11,7 @@ import pytest
 from kuberay.controllers.rayjob.poller import JobStatusPoller, PollTarget
 from kuberay.rayclient.dashboard import JobNotFound, JobSubmitRequest
 from kuberay.runtime.resources import ObjectKey
+from support.eventually import eventually
 from unit.controllers.rayjob.fakedashboard import FakeDashboard, running
 
 
@@ -29,11 +30,12 @@ TARGET = PollTarget("http://head:8265", "job-1")
 
 
 async def settle(poller: JobStatusPoller, key: ObjectKey, target: PollTarget) -> None:
-    for _ in range(200):
-        if poller.latest(key, target) is not None and not poller._entries[key].queued:
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("no answer")
+    await eventually(
+        lambda: poller.latest(key, target) is not None and not poller._entries[key].queued,
+        5,
+        "an answer",
+        every=0.005,
+    )
 
 
 async def test_answers_are_kept_per_target_and_change_notifies(dashboard: FakeDashboard) -> None:

@@ -4,7 +4,6 @@ RayCluster controller bringing a cluster up: `Bench.bring_up`; the Job controlle
 
 from __future__ import annotations
 
-import asyncio
 import random
 from typing import Any
 
@@ -17,6 +16,7 @@ from kuberay.controllers.rayjob.reconciler import Caches, Options, RayJobReconci
 from kuberay.rayresources import RAYCLUSTER, RAYJOB
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.resources import JOB, POD, SERVICE, ObjectKey
+from support.eventually import eventually
 from unit.controllers.fakekube import Bench
 from unit.controllers.rayjob.fakedashboard import FakeDashboard
 from unit.controllers.rayjob.jobs import CLUSTER_SPEC, NOW
@@ -58,11 +58,12 @@ class World(Bench):
 
     async def polled(self) -> None:
         """Lets the poller's worker answer what the last pass asked of it."""
-        for _ in range(100):
-            await asyncio.sleep(0)
-            if not any(entry.queued for entry in self.poller._entries.values()):
-                return
-        raise AssertionError("the poller did not answer")
+        await eventually(
+            lambda: not any(entry.queued for entry in self.poller._entries.values()),
+            5,
+            "the poller's answer",
+            every=0,
+        )
 
     def job(self) -> dict[str, Any]:
         return self.kube.objects(RAYJOB)["job"]
