@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -194,8 +195,16 @@ def _in_zero_value(root_node: Schema, path: Path) -> bool:
     return True
 
 
-def _parents(paths: set[Path]) -> set[Path]:
-    return {path[:i] for path in paths for i in range(len(path))}
+def _parents(paths: Iterable[Path]) -> set[Path]:
+    """The paths some other path is under (not the root): each prefix is made once, climbing from a path
+    only until a prefix already found."""
+    found: set[Path] = set()
+    for path in paths:
+        prefix = path[:-1]
+        while prefix and prefix not in found:
+            found.add(prefix)
+            prefix = prefix[:-1]
+    return found
 
 
 def _strip(paths: set[Path]) -> set[Path]:
@@ -281,17 +290,26 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
 
 
 def encode_fields(paths: set[Path]) -> dict[str, Any]:
-    """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children."""
-    return _encode_level(sorted(paths), paths & _parents(paths), ())
+    """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children.
 
-
-def _encode_level(paths: list[Path], members: set[Path], prefix: Path) -> dict[str, Any]:
-    tree: dict[str, Any] = {".": {}} if prefix in members else {}
-    depth = len(prefix)
-    children = sorted({path[depth] for path in paths if len(path) > depth})
-    for element in children:
-        below = [path for path in paths if len(path) > depth and path[depth] == element]
-        tree[element] = _encode_level(below, members, (*prefix, element))
+    One pass over the sorted paths: a path sorts before every path under it, so each level's elements
+    arrive in order, and a member's `.` goes in first, before the children that make it a parent."""
+    tree: dict[str, Any] = {}
+    ends: list[dict[str, Any]] = []
+    for path in sorted(paths):
+        level = tree
+        for element in path:
+            below = level.get(element)
+            if below is None:
+                below = level[element] = {}
+            level = below
+        ends.append(level)
+    for level in ends:
+        if level:
+            children = list(level.items())
+            level.clear()
+            level["."] = {}
+            level.update(children)
     return tree
 
 
