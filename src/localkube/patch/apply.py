@@ -141,35 +141,105 @@ def field_values(obj: Any, node: Schema, containers: set[Path] | None = None) ->
     """The paths an object sets, each with the value found there; the paths of the maps and lists that hold
     them are added to `containers` when given."""
     found: dict[Path, Any] = {}
-    _collect(obj, node, (), True, found, containers)
+    _collect(obj, _Node.of(node), (), found, containers)
     return found
 
 
+class _Node:
+    """What a walk over values needs of one schema node (`schema`; `root`: the object's own), worked out
+    on first use and kept: each declared field's node is kept in its parent's, every undeclared key (a
+    map's) shares one, so that a walk does no schema lookups once warm. Root nodes are kept by the
+    schema's id, with the schema itself (so that the id stays its own), and forgotten all at once past
+    `_ROOTS_KEPT` (a CRD's schema is replaced when the CRD changes)."""
+
+    __slots__ = (
+        "schema",
+        "root",
+        "atomic_map",
+        "struct",
+        "required",
+        "_list_kind",
+        "_items",
+        "_fields",
+        "_other",
+    )
+    _roots: dict[int, _Node] = {}
+    _ROOTS_KEPT = 1024
+
+    def __init__(self, schema: Schema, root: bool) -> None:
+        self.schema = schema
+        self.root = root
+        self.atomic_map = not root and _atomic_map(schema)
+        resolved = builtin.resolve(schema) or {}
+        self.struct = bool(resolved.get("properties")) and not resolved.get("additionalProperties")
+        self.required = frozenset(resolved.get("required") or ())
+        self._list_kind: _ListKind | None = None
+        self._items: _Node | None = None
+        self._fields: dict[str, tuple[_Node, bool]] = {}
+        self._other: tuple[_Node, bool] | None = None
+
+    @classmethod
+    def of(cls, schema: Schema) -> _Node:
+        node = cls._roots.get(id(schema))
+        if node is None or node.schema is not schema:
+            if len(cls._roots) >= cls._ROOTS_KEPT:
+                cls._roots.clear()
+            node = cls._roots[id(schema)] = _Node(schema, True)
+        return node
+
+    def field(self, key: str) -> tuple[_Node, bool]:
+        """The node of a map's key and whether the schema declares it."""
+        known = self._fields.get(key)
+        if known is not None:
+            return known
+        if _declares(self.schema, key, self.root):
+            known = self._fields[key] = (_Node(_child(self.schema, key, self.root), False), True)
+            return known
+        if self._other is None:
+            self._other = (_Node(_child(self.schema, key, self.root), False), False)
+        return self._other
+
+    def list_kind(self) -> _ListKind:
+        if self._list_kind is None:
+            self._list_kind = _list_kind(self.schema)
+        return self._list_kind
+
+    def items(self) -> _Node:
+        if self._items is None:
+            self._items = _Node(builtin.items_schema(self.schema), False)
+        return self._items
+
+
 def _collect(
-    value: Any, node: Schema, path: Path, root: bool, found: dict[Path, Any], containers: set[Path] | None
+    value: Any, node: _Node, path: Path, found: dict[Path, Any], containers: set[Path] | None
 ) -> None:
     if isinstance(value, dict):
-        if _atomic_map(node) and not root:
+        if node.atomic_map:
             found[path] = value
             return
-        if containers is not None and not root:
+        if containers is not None and not node.root:
             containers.add(path)
         for key, child in value.items():
             child_path = (*path, f"f:{key}")
-            _collect(child, _child(node, key, root), child_path, False, found, containers)
-            if child is None or child == {} or not _declares(node, key, root):
+            child_node, declared = node.field(key)
+            if isinstance(child, dict | list):
+                _collect(child, child_node, child_path, found, containers)
+                if child == {} or not declared:
+                    found[child_path] = child
+            else:
                 found[child_path] = child
     elif isinstance(value, list):
-        shape = _list_kind(node)
+        shape = node.list_kind()
         if shape.kind == "atomic":
             found[path] = value
             return
         if containers is not None:
             containers.add(path)
-        items = builtin.items_schema(node)
+        items = node.items()
         for index, item in enumerate(value):
             item_path = (*path, shape.element(item, index))
-            _collect(item, items, item_path, False, found, containers)
+            if isinstance(item, dict | list):
+                _collect(item, items, item_path, found, containers)
             found[item_path] = item
     elif path:
         found[path] = value
@@ -180,18 +250,15 @@ def _in_zero_value(root_node: Schema, path: Path) -> bool:
     and, as null, its fields without `omitempty` (the schema's `required` ones), and nothing inside a list.
     A write into such a field does not create it. (Pointer structs are taken for structs: the schema does
     not tell them apart.)"""
-    node, root = root_node, True
+    node = _Node.of(root_node)
     for element in path:
         kind, _, name = element.partition(":")
         if kind != "f":
             return False
-        parent = builtin.resolve(node) or {}
-        node = _child(node, name, root)
-        resolved = builtin.resolve(node) or {}
-        struct = bool(resolved.get("properties")) and not resolved.get("additionalProperties")
-        if not (struct or name in (parent.get("required") or ())):
+        child, _ = node.field(name)
+        if not (child.struct or name in node.required):
             return False
-        root = False
+        node = child
     return True
 
 
