@@ -18,7 +18,8 @@ each localkube's rate and CPU per pod at the largest over those at the smallest 
 a rate ratio near 1).
 
 Prints one JSON line per replay (which localkube, pods/s, localkube's CPU seconds and CPU ms per pod in
-the replay, failed writes, the load average before and after) and one line with each side's means and
+the replay, the CPU seconds of this process, which sends the writes (a side near `replay_s` bounds the
+rate), failed writes, the load average before and after) and one line with each side's means and
 the ratios this / baseline and largest / smallest prefill. Measures only: nothing is asserted.
 """
 
@@ -31,6 +32,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +61,11 @@ async def _replay_once(
             await scale._create_namespace(client, scale.BENCH_NAMESPACE)
             await asyncio.sleep(SETTLE_S)
             load_before = _load()
+            client_before = time.process_time()
             replaying, elapsed, cpu = await scale.timed_replay(
                 cluster, client, replay.fresh(writes), args.concurrency
             )
+            client_cpu = time.process_time() - client_before
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)
@@ -72,6 +76,7 @@ async def _replay_once(
         "pods_per_s": round(pods / elapsed, 1),
         "replay_s": round(elapsed, 1),
         "localkube_cpu_s": round(cpu, 1),
+        "client_cpu_s": round(client_cpu, 1),
         "cpu_ms_per_pod": round(cpu * 1000 / pods, 2),
         "replayed_writes": len(writes),
         "failed": replaying.failed,
