@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import orjson
+
 from kubesemantics import times
 from kubesemantics.jsonvalue import json_equal
 from localkube.admission import builtin
@@ -330,6 +332,7 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
     """What changed from `old` to `new`. A map or list that `new` creates is itself added (FieldsV1's `.`),
     as structured-merge-diff's comparison adds it, except `metadata` and, on a built-in (`typed`) kind, what
     the kind's zero value already holds (the old object of a create is that zero value)."""
+    old, new = _without_equal_members(old, new)
     old_containers: set[Path] = set()
     new_containers: set[Path] = set()
     old_values = field_values(old, node, old_containers)
@@ -351,6 +354,26 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
         # An empty struct the zero value holds (a Service's status.loadBalancer) is no change.
         added = {p for p in added if new_values[p] != {} or not _in_zero_value(node, p)}
     return Changes(set(added) | created, modified, set(old_set - new_set))
+
+
+def _without_equal_members(old: Any, new: Any) -> tuple[Any, Any]:
+    """`old` and `new` without the top-level members they hold alike, which add, change and remove
+    nothing (a status write leaves a large spec as it was): told by their encodings, which are equal only
+    for equal JSON values (a walk over the fields of both would cost many times more)."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return old, new
+    try:
+        same = {
+            key for key, value in old.items() if key in new and orjson.dumps(value) == orjson.dumps(new[key])
+        }
+    except orjson.JSONEncodeError:
+        return old, new
+    if not same:
+        return old, new
+    return (
+        {key: value for key, value in old.items() if key not in same},
+        {key: value for key, value in new.items() if key not in same},
+    )
 
 
 # --- FieldsV1 ----------------------------------------------------------------------------------------------
