@@ -1,6 +1,6 @@
 """localkube beside a baseline checkout's localkube, on the same recorded request mix, side by side.
 
-    python -m benchmarks.localkube_ab --baseline DIR [--clusters 1000] [--rounds 2] [--prefill-clusters M]
+    python -m benchmarks.localkube_ab [--baseline DIR] [--clusters 1000] [--rounds 2] [--prefill-clusters M ...]
                                       [benchmarks.scale's flags]
 
 Records the operator's writes once (`benchmarks.scale`'s operator phase with the audit log, this
@@ -8,15 +8,19 @@ checkout's localkube and operator), then replays them (`benchmarks/replay.py`, `
 on fresh localkubes, this checkout's and the baseline's in turn (A B A B ...), so that both meet the same
 moments of a shared machine: only ratios within one run mean much there. DIR is another checkout, such
 as a git worktree of the baseline commit; its `src` goes first on the baseline localkube's PYTHONPATH (the
-same virtualenv serves both).
+same virtualenv serves both). Without `--baseline`, only this checkout's localkube is replayed.
 
 With `--prefill-clusters M`, each fresh localkube first takes M clusters' worth of the same writes, in
 namespaces of their own and untimed, so the timed replay meets a store that already holds M more
-clusters' objects: localkube's rate as its store grows, without recording M clusters.
+clusters' objects: localkube's rate as its store grows, without recording M clusters. With several
+values (`--prefill-clusters 0 9000`), each round replays each localkube at each, and the summary gives
+each localkube's rate and CPU per pod at the largest over those at the smallest (flat in stored objects:
+a rate ratio near 1).
 
 Prints one JSON line per replay (which localkube, pods/s, localkube's CPU seconds and CPU ms per pod in
-the replay, failed writes, the load average before and after) and one line with each side's mean and
-the ratio this / baseline. Measures only: nothing is asserted.
+the replay, the CPU seconds of this process, which sends the writes (a side near `replay_s` bounds the
+rate), failed writes, the load average before and after) and one line with each side's means and
+the ratios this / baseline and largest / smallest prefill. Measures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +46,7 @@ def _load() -> float:
 
 
 async def _replay_once(
-    args: argparse.Namespace, workdir: Path, writes: list[replay.Write], source: Path | None
+    args: argparse.Namespace, workdir: Path, writes: list[replay.Write], source: Path | None, prefill: int
 ) -> dict[str, Any]:
     """One fresh localkube (of `source`'s checkout, else this one), prefilled, then the timed replay."""
     cluster = scale.Cluster(workdir, args.concurrency, args.qps, args.burst)
@@ -49,26 +54,29 @@ async def _replay_once(
         cluster.start_localkube()
     try:
         async with cluster.client() as client:
-            for copy in range(args.prefill_clusters // args.clusters):
+            for copy in range(prefill // args.clusters):
                 namespace = f"prefill-{copy}"
                 await scale._create_namespace(client, namespace)
                 await replay.Replay(client, replay.fresh(writes, namespace)).run(args.concurrency)
             await scale._create_namespace(client, scale.BENCH_NAMESPACE)
             await asyncio.sleep(SETTLE_S)
             load_before = _load()
+            client_before = time.process_time()
             replaying, elapsed, cpu = await scale.timed_replay(
                 cluster, client, replay.fresh(writes), args.concurrency
             )
+            client_cpu = time.process_time() - client_before
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)
     return {
         "localkube": "baseline" if source is not None else "this",
         "clusters": args.clusters,
-        "prefill_clusters": args.prefill_clusters,
+        "prefill_clusters": prefill,
         "pods_per_s": round(pods / elapsed, 1),
         "replay_s": round(elapsed, 1),
         "localkube_cpu_s": round(cpu, 1),
+        "client_cpu_s": round(client_cpu, 1),
         "cpu_ms_per_pod": round(cpu * 1000 / pods, 2),
         "replayed_writes": len(writes),
         "failed": replaying.failed,
@@ -79,31 +87,52 @@ async def _replay_once(
 
 async def run(args: argparse.Namespace, workdir: Path) -> None:
     writes = await scale.record(args, workdir / "record", scale.OURS)
-    results: dict[str, list[dict[str, Any]]] = {"this": [], "baseline": []}
+    sides = [("this", None)] + ([("baseline", args.baseline)] if args.baseline is not None else [])
+    results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for round_ in range(args.rounds):
-        for side, source in (("this", None), ("baseline", args.baseline)):
-            result = await _replay_once(args, workdir / f"replay-{round_}-{side}", writes, source)
-            results[result["localkube"]].append(result)
-            print(json.dumps(result), flush=True)
+        for prefill in args.prefill_clusters:
+            for side, source in sides:
+                replaying = workdir / f"replay-{round_}-{prefill}-{side}"
+                result = await _replay_once(args, replaying, writes, source, prefill)
+                results.setdefault((side, prefill), []).append(result)
+                print(json.dumps(result), flush=True)
+    means = {
+        (side, prefill): {
+            key: statistics.mean(r[key] for r in runs) for key in ("pods_per_s", "cpu_ms_per_pod")
+        }
+        for (side, prefill), runs in results.items()
+    }
+    smallest, largest = min(args.prefill_clusters), max(args.prefill_clusters)
     summary: dict[str, Any] = {}
     for key in ("pods_per_s", "cpu_ms_per_pod"):
-        this = statistics.mean(r[key] for r in results["this"])
-        baseline = statistics.mean(r[key] for r in results["baseline"])
-        summary[key] = {
-            "this": round(this, 2),
-            "baseline": round(baseline, 2),
-            "ratio": round(this / baseline, 3),
+        entry: dict[str, Any] = {
+            f"{side} prefill {prefill}": round(mean[key], 2) for (side, prefill), mean in means.items()
         }
-    print(json.dumps({"this_over_baseline": summary}), flush=True)
+        for prefill in args.prefill_clusters:
+            if args.baseline is not None:
+                entry[f"this / baseline, prefill {prefill}"] = round(
+                    means["this", prefill][key] / means["baseline", prefill][key], 3
+                )
+        if largest != smallest:
+            for side, _ in sides:
+                entry[f"{side}: prefill {largest} / {smallest}"] = round(
+                    means[side, largest][key] / means[side, smallest][key], 3
+                )
+        summary[key] = entry
+    print(json.dumps({"summary": summary}), flush=True)
 
 
 def main() -> None:
     parser = scale.arguments(__doc__)
     parser.set_defaults(clusters=1000)
-    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the baseline commit")
+    parser.add_argument("--baseline", type=Path, help="a checkout of the baseline commit")
     parser.add_argument("--rounds", type=int, default=2, help="replays of each localkube, alternating")
     parser.add_argument(
-        "--prefill-clusters", type=int, default=0, help="clusters' worth of objects stored before the replay"
+        "--prefill-clusters",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="clusters' worth of objects stored before the replay (several: each in turn)",
     )
     args = parser.parse_args()
     if args.skip_limit or args.source is not None:

@@ -10,7 +10,7 @@ Types are JSON-schema style: `type` may be a list such as `["string", "null"]`.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Final
 
@@ -86,6 +86,65 @@ def _with_own_extensions(prop: dict[str, Any]) -> dict[str, Any] | None:
         return target
     own = {k: v for k, v in prop.items() if k.startswith("x-kubernetes-")}
     return {**target, **own} if own else target
+
+
+class Shape:
+    """One schema node as typed decoding reads an object against it, worked out once and kept: whether
+    it declares its fields (then any other is unknown), and for each field the shape of its value and
+    whether an empty value is left out (`omitempty`: a map or a list the node does not require). A
+    field's shape is looked up on first use and kept in its parent's, so that a walk over an object is
+    dictionary lookups (the definitions never change)."""
+
+    __slots__ = ("_node", "_properties", "_required", "fields", "_other", "_items", "closed")
+
+    def __init__(self, node: dict[str, Any]) -> None:
+        self._node = node
+        properties = node.get("properties")
+        self._properties: dict[str, Any] | None = properties
+        self._required = frozenset(node.get("required") or ())
+        self.fields: dict[str, tuple[Shape | None, bool]] = {}  # the declared fields met so far
+        self._other: tuple[Shape | None, bool] | None = None
+        self._items: tuple[Shape | None] | None = None
+        self.closed = properties is not None and not node.get("additionalProperties")
+
+    @staticmethod
+    def of(node: dict[str, Any] | None) -> Shape | None:
+        resolved = resolve(node)
+        return Shape(resolved) if resolved is not None else None
+
+    def field(self, key: str) -> tuple[Shape | None, bool] | None:
+        """(the shape of the field's value, whether an empty value is dropped), or None for a field a
+        closed node does not declare."""
+        known = self.fields.get(key)
+        if known is not None:
+            return known
+        if self._properties is None or key not in self._properties:
+            if self.closed:
+                return None
+            if self._other is None:
+                self._other = self._field_of(key)
+            return self._other  # every undeclared key of an open node (a map's keys) shares one shape
+        known = self.fields[key] = self._field_of(key)
+        return known
+
+    def items(self) -> Shape | None:
+        if self._items is None:
+            self._items = (Shape.of(items_schema(self._node)),)
+        return self._items[0]
+
+    def _field_of(self, key: str) -> tuple[Shape | None, bool]:
+        shape = Shape.of(property_schema(self._node, key))
+        if shape is None or self._properties is None or key in self._required:
+            return shape, False
+        types = shape._node.get("type")
+        is_array = "array" in (types if isinstance(types, list) else [types])
+        return shape, bool(shape._node.get("additionalProperties")) or is_array
+
+
+@cache
+def shape_for(gvk: tuple[str, str, str]) -> Shape | None:
+    """The shape of a built-in kind's objects, or None when it is not a built-in kind."""
+    return Shape.of(schema_for(gvk))
 
 
 def unknown_fields(gvk: tuple[str, str, str], obj: dict[str, Any]) -> list[str]:

@@ -31,7 +31,7 @@ class EndpointsController:
         self._store = store
         self._api = api
         self._selectors: dict[str, dict[str, str]] = {}  # service key -> selector
-        self._pods: dict[str, dict[str, Any]] = {}  # pod key -> pod (read-only)
+        self._pods: dict[str, dict[str, Any]] = {}  # pod key -> what of the pod counts here (`_kept`)
         # Both indexed by (namespace, label, value): a pod under each of its labels, a selector under the one
         # of its pairs that selects the fewest (a cluster's name rather than a label every pod carries), so
         # an event only looks at the services and pods that can match.
@@ -58,7 +58,7 @@ class EndpointsController:
         for pair in _pairs(namespace, before):
             self._pods_by_label[pair].discard(event.key)
         if event.type != "DELETED":
-            self._pods[event.key] = event.object
+            self._pods[event.key] = _kept(event.object)
             for pair in _pairs(namespace, event.object):
                 self._pods_by_label.setdefault(pair, set()).add(event.key)
         # Services that selected the pod before or select it now.
@@ -128,6 +128,30 @@ class EndpointsController:
         if all(current.get(k) == v for k, v in body.items()):
             return
         self._api.update(key, {**current, **body})
+
+
+def _kept(pod: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a pod that make its endpoints, in the pod's own shape: a whole decoded pod kept for
+    every pod of the cluster was hundreds of containers each for the cyclic garbage collector to walk, a
+    cost that grew with the pods stored."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    return {
+        "metadata": {
+            key: metadata[key]
+            for key in ("name", "namespace", "uid", "labels", "deletionTimestamp")
+            if key in metadata
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "containers": [{"ports": c["ports"]} for c in spec.get("containers") or [] if c.get("ports")],
+        },
+        "status": {
+            "podIP": status.get("podIP"),
+            "conditions": [c for c in status.get("conditions") or [] if c.get("type") == "Ready"],
+        },
+    }
 
 
 def _labels(pod: dict[str, Any] | None) -> dict[str, str]:

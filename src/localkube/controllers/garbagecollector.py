@@ -57,7 +57,8 @@ class GarbageCollector:
             self._owners_of[key] = owners
             for owner in owners:
                 self._dependents.setdefault(owner, set()).add(key)
-        wanted = [key] if owners else []
+        # A dependent whose owners all live needs nothing (an owner's deletion brings it back here).
+        wanted = [key] if any(owner not in self._key_of_uid for owner in owners) else []
         finalizers = metadata.get("finalizers") or []
         if metadata.get("deletionTimestamp") and (ORPHAN in finalizers or FOREGROUND in finalizers):
             wanted.append(key)

@@ -148,6 +148,9 @@ class SimulatedKubelet:
         self._options = options
         self._clock = clock
         self._admitted: dict[str, datetime.datetime] = {}
+        # The revision of the status this kubelet last wrote per pod: that write's own event needs no
+        # second look (the status is what was just computed, and its recheck is already scheduled).
+        self._written: dict[str, int] = {}
         self._addresses = AddressPool(POD_NETWORK)
 
     @property
@@ -164,7 +167,10 @@ class SimulatedKubelet:
             return []
         if event.type == "DELETED":
             self._admitted.pop(event.key, None)
+            self._written.pop(event.key, None)
             self._addresses.release(event.key)
+            return []
+        if self._written.get(event.key) == event.revision:
             return []
         address = (pod.get("status") or {}).get("podIP")
         if address:
@@ -192,7 +198,8 @@ class SimulatedKubelet:
                 c if c.get("type") != "PodScheduled" else scheduled for c in status["conditions"]
             ]
         if status != pod.get("status"):
-            self._store.update(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
+            written = self._store.update(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
+            self._written[key] = int(written["metadata"]["resourceVersion"])
         return outcome.recheck_after
 
     def _address(self, key: str, pod: dict[str, Any]) -> str:

@@ -43,6 +43,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,38 +72,65 @@ class BridgeInUse(NetworkError):
 
 
 class AddressPool:
-    """Addresses of `network` for pods, one per key, the next free one (round robin) for a new key."""
+    """Addresses of `network` for pods, one per key, kept for the key's life.
+
+    A new key takes the next address never handed out, in order; once the network has been gone through,
+    the address released longest ago. Both are constant time whatever the number of pods: the pool keeps
+    the count of keys on each address and the released addresses in release order, rather than looking
+    at every pod's address for each new one. A restarted localkube rebuilds the pool from its stored pods
+    (`assign` with the address each had), and new keys then avoid those."""
 
     def __init__(self, network: ipaddress.IPv4Network, reserved: Iterable[str] = ()) -> None:
         self._network = network
         self._by_key: dict[str, str] = {}
-        self._reserved = set(reserved)
-        self._cursor = 0
+        # Keys on each address: `pin` may put two keys on one address, which stays taken until both go.
+        self._holders: dict[str, int] = dict.fromkeys(reserved, 1)
+        self._released: OrderedDict[str, None] = OrderedDict()
+        self._fresh = 0  # offsets up to this one have been handed out or skipped as taken
+        self._size = network.num_addresses - 2
 
     def assign(self, key: str, address: str | None = None) -> str:
         """The key's address: the one it has, else `address` (kept across a restart) if free, else a new one."""
         current = self._by_key.get(key)
         if current is not None:
             return current
-        in_use = set(self._by_key.values()) | self._reserved
-        if address and address not in in_use and ipaddress.ip_address(address) in self._network:
-            self._by_key[key] = address
+        if address and address not in self._holders and ipaddress.ip_address(address) in self._network:
+            self._take(key, address)
             return address
-        size = self._network.num_addresses - 2
-        for _ in range(size):
-            self._cursor = self._cursor % size + 1
-            candidate = str(self._network.network_address + self._cursor)
-            if candidate not in in_use:
-                self._by_key[key] = candidate
+        while self._fresh < self._size:
+            self._fresh += 1
+            candidate = str(self._network.network_address + self._fresh)
+            if candidate not in self._holders:
+                self._take(key, candidate)
                 return candidate
-        raise NetworkError(f"no free pod address left in {self._network}")
+        if not self._released:
+            raise NetworkError(f"no free pod address left in {self._network}")
+        candidate, _ = self._released.popitem(last=False)
+        self._take(key, candidate)
+        return candidate
 
     def pin(self, key: str, address: str) -> None:
         """Gives `key` exactly `address`, whoever else has it (a test that points a pod at a known server)."""
-        self._by_key[key] = address
+        if self._by_key.get(key) != address:
+            self.release(key)
+            self._take(key, address)
 
     def release(self, key: str) -> None:
-        self._by_key.pop(key, None)
+        address = self._by_key.pop(key, None)
+        if address is None:
+            return
+        holders = self._holders[address] - 1
+        if holders:
+            self._holders[address] = holders
+        else:
+            del self._holders[address]
+            if ipaddress.ip_address(address) in self._network:  # not an address pinned from elsewhere
+                self._released[address] = None
+
+    def _take(self, key: str, address: str) -> None:
+        self._by_key[key] = address
+        self._holders[address] = self._holders.get(address, 0) + 1
+        self._released.pop(address, None)
 
 
 @dataclass(frozen=True)

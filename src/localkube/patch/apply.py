@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
+
+import orjson
 
 from kubesemantics import times
 from kubesemantics.jsonvalue import json_equal
@@ -140,35 +143,105 @@ def field_values(obj: Any, node: Schema, containers: set[Path] | None = None) ->
     """The paths an object sets, each with the value found there; the paths of the maps and lists that hold
     them are added to `containers` when given."""
     found: dict[Path, Any] = {}
-    _collect(obj, node, (), True, found, containers)
+    _collect(obj, _Node.of(node), (), found, containers)
     return found
 
 
+class _Node:
+    """What a walk over values needs of one schema node (`schema`; `root`: the object's own), worked out
+    on first use and kept: each declared field's node is kept in its parent's, every undeclared key (a
+    map's) shares one, so that a walk does no schema lookups once warm. Root nodes are kept by the
+    schema's id, with the schema itself (so that the id stays its own), and forgotten all at once past
+    `_ROOTS_KEPT` (a CRD's schema is replaced when the CRD changes)."""
+
+    __slots__ = (
+        "schema",
+        "root",
+        "atomic_map",
+        "struct",
+        "required",
+        "_list_kind",
+        "_items",
+        "_fields",
+        "_other",
+    )
+    _roots: dict[int, _Node] = {}
+    _ROOTS_KEPT = 1024
+
+    def __init__(self, schema: Schema, root: bool) -> None:
+        self.schema = schema
+        self.root = root
+        self.atomic_map = not root and _atomic_map(schema)
+        resolved = builtin.resolve(schema) or {}
+        self.struct = bool(resolved.get("properties")) and not resolved.get("additionalProperties")
+        self.required = frozenset(resolved.get("required") or ())
+        self._list_kind: _ListKind | None = None
+        self._items: _Node | None = None
+        self._fields: dict[str, tuple[_Node, bool]] = {}
+        self._other: tuple[_Node, bool] | None = None
+
+    @classmethod
+    def of(cls, schema: Schema) -> _Node:
+        node = cls._roots.get(id(schema))
+        if node is None or node.schema is not schema:
+            if len(cls._roots) >= cls._ROOTS_KEPT:
+                cls._roots.clear()
+            node = cls._roots[id(schema)] = _Node(schema, True)
+        return node
+
+    def field(self, key: str) -> tuple[_Node, bool]:
+        """The node of a map's key and whether the schema declares it."""
+        known = self._fields.get(key)
+        if known is not None:
+            return known
+        if _declares(self.schema, key, self.root):
+            known = self._fields[key] = (_Node(_child(self.schema, key, self.root), False), True)
+            return known
+        if self._other is None:
+            self._other = (_Node(_child(self.schema, key, self.root), False), False)
+        return self._other
+
+    def list_kind(self) -> _ListKind:
+        if self._list_kind is None:
+            self._list_kind = _list_kind(self.schema)
+        return self._list_kind
+
+    def items(self) -> _Node:
+        if self._items is None:
+            self._items = _Node(builtin.items_schema(self.schema), False)
+        return self._items
+
+
 def _collect(
-    value: Any, node: Schema, path: Path, root: bool, found: dict[Path, Any], containers: set[Path] | None
+    value: Any, node: _Node, path: Path, found: dict[Path, Any], containers: set[Path] | None
 ) -> None:
     if isinstance(value, dict):
-        if _atomic_map(node) and not root:
+        if node.atomic_map:
             found[path] = value
             return
-        if containers is not None and not root:
+        if containers is not None and not node.root:
             containers.add(path)
         for key, child in value.items():
             child_path = (*path, f"f:{key}")
-            _collect(child, _child(node, key, root), child_path, False, found, containers)
-            if child is None or child == {} or not _declares(node, key, root):
+            child_node, declared = node.field(key)
+            if isinstance(child, dict | list):
+                _collect(child, child_node, child_path, found, containers)
+                if child == {} or not declared:
+                    found[child_path] = child
+            else:
                 found[child_path] = child
     elif isinstance(value, list):
-        shape = _list_kind(node)
+        shape = node.list_kind()
         if shape.kind == "atomic":
             found[path] = value
             return
         if containers is not None:
             containers.add(path)
-        items = builtin.items_schema(node)
+        items = node.items()
         for index, item in enumerate(value):
             item_path = (*path, shape.element(item, index))
-            _collect(item, items, item_path, False, found, containers)
+            if isinstance(item, dict | list):
+                _collect(item, items, item_path, found, containers)
             found[item_path] = item
     elif path:
         found[path] = value
@@ -179,23 +252,28 @@ def _in_zero_value(root_node: Schema, path: Path) -> bool:
     and, as null, its fields without `omitempty` (the schema's `required` ones), and nothing inside a list.
     A write into such a field does not create it. (Pointer structs are taken for structs: the schema does
     not tell them apart.)"""
-    node, root = root_node, True
+    node = _Node.of(root_node)
     for element in path:
         kind, _, name = element.partition(":")
         if kind != "f":
             return False
-        parent = builtin.resolve(node) or {}
-        node = _child(node, name, root)
-        resolved = builtin.resolve(node) or {}
-        struct = bool(resolved.get("properties")) and not resolved.get("additionalProperties")
-        if not (struct or name in (parent.get("required") or ())):
+        child, _ = node.field(name)
+        if not (child.struct or name in node.required):
             return False
-        root = False
+        node = child
     return True
 
 
-def _parents(paths: set[Path]) -> set[Path]:
-    return {path[:i] for path in paths for i in range(len(path))}
+def _parents(paths: Iterable[Path]) -> set[Path]:
+    """The paths some other path is under (not the root): each prefix is made once, climbing from a path
+    only until a prefix already found."""
+    found: set[Path] = set()
+    for path in paths:
+        prefix = path[:-1]
+        while prefix and prefix not in found:
+            found.add(prefix)
+            prefix = prefix[:-1]
+    return found
 
 
 def _strip(paths: set[Path]) -> set[Path]:
@@ -254,6 +332,7 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
     """What changed from `old` to `new`. A map or list that `new` creates is itself added (FieldsV1's `.`),
     as structured-merge-diff's comparison adds it, except `metadata` and, on a built-in (`typed`) kind, what
     the kind's zero value already holds (the old object of a create is that zero value)."""
+    old, new = _without_equal_members(old, new)
     old_containers: set[Path] = set()
     new_containers: set[Path] = set()
     old_values = field_values(old, node, old_containers)
@@ -277,21 +356,50 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
     return Changes(set(added) | created, modified, set(old_set - new_set))
 
 
+def _without_equal_members(old: Any, new: Any) -> tuple[Any, Any]:
+    """`old` and `new` without the top-level members they hold alike, which add, change and remove
+    nothing (a status write leaves a large spec as it was): told by their encodings, which are equal only
+    for equal JSON values (a walk over the fields of both would cost many times more)."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return old, new
+    try:
+        same = {
+            key for key, value in old.items() if key in new and orjson.dumps(value) == orjson.dumps(new[key])
+        }
+    except orjson.JSONEncodeError:
+        return old, new
+    if not same:
+        return old, new
+    return (
+        {key: value for key, value in old.items() if key not in same},
+        {key: value for key, value in new.items() if key not in same},
+    )
+
+
 # --- FieldsV1 ----------------------------------------------------------------------------------------------
 
 
 def encode_fields(paths: set[Path]) -> dict[str, Any]:
-    """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children."""
-    return _encode_level(sorted(paths), paths & _parents(paths), ())
+    """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children.
 
-
-def _encode_level(paths: list[Path], members: set[Path], prefix: Path) -> dict[str, Any]:
-    tree: dict[str, Any] = {".": {}} if prefix in members else {}
-    depth = len(prefix)
-    children = sorted({path[depth] for path in paths if len(path) > depth})
-    for element in children:
-        below = [path for path in paths if len(path) > depth and path[depth] == element]
-        tree[element] = _encode_level(below, members, (*prefix, element))
+    One pass over the sorted paths: a path sorts before every path under it, so each level's elements
+    arrive in order, and a member's `.` goes in first, before the children that make it a parent."""
+    tree: dict[str, Any] = {}
+    ends: list[dict[str, Any]] = []
+    for path in sorted(paths):
+        level = tree
+        for element in path:
+            below = level.get(element)
+            if below is None:
+                below = level[element] = {}
+            level = below
+        ends.append(level)
+    for level in ends:
+        if level:
+            children = list(level.items())
+            level.clear()
+            level["."] = {}
+            level.update(children)
     return tree
 
 

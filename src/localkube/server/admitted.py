@@ -54,12 +54,15 @@ class Writes:
         and warned of under Warn (the default), as the API server's strict decoder does."""
         content_type = request.headers.get("content-type", JSON)
         validation = request.query.get("fieldValidation") or "Warn"
-        repeated = bodies.duplicate_fields(request.body, content_type) if validation != "Ignore" else []
+        decoded = decode(request)
+        repeated = (
+            bodies.duplicate_fields(request.body, content_type, decoded) if validation != "Ignore" else []
+        )
         if repeated and validation == "Strict":
             raise strict_decoding_error(target.resource_type, [f'duplicate field "{p}"' for p in repeated])
         for path in repeated:
             recorded_warnings.add(f'duplicate field "{path}"')
-        return decode(request)
+        return decoded
 
     def _write_object(
         self, target: Target, creating: bool, obj: dict[str, Any], query: Query

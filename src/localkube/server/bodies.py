@@ -48,10 +48,11 @@ def check_depth(value: Any, refusal: str) -> None:
         raise errors.bad_request(f"{refusal}: {path}: nested deeper than {MAX_DEPTH} levels")
 
 
-def duplicate_fields(body: bytes, content_type: str) -> list[str]:
+def duplicate_fields(body: bytes, content_type: str, decoded: dict[str, Any]) -> list[str]:
     """The paths of the keys a JSON body repeats (`metadata.name`, `spec.ports[0].port`), which a decoder
-    that keeps the last one hides; the API server's strict decoder names them."""
-    if content_type.startswith(PROTOBUF) or "yaml" in content_type:
+    that keeps the last one hides (`decoded`, the body as `decode` read it); the API server's strict
+    decoder names them."""
+    if content_type.startswith(PROTOBUF) or "yaml" in content_type or _no_key_repeated(body, decoded):
         return []
     repeated: dict[int, list[str]] = {}
 
@@ -64,13 +65,25 @@ def duplicate_fields(body: bytes, content_type: str) -> list[str]:
         return obj
 
     try:
-        decoded = json.loads(body, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep: the body's decoding refuses it
+        pairwise = json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):  # nested too deep for this decoder: the depth bound refuses it
         return []
     found: list[str] = []
     if repeated:
-        _repeated_paths(decoded, "", repeated, found)
+        _repeated_paths(pairwise, "", repeated, found)
     return found
+
+
+def _no_key_repeated(body: bytes, decoded: dict[str, Any]) -> bool:
+    """True when no object of `body` repeats a key, told without decoding it again: a repeated key and
+    its earlier value are gone from `decoded`, so `decoded` encoded holds fewer strings than `body`, and
+    where neither escapes a quote, every quote opens or closes a string. False when unsure (an escaped
+    quote), and the caller then looks for the keys."""
+    try:
+        encoded = orjson.dumps(decoded)
+    except orjson.JSONEncodeError:
+        return False
+    return b'\\"' not in body and b'\\"' not in encoded and body.count(b'"') == encoded.count(b'"')
 
 
 def _repeated_paths(value: Any, path: str, repeated: dict[int, list[str]], found: list[str]) -> None:

@@ -244,7 +244,7 @@ def _default_service(obj: dict[str, Any], services: Callable[[], ServiceAllocati
     spec.setdefault("ipFamilyPolicy", "SingleStack")
     allocations = services()
     if not spec.get("clusterIP"):
-        spec["clusterIP"] = _free_address(allocations.cluster_ips | {_KUBERNETES_SERVICE_IP})
+        spec["clusterIP"] = _free_address(allocations.cluster_ips)
     spec["clusterIPs"] = [spec["clusterIP"]]
     if service_type in ("NodePort", "LoadBalancer"):
         for port in spec.get("ports") or []:
@@ -255,12 +255,13 @@ def _default_service(obj: dict[str, Any], services: Callable[[], ServiceAllocati
     allocations.hold(obj)
 
 
-def _free_address(used: set[Any]) -> str:
-    # Random probing keeps allocation O(1) in practice; the range holds about a million addresses.
+def _free_address(used: set[str]) -> str:
+    # Random probing keeps allocation O(1) in practice; the range holds about a million addresses (and
+    # `used` is looked into, not copied: it holds every Service's address).
     size = _SERVICE_RANGE.num_addresses
     while True:
         candidate = str(_SERVICE_RANGE.network_address + 2 + secrets.randbelow(size - 3))
-        if candidate not in used:
+        if candidate not in used and candidate != _KUBERNETES_SERVICE_IP:
             return candidate
 
 

@@ -152,35 +152,33 @@ def unknown_builtin_fields(
     and so are the empty maps and lists of fields Go leaves out when empty (`omitempty`: those the schema
     does not list as required)."""
     found: list[str] = []
-    _walk_known(obj, builtin.schema_for(gvk), "", found, drop)
+    shape = builtin.shape_for(gvk)
+    if shape is not None:
+        _walk_known(obj, shape, "", found, drop)
     return sorted(found)
 
 
-def _walk_known(value: Any, node: dict[str, Any] | None, path: str, found: list[str], drop: bool) -> None:
-    node = builtin.resolve(node)
-    if node is None:
-        return
+def _walk_known(value: Any, shape: builtin.Shape, path: str, found: list[str], drop: bool) -> None:
     if isinstance(value, list):
-        for index, item in enumerate(value):
-            _walk_known(item, builtin.items_schema(node), f"{path}[{index}]", found, drop)
+        items = shape.items()
+        if items is not None:
+            for index, item in enumerate(value):
+                if isinstance(item, dict | list):
+                    _walk_known(item, items, f"{path}[{index}]", found, drop)
         return
     if not isinstance(value, dict):
         return
-    properties = node.get("properties")
-    required = node.get("required") or ()
-    for key, child in list(value.items()):
-        child_path = f"{path}.{key}" if path else key
-        if properties is not None and key not in properties and not node.get("additionalProperties"):
-            found.append(child_path)
+    known = shape.fields
+    for key, child in list(value.items()) if drop else value.items():
+        field = known.get(key) or shape.field(key)
+        if field is None:
+            found.append(f"{path}.{key}" if path else key)
             if drop:
                 del value[key]
             continue
-        child_node = builtin.property_schema(node, key)
-        _walk_known(child, child_node, child_path, found, drop)
-        if drop and child in ({}, []) and properties is not None and key not in required:
-            resolved = builtin.resolve(child_node) or {}
-            types = resolved.get("type")
-            if resolved.get("additionalProperties") or "array" in (
-                types if isinstance(types, list) else [types]
-            ):
+        child_shape, drops_empty = field
+        if isinstance(child, dict | list):
+            if child_shape is not None:
+                _walk_known(child, child_shape, f"{path}.{key}" if path else key, found, drop)
+            if drop and drops_empty and not child:
                 del value[key]

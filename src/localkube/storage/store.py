@@ -447,12 +447,14 @@ class Store:
             return self._compact_revision
         with self._transaction():
             # A row is history once a newer row of its key exists at or below the target; a deletion
-            # row at or below the target is history too (the key is gone).
+            # row at or below the target is history too (the key is gone). Every row names the row of
+            # its key it follows (prev_revision), and what the rows up to the last target made history is
+            # gone already: so the rows written since then name all that is new history, and a compaction
+            # costs what was written since the last one, not what the store holds.
             self._db.execute(
-                "DELETE FROM kine WHERE id <= ? AND (deleted = 1 OR EXISTS"
-                " (SELECT 1 FROM kine newer WHERE newer.name = kine.name AND newer.id > kine.id"
-                " AND newer.id <= ?))",
-                (target, target),
+                "DELETE FROM kine WHERE id IN (SELECT prev_revision FROM kine WHERE id > ? AND id <= ?)"
+                " OR (deleted = 1 AND id > ? AND id <= ?)",
+                (self._compact_revision, target, self._compact_revision, target),
             )
             self._db.execute(
                 "INSERT INTO meta (key, value) VALUES ('compact_revision', ?)"

@@ -102,3 +102,33 @@ async def test_a_loopback_address_can_be_pinned_by_annotation(store: Store) -> N
     store.create(POD_KEY + "pinned", _pod("pinned", annotations={"localkube.io/pod-ip": "127.0.0.1"}))
     pod = await _until(store, POD_KEY + "pinned", lambda p: bool(p and p.get("status", {}).get("podIP")))
     assert pod is not None and pod["status"]["podIP"] == "127.0.0.1"
+
+
+async def test_pods_keep_their_addresses_across_a_restart_and_new_pods_get_others(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+
+    async def start_node_then_create(*names: str) -> dict[str, str]:
+        kubelet = SimulatedKubelet(store, NodeOptions())
+        kubelet.register(lambda node: store.create(NODES_PREFIX + node["metadata"]["name"], node))
+        runner = Runner(store, [Scheduler(store), kubelet])
+        await runner.start()
+        try:
+            for name in names:
+                store.create(POD_KEY + name, _pod(name, cpu="10m"))
+            pods = [
+                await _until(store, POD_KEY + n, lambda p: bool(p and p.get("status", {}).get("podIP")))
+                for n in names
+            ]
+            return {name: pod["status"]["podIP"] for name, pod in zip(names, pods, strict=True) if pod}
+        finally:
+            await runner.stop()
+
+    try:
+        before = await start_node_then_create("a", "b", "c")
+        store.delete(POD_KEY + "b")
+        after = await start_node_then_create("d", "e")
+        kept = {n: store.get(POD_KEY + n)["status"]["podIP"] for n in ("a", "c")}  # type: ignore[index]
+        assert kept == {"a": before["a"], "c": before["c"]}
+        assert len({*kept.values(), *after.values()}) == 4
+    finally:
+        store.close()

@@ -1,4 +1,5 @@
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,33 @@ async def test_compaction_makes_old_resumes_gone_but_keeps_live_objects(tmp_path
     assert reopened.get("/a")["spec"] == {"i": 4}  # type: ignore[index]
     with pytest.raises(Compacted):
         reopened.watch("/", 1)
+
+
+def test_each_compaction_leaves_exactly_the_rows_newer_than_its_target_and_the_live_ones(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "db")
+    written: list[tuple[str, int, bool]] = []  # key, revision, deleted
+    rounds = [["/a", "/b", "/c"], ["/a", "/a", "-/b"], ["/b", "/c", "-/a"], ["/a", "/c", "/c"], []]
+    for writes in rounds:
+        for write in writes:
+            key = write.lstrip("-")
+            if write.startswith("-"):
+                written.append((key, int(store.delete(key)["metadata"]["resourceVersion"]), True))
+            elif store.get(key) is None:
+                written.append((key, int(store.create(key, _pod(key))["metadata"]["resourceVersion"]), False))
+            else:
+                written.append((key, int(store.update(key, _pod(key))["metadata"]["resourceVersion"]), False))
+        target = store.compact(keep_last=1)
+        newest_kept = {key: rev for key, rev, _ in written if rev <= target}
+        expected = {
+            rev
+            for key, rev, deleted in written
+            if rev > target or (rev == newest_kept.get(key) and not deleted)
+        }
+        rows = sqlite3.connect(tmp_path / "db").execute("SELECT id FROM kine").fetchall()
+        assert {row[0] for row in rows} == expected
+    store.close()
 
 
 async def test_a_watcher_that_falls_too_far_behind_is_dropped(tmp_path: Path) -> None:
