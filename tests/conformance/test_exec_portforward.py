@@ -16,6 +16,7 @@ import pty
 import re
 import select
 import signal
+import socket
 import struct
 import subprocess
 import termios
@@ -226,6 +227,52 @@ def test_port_forward_to_a_closed_port_reports_the_error(server: LocalKubeProces
         forwarder.send_signal(signal.SIGINT)
         _, errors = forwarder.communicate(timeout=30)
     assert f"error forwarding port {closed} to pod {POD}" in errors
+
+
+# Answers one read with "bye", then resets the connection (SO_LINGER 0).
+RESETTER = """
+import socket, struct, sys
+listener = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+while True:
+    connection, _ = listener.accept()
+    connection.recv(100)
+    connection.sendall(b"bye")
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    connection.close()
+"""
+
+
+def test_a_connection_the_pod_resets_ends_with_the_reason(server: LocalKubeProcess, web_port: int) -> None:
+    """As the kubelet does: the pod's reset ends the client's connection and is reported on the error stream,
+    which kubectl prints (and then drops the whole forward, as it does against a real kubelet); before, the
+    client's connection stayed open with nothing behind it."""
+    port, local = free_port(), free_port()
+    container = {"name": "resetter", "image": "python:3.11", "command": ["python", "-c", RESETTER, str(port)],
+                 "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}  # fmt: skip
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "resetter"}, "spec": {"containers": [container]}}  # fmt: skip
+    run_kubectl(server, "apply", "-f", "-", input=yaml.safe_dump(pod))
+    try:
+        run_kubectl(server, "wait", "--for=condition=Ready", "pod/resetter", "--timeout=60s")
+        forwarder = subprocess.Popen(
+            _kubectl(server, "port-forward", "pod/resetter", f"{local}:{port}"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert forwarder.stdout is not None
+            forwarder.stdout.readline()
+            with socket.create_connection(("127.0.0.1", local), timeout=SETTLE_TIMEOUT) as connection:
+                connection.sendall(b"hello")
+                received = b""
+                with contextlib.suppress(ConnectionResetError):
+                    while chunk := connection.recv(100):  # a timeout here: the connection was left open
+                        received += chunk
+            assert received == b"bye"
+        finally:
+            forwarder.send_signal(signal.SIGINT)
+            _, errors = forwarder.communicate(timeout=30)
+        assert f"error forwarding port {port} to pod resetter" in errors
+    finally:
+        run_kubectl(server, "delete", "pod", "resetter", "--wait=false")
 
 
 def _official_client_session(server: LocalKubeProcess, web_port: int) -> None:

@@ -55,8 +55,9 @@ def ports(values: list[str]) -> list[int]:
     return found
 
 
-def _describe(failure: BaseException) -> str:
-    return str(failure) or type(failure).__name__
+def _failure(port: int, pod: str, failure: BaseException) -> bytes:
+    """What the error stream (or channel) says when a forward fails."""
+    return f"error forwarding port {port} to pod {pod}: {str(failure) or type(failure).__name__}".encode()
 
 
 # -- the SPDY tunnel -----------------------------------------------------------------------------------------
@@ -141,24 +142,33 @@ class _Tunnel:
         await self._socket.send(self._writer.data(stream.ident, data, fin))
 
     async def _forward(self, data: _Stream, error: _Stream) -> None:
+        """Ends both streams once the pod's side is over, as the kubelet does: the error stream first, carrying
+        the reason when the dial or the connection failed (a connection the pod reset ends the client's
+        connection too, rather than leaving it open with nothing behind it)."""
         try:
-            reader, writer = await self._dial(data.port)
-        except Exception as failure:
-            message = f"error forwarding port {data.port} to pod {self._pod}: {_describe(failure)}"
-            with contextlib.suppress(Disconnected):
-                await self._send_data(error, message.encode(), fin=True)
-                await self._send_data(data, b"", fin=True)
-            return
-        try:
-            await _copy_both_ways(reader, writer, data.inbound, lambda chunk: self._send_data(data, chunk))
+            failure = await self._pod_side(data)
+            reason = b"" if failure is None else _failure(data.port, self._pod, failure)
+            await self._send_data(error, reason, fin=True)
             await self._send_data(data, b"", fin=True)
-            await self._send_data(error, b"", fin=True)
-        except (Disconnected, ConnectionError):
+        except Disconnected:
             pass
         finally:
-            writer.close()
             self._streams.pop(data.ident, None)
             self._streams.pop(error.ident, None)
+
+    async def _pod_side(self, data: _Stream) -> Exception | None:
+        """Dials the pod's port and copies both ways until the pod's side ends; why it failed, if it did."""
+        try:
+            reader, writer = await self._dial(data.port)
+        except Exception as refused:
+            return refused
+        try:
+            await _copy_both_ways(reader, writer, data.inbound, lambda chunk: self._send_data(data, chunk))
+        except ConnectionError as lost:
+            return lost
+        finally:
+            writer.close()
+        return None
 
 
 async def _copy_both_ways(
@@ -239,12 +249,11 @@ async def _forward_channel(
     try:
         reader, writer = await dial(port)
     except Exception as failure:
-        message = f"error forwarding port {port} to pod {pod}: {_describe(failure)}"
-        await socket.send(bytes([2 * index + 1]) + message.encode())
+        await socket.send(bytes([2 * index + 1]) + _failure(port, pod, failure))
         return
     try:
         await _copy_both_ways(reader, writer, inbound, lambda chunk: socket.send(bytes([2 * index]) + chunk))
-    except ConnectionError:
-        pass
+    except ConnectionError as lost:
+        await socket.send(bytes([2 * index + 1]) + _failure(port, pod, lost))
     finally:
         writer.close()

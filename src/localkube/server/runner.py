@@ -207,6 +207,12 @@ def serve(options: ServeOptions) -> None:
         # wsproto accepts kubectl's port-forward subprotocol ("SPDY/3.1+portforward.k8s.io"), which the
         # websockets library refuses as not a token.
         ws="wsproto",
+        # No keepalive pings of the server's own (uvicorn pings every 20 s and drops a WebSocket whose pong
+        # is 20 s late), as kube-apiserver sends none on exec, attach or a port-forward tunnel: a stream
+        # lasts as long as both ends keep it. A kubectl port-forward paused or starved for 40 s lost every
+        # connection it carried ("lost connection to pod"; a WebSocket inside it closed 1006).
+        ws_ping_interval=None,
+        ws_ping_timeout=None,
         loop="none",
         timeout_keep_alive=120,
         timeout_graceful_shutdown=2,

@@ -164,7 +164,10 @@ class FrameReader:
 
     def _headers(self, block: bytes) -> dict[str, str]:
         """A header block; the zlib stream is the session's, so every block must be inflated in order."""
-        raw = self._inflate.decompress(block)
+        try:
+            raw = self._inflate.decompress(block)
+        except zlib.error as bad:
+            raise ProtocolError(f"a header block that does not inflate: {bad}") from None
         try:
             (count,) = struct.unpack(">I", raw[:4])
             offset, headers = 4, {}

@@ -67,3 +67,11 @@ def test_a_reply_header_block_inflates_with_the_dictionary() -> None:
 def test_another_version_is_a_protocol_error() -> None:
     with pytest.raises(spdy.ProtocolError, match="version 2"):
         list(spdy.FrameReader().feed(struct.pack(">HHI", 0x8002, spdy.PING, 4) + b"\x00\x00\x00\x01"))
+
+
+def test_a_header_block_that_does_not_inflate_is_a_protocol_error() -> None:
+    """Not a zlib error escaping the tunnel's loop: the tunnel ends with the reason in localkube's log."""
+    payload = struct.pack(">IIH", 1, 0, 0) + b"not zlib at all"
+    frame = struct.pack(">HHI", 0x8003, spdy.SYN_STREAM, len(payload)) + payload
+    with pytest.raises(spdy.ProtocolError, match="does not inflate"):
+        list(spdy.FrameReader().feed(frame))
