@@ -18,8 +18,8 @@ a suspended RayJob that has not finished is Suspended with no cluster.
 
 Prints, at the end, one JSON line: minutes, rounds, operations by kind, faults by kind, violations (goal
 0) with the first few, and the operator's RSS over time (MB, sampled each round, with the operator's
-generation: a kill -9 starts a new one), plus, for each generation that lived past its first `WARM_S`, its
-growth and least-squares slope from then on. It stops by itself
+generation: a kill -9 starts a new one; and its anonymous part, what the heap is), plus, for each
+generation that lived past its first `WARM_S`, the growth and least-squares slope of both from then on. It stops by itself
 and leaves nothing running (every child is stopped in a `finally`, its working directory removed).
 Nothing is asserted: this measures.
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.scale import Cluster, _rss_mb
+from benchmarks.scale import Cluster
 from kuberay.api import crd
 from support.localkube_process import LocalKubeProcess
 
@@ -138,7 +138,8 @@ class Soak:
         self.violations: list[str] = []
         self.generation = 0
         self.generation_started = time.monotonic()
-        self.rss: list[tuple[float, float, int]] = []  # (minute, MB, operator generation)
+        # (minute, RSS MB, anonymous RSS MB, operator generation)
+        self.rss: list[tuple[float, float, float, int]] = []
 
     def client(self) -> httpx.Client:
         assert self.cluster.localkube is not None
@@ -217,8 +218,9 @@ class Soak:
 
     def sample(self, started: float) -> None:
         assert self.cluster.operator is not None
-        minute = (time.monotonic() - started) / 60
-        self.rss.append((round(minute, 2), round(_rss_mb(self.cluster.operator.pid), 1), self.generation))
+        minute = round((time.monotonic() - started) / 60, 2)
+        rss, anon = memory_mb(self.cluster.operator.pid)
+        self.rss.append((minute, rss, anon, self.generation))
 
     def run(self, minutes: float, fault_every: dict[str, float]) -> int:
         """Rounds until `minutes` have passed; `fault_every` is the mean seconds between kills of each target
@@ -246,26 +248,39 @@ class Soak:
         return rounds
 
     def warm_growth(self) -> dict[int, dict[str, float]]:
-        """For each operator generation sampled past WARM_S: for how many minutes, its last RSS minus its
-        first warm one (MB), and the least-squares slope of its warm samples (MB an hour; a single pair of
-        samples says less than the line through all of them)."""
+        """For each operator generation sampled past WARM_S: for how many minutes, and for its RSS and its
+        anonymous part, the last sample minus the first warm one (MB) and the least-squares slope of all its
+        warm samples (MB an hour; a single pair of samples says less than the line through all of them)."""
         growth: dict[int, dict[str, float]] = {}
         for generation in sorted({g for *_, g in self.rss}):
-            samples = [(m, mb) for m, mb, g in self.rss if g == generation]
-            warm = [(m, mb) for m, mb in samples if m - samples[0][0] >= WARM_S / 60]
+            samples = [sample[:3] for sample in self.rss if sample[3] == generation]
+            warm = [sample for sample in samples if sample[0] - samples[0][0] >= WARM_S / 60]
             if len(warm) < 2 or warm[-1][0] == warm[0][0]:
                 continue
-            mean_m = sum(m for m, _ in warm) / len(warm)
-            mean_mb = sum(mb for _, mb in warm) / len(warm)
-            slope = sum((m - mean_m) * (mb - mean_mb) for m, mb in warm) / sum(
-                (m - mean_m) ** 2 for m, _ in warm
-            )
-            growth[generation] = {
-                "warm_minutes": round(warm[-1][0] - warm[0][0], 1),
-                "growth_mb": round(warm[-1][1] - warm[0][1], 1),
-                "slope_mb_per_h": round(slope * 60, 2),
-            }
+            growth[generation] = {"warm_minutes": round(warm[-1][0] - warm[0][0], 1)}
+            for column, name in ((1, "rss"), (2, "anon")):
+                points = [(sample[0], sample[column]) for sample in warm]
+                growth[generation][f"{name}_growth_mb"] = round(points[-1][1] - points[0][1], 1)
+                growth[generation][f"{name}_slope_mb_per_h"] = round(slope(points) * 60, 2)
         return growth
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """The least-squares slope of y over x."""
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """A process's RSS and its anonymous part, in MB. The rest is file pages (code, mapped libraries), which
+    the kernel drops and reads back as the machine's other processes need memory: noise to a slope."""
+    kb = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon"):
+            kb[name] = int(value.split()[0])
+    return round(kb["VmRSS"] / 1024, 1), round(kb["RssAnon"] / 1024, 1)
 
 
 def main() -> None:
