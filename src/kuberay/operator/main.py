@@ -22,6 +22,7 @@ from kuberay.api.settings import OperatorSettings
 from kuberay.operator import logs, settings, webhooks
 from kuberay.operator.registry import BUILTIN, CACHE_SELECTORS, ControllerSetup
 from kuberay.operator.settings import SettingsError
+from kuberay.runtime import heap
 from kuberay.runtime.client import Client, ConfigurationError, load_config
 from kuberay.runtime.clock import SystemClock
 from kuberay.runtime.events import EventRecorder
@@ -66,6 +67,8 @@ def run(argv: Sequence[str], controllers: Sequence[ControllerSetup]) -> int:
         return 1
     # Go's client exposes no `_created` series; keep the exposition the same shape.
     disable_created_metrics()  # type: ignore[no-untyped-call]
+    # Before serving: large buffers on the C heap fragment it for the life of the process (`heap`).
+    heap.pin_thresholds()
     try:
         return asyncio.run(serve(operator_settings, controllers))
     except (ConfigurationError, OSError) as e:
