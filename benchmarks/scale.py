@@ -260,10 +260,19 @@ async def timed_replay(
 ) -> tuple[replay.Replay, float, float]:
     """Replays `writes` on `cluster`'s localkube: the replay (its `failed`), the seconds it took, and
     localkube's CPU seconds meanwhile."""
+    replaying, elapsed, cpu = await replay_on(client, writes, concurrency, [cluster.localkube_pid])
+    return replaying, elapsed, cpu[cluster.localkube_pid]
+
+
+async def replay_on(
+    client: httpx.AsyncClient, writes: list[replay.Write], concurrency: int, pids: Sequence[int]
+) -> tuple[replay.Replay, float, dict[int, float]]:
+    """Replays `writes` through `client`: the replay, the seconds it took, and the CPU seconds each of the
+    server's processes `pids` used meanwhile."""
     replaying = replay.Replay(client, writes)
-    cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
+    before = {pid: read_stat(pid).cpu_seconds for pid in pids}
     elapsed = await replaying.run(concurrency)
-    return replaying, elapsed, read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+    return replaying, elapsed, {pid: read_stat(pid).cpu_seconds - before[pid] for pid in pids}
 
 
 async def measure_limit(
