@@ -17,7 +17,9 @@ cpu_ms_per_pod (the operator's CPU in the operator phase per pod), and, to show 
 run, localkube_cpu_s and elapsed_s of the operator phase.
 With `--skip-limit` only the operator phase runs (no limit fields); with `--source DIR` its localkube and
 operator run from another checkout, e.g. a worktree of a baseline commit, to compare two commits' operators
-(ready p50/p99) by running this command once with `--source` and once without.
+(ready p50/p99) by running this command once with `--source` and once without. `--audit-dir DIR` keeps an
+audit log of every request of the measured phase (to trace a run that stalls, with `--ready-timeout` to end
+it).
 Nothing is asserted: this measures.
 """
 
@@ -174,7 +176,9 @@ def _raycluster(name: str, workers: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: float) -> dict[str, Any]:
+async def measure_operator(
+    cluster: Cluster, clusters: int, workers: int, rate: float, timeout: float | None = None
+) -> dict[str, Any]:
     assert cluster.operator is not None and cluster.localkube is not None
     pid = cluster.operator.pid
     localkube_cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
@@ -222,7 +226,7 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
             )
             if response.status_code != 201:
                 raise RuntimeError(f"RayCluster create failed: {response.status_code} {response.text}")
-        await asyncio.wait_for(all_ready.wait(), timeout=max(600.0, clusters * 2.0))
+        await asyncio.wait_for(all_ready.wait(), timeout=timeout or max(600.0, clusters * 2.0))
         finished = time.perf_counter()
         watcher.cancel()
     latencies = sorted(ready[name] - created[name] for name in created)
@@ -301,6 +305,19 @@ async def measure_limit(
     }
 
 
+def _full_audit(directory: Path | None) -> list[str]:
+    """localkube's flags for an audit log of every request, reads and watches too (Metadata level: who, what,
+    the answer's code), in `directory`; none without one."""
+    if directory is None:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    policy = directory / "audit-policy.yaml"
+    policy.write_text(
+        yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]})
+    )
+    return ["--audit-log-path", str(directory / "audit.log"), "--audit-policy-file", str(policy)]
+
+
 async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] = OURS) -> dict[str, Any]:
     limit: dict[str, Any] = {}
     if not args.skip_limit:
@@ -310,12 +327,12 @@ async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] =
     workdir.joinpath("measure").mkdir()
     try:
         with checkout(args.source):
-            cluster.start_localkube()
+            cluster.start_localkube(*_full_audit(args.audit_dir))
             cluster.start_operator()
         assert cluster.operator is not None
         await asyncio.sleep(2)
         idle_rss = _rss_mb(cluster.operator.pid)
-        result = await measure_operator(cluster, args.clusters, args.workers, args.rate)
+        result = await measure_operator(cluster, args.clusters, args.workers, args.rate, args.ready_timeout)
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)
@@ -370,6 +387,18 @@ def arguments(description: str | None = __doc__) -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="run the measured phase's localkube and operator from this checkout (e.g. a baseline worktree)",
+    )
+    parser.add_argument(
+        "--audit-dir",
+        type=Path,
+        default=None,
+        help="the measured phase's localkube logs every request, reads and watches too, to DIR/audit.log",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=None,
+        help="seconds the measured phase waits for every cluster to be ready (default: 2 per cluster, 600 at least)",
     )
     return parser
 
