@@ -40,9 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -59,6 +59,7 @@ from support.localkube_process import LocalKubeProcess  # noqa: E402
 # The operator's command line before its flags; benchmarks.peer.scale gives upstream's binary instead.
 OURS = (sys.executable, "-m", "kuberay.operator")
 BENCH_NAMESPACE = "bench"
+T = TypeVar("T")
 
 
 def _free_port() -> int:
@@ -434,16 +435,21 @@ def arguments(description: str | None = __doc__) -> argparse.ArgumentParser:
     return parser
 
 
-def measure(args: argparse.Namespace, operator: Sequence[str] = OURS) -> dict[str, Any]:
-    """One run on a fresh localkube in a fresh working directory (kept with --keep)."""
-    workdir = Path(tempfile.mkdtemp(prefix="kuberay-scale-"))
+def in_workdir(prefix: str, keep: bool, work: Callable[[Path], Coroutine[Any, Any, T]]) -> T:
+    """Runs `work` in a fresh temporary directory, removed afterwards unless `keep` (then its path is told)."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        return asyncio.run(run(args, workdir, operator))
+        return asyncio.run(work(workdir))
     finally:
-        if args.keep:
+        if keep:
             print(f"logs in {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, operator: Sequence[str] = OURS) -> dict[str, Any]:
+    """One run on a fresh localkube in a fresh working directory (kept with --keep)."""
+    return in_workdir("kuberay-scale-", args.keep, lambda workdir: run(args, workdir, operator))
 
 
 def main() -> None:

@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -193,14 +191,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.skip_limit or args.source is not None:
         parser.error("--skip-limit and --source are benchmarks.scale's, not this harness's")
-    workdir = Path(tempfile.mkdtemp(prefix="kuberay-controlplane-"))
-    try:
-        asyncio.run(run(args, workdir))
-    finally:
-        if args.keep:
-            print(f"logs in {workdir}", flush=True)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    scale.in_workdir("kuberay-controlplane-", args.keep, lambda workdir: run(args, workdir))
 
 
 if __name__ == "__main__":
