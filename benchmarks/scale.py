@@ -120,7 +120,9 @@ class Cluster:
             base_url=self.localkube.url,
             verify=self.localkube.ssl_context(),
             headers={"Authorization": f"Bearer {self.localkube.token}"},
-            timeout=60,
+            # No limit on the wait for a free connection: the creates sent on schedule queue there when
+            # localkube answers slower than they come; each answer still has 60 s.
+            timeout=httpx.Timeout(60, pool=None),
             limits=limits,
         )
 
