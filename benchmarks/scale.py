@@ -12,12 +12,17 @@ operator as separate processes, each phase on a fresh localkube:
    every one reports `status.state: ready`, noting each one's time from creation to ready.
 Prints one JSON line: clusters, pods, operator_pods_per_s, limit_pods_per_s, ratio, replayed_writes,
 replay_failed (writes the fresh server refused), replay_s and replay_localkube_cpu_s, ready_p50_s,
-ready_p99_s, operator_rss_mb, operator_cpu_s (since its start), operator_idle_rss_mb, rss_per_pod_kb,
-cpu_ms_per_pod (the operator's CPU in the operator phase per pod), and, to show which process bounds the
-run, localkube_cpu_s and elapsed_s of the operator phase.
+ready_p99_s, floor_p50_s and floor_p99_s (the latencies the operator's own client rate allows at best, for
+clusters served in the order they came: near them, the run is client-rate-bound), create_s (until the
+last RayCluster create was answered; N / rate when localkube keeps up), operator_rss_mb, operator_cpu_s
+(since its start), operator_idle_rss_mb, rss_per_pod_kb, cpu_ms_per_pod (the operator's CPU in the
+operator phase per pod), and, to show which process bounds the run, localkube_cpu_s and elapsed_s of the
+operator phase.
 With `--skip-limit` only the operator phase runs (no limit fields); with `--source DIR` its localkube and
 operator run from another checkout, e.g. a worktree of a baseline commit, to compare two commits' operators
-(ready p50/p99) by running this command once with `--source` and once without.
+(ready p50/p99) by running this command once with `--source` and once without. `--audit-dir DIR` keeps an
+audit log of every request of the measured phase (to trace a run that stalls, with `--ready-timeout` to end
+it).
 Nothing is asserted: this measures.
 """
 
@@ -35,9 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import orjson
@@ -54,6 +59,7 @@ from support.localkube_process import LocalKubeProcess  # noqa: E402
 # The operator's command line before its flags; benchmarks.peer.scale gives upstream's binary instead.
 OURS = (sys.executable, "-m", "kuberay.operator")
 BENCH_NAMESPACE = "bench"
+T = TypeVar("T")
 
 
 def _free_port() -> int:
@@ -114,7 +120,9 @@ class Cluster:
             base_url=self.localkube.url,
             verify=self.localkube.ssl_context(),
             headers={"Authorization": f"Bearer {self.localkube.token}"},
-            timeout=60,
+            # No limit on the wait for a free connection: the creates sent on schedule queue there when
+            # localkube answers slower than they come; each answer still has 60 s.
+            timeout=httpx.Timeout(60, pool=None),
             limits=limits,
         )
 
@@ -174,7 +182,21 @@ def _raycluster(name: str, workers: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: float) -> dict[str, Any]:
+def client_rate_floor(created: Sequence[float], pods: int, qps: float, burst: int) -> list[float]:
+    """Each cluster's ready latency no operator serving clusters in order of arrival could beat when its pod
+    creates pass one token bucket of `qps` and `burst` (client-go's, upstream's and ours per kind), given the
+    seconds after the start at which each cluster was created: its last pod is the `pods * (i + 1)`th
+    create, which the bucket admits `(n - burst) / qps` seconds after the start at the earliest."""
+    return sorted(max(0.0, (pods * (i + 1) - burst) / qps - at) for i, at in enumerate(created))
+
+
+def _p99(ordered: Sequence[float]) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+async def measure_operator(
+    cluster: Cluster, clusters: int, workers: int, rate: float, timeout: float | None = None
+) -> dict[str, Any]:
     assert cluster.operator is not None and cluster.localkube is not None
     pid = cluster.operator.pid
     localkube_cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
@@ -205,14 +227,7 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
                             all_ready.set()
                             return
 
-        watcher = asyncio.create_task(watch())
-        started = time.perf_counter()
-        for i in range(clusters):
-            name = f"bench-{i:05d}"
-            target = started + i / rate
-            delay = target - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+        async def create(name: str) -> None:
             body = orjson.dumps(_raycluster(name, workers))
             created[name] = time.perf_counter()
             response = await client.post(
@@ -222,16 +237,36 @@ async def measure_operator(cluster: Cluster, clusters: int, workers: int, rate: 
             )
             if response.status_code != 201:
                 raise RuntimeError(f"RayCluster create failed: {response.status_code} {response.text}")
-        await asyncio.wait_for(all_ready.wait(), timeout=max(600.0, clusters * 2.0))
+
+        watcher = asyncio.create_task(watch())
+        started = time.perf_counter()
+        # Each create is sent on schedule without waiting for the one before: awaited one by one, the
+        # arrival rate fell to 1 / (localkube's answer time) whenever that exceeded 1 / rate, and a slower
+        # arrival flatters whichever operator ran then (runs of 25 and 100 clusters/s were compared).
+        creating = []
+        for i in range(clusters):
+            delay = started + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            creating.append(asyncio.create_task(create(f"bench-{i:05d}")))
+        await asyncio.gather(*creating)
+        create_s = time.perf_counter() - started
+        await asyncio.wait_for(all_ready.wait(), timeout=timeout or max(600.0, clusters * 2.0))
         finished = time.perf_counter()
         watcher.cancel()
     latencies = sorted(ready[name] - created[name] for name in created)
+    floor = client_rate_floor(
+        [created[name] - started for name in created], workers + 1, cluster.qps, cluster.burst
+    )
     pods = clusters * (workers + 1)
     operator_cpu = read_stat(pid).cpu_seconds
     return {
         "operator_pods_per_s": pods / (finished - started),
         "ready_p50_s": statistics.median(latencies),
-        "ready_p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "ready_p99_s": _p99(latencies),
+        "create_s": create_s,
+        "floor_p50_s": statistics.median(floor),
+        "floor_p99_s": _p99(floor),
         "operator_rss_mb": _rss_mb(pid),
         "operator_cpu_s": operator_cpu,
         "operator_phase_cpu_s": operator_cpu - operator_cpu_before,
@@ -260,10 +295,19 @@ async def timed_replay(
 ) -> tuple[replay.Replay, float, float]:
     """Replays `writes` on `cluster`'s localkube: the replay (its `failed`), the seconds it took, and
     localkube's CPU seconds meanwhile."""
+    replaying, elapsed, cpu = await replay_on(client, writes, concurrency, [cluster.localkube_pid])
+    return replaying, elapsed, cpu[cluster.localkube_pid]
+
+
+async def replay_on(
+    client: httpx.AsyncClient, writes: list[replay.Write], concurrency: int, pids: Sequence[int]
+) -> tuple[replay.Replay, float, dict[int, float]]:
+    """Replays `writes` through `client`: the replay, the seconds it took, and the CPU seconds each of the
+    server's processes `pids` used meanwhile."""
     replaying = replay.Replay(client, writes)
-    cpu_before = read_stat(cluster.localkube_pid).cpu_seconds
+    before = {pid: read_stat(pid).cpu_seconds for pid in pids}
     elapsed = await replaying.run(concurrency)
-    return replaying, elapsed, read_stat(cluster.localkube_pid).cpu_seconds - cpu_before
+    return replaying, elapsed, {pid: read_stat(pid).cpu_seconds - before[pid] for pid in pids}
 
 
 async def measure_limit(
@@ -292,6 +336,19 @@ async def measure_limit(
     }
 
 
+def _full_audit(directory: Path | None) -> list[str]:
+    """localkube's flags for an audit log of every request, reads and watches too (Metadata level: who, what,
+    the answer's code), in `directory`; none without one."""
+    if directory is None:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    policy = directory / "audit-policy.yaml"
+    policy.write_text(
+        yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]})
+    )
+    return ["--audit-log-path", str(directory / "audit.log"), "--audit-policy-file", str(policy)]
+
+
 async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] = OURS) -> dict[str, Any]:
     limit: dict[str, Any] = {}
     if not args.skip_limit:
@@ -301,12 +358,12 @@ async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] =
     workdir.joinpath("measure").mkdir()
     try:
         with checkout(args.source):
-            cluster.start_localkube()
+            cluster.start_localkube(*_full_audit(args.audit_dir))
             cluster.start_operator()
         assert cluster.operator is not None
         await asyncio.sleep(2)
         idle_rss = _rss_mb(cluster.operator.pid)
-        result = await measure_operator(cluster, args.clusters, args.workers, args.rate)
+        result = await measure_operator(cluster, args.clusters, args.workers, args.rate, args.ready_timeout)
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)
@@ -328,6 +385,9 @@ async def run(args: argparse.Namespace, workdir: Path, operator: Sequence[str] =
         **limits,
         "ready_p50_s": round(result["ready_p50_s"], 3),
         "ready_p99_s": round(result["ready_p99_s"], 3),
+        "create_s": round(result["create_s"], 1),
+        "floor_p50_s": round(result["floor_p50_s"], 3),
+        "floor_p99_s": round(result["floor_p99_s"], 3),
         "operator_rss_mb": round(result["operator_rss_mb"], 1),
         "operator_cpu_s": round(result["operator_cpu_s"], 1),
         "operator_idle_rss_mb": round(idle_rss, 1),
@@ -362,19 +422,36 @@ def arguments(description: str | None = __doc__) -> argparse.ArgumentParser:
         default=None,
         help="run the measured phase's localkube and operator from this checkout (e.g. a baseline worktree)",
     )
+    parser.add_argument(
+        "--audit-dir",
+        type=Path,
+        default=None,
+        help="the measured phase's localkube logs every request, reads and watches too, to DIR/audit.log",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=None,
+        help="seconds the measured phase waits for every cluster to be ready (default: 2 per cluster, 600 at least)",
+    )
     return parser
+
+
+def in_workdir(prefix: str, keep: bool, work: Callable[[Path], Coroutine[Any, Any, T]]) -> T:
+    """Runs `work` in a fresh temporary directory, removed afterwards unless `keep` (then its path is told)."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        return asyncio.run(work(workdir))
+    finally:
+        if keep:
+            print(f"logs in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def measure(args: argparse.Namespace, operator: Sequence[str] = OURS) -> dict[str, Any]:
     """One run on a fresh localkube in a fresh working directory (kept with --keep)."""
-    workdir = Path(tempfile.mkdtemp(prefix="kuberay-scale-"))
-    try:
-        return asyncio.run(run(args, workdir, operator))
-    finally:
-        if args.keep:
-            print(f"logs in {workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    return in_workdir("kuberay-scale-", args.keep, lambda workdir: run(args, workdir, operator))
 
 
 def main() -> None:
