@@ -1,440 +1,43 @@
 """Server-side apply and field ownership (`metadata.managedFields`), after structured-merge-diff.
 
-A field set is a set of paths; a path is a tuple of FieldsV1 elements: `f:<field>`, `k:<json keys>` (an item of
-an associative list), `v:<json value>` (an item of a set) and `i:<index>`. Which lists are associative and
-which maps are atomic comes from the schema: the official one for built-in kinds, the CRD's when given, and
-otherwise every map is granular and every list atomic. The root's `metadata` is always typed as ObjectMeta.
-
 Apply merges the applied configuration into the live object (applied values win; associative lists merge by
 key in structured-merge-diff's order), removes the fields the manager applied last time and no longer applies
 when nobody else owns them, then checks the fields it changed against the other managers: changed fields they
 own are conflicts (409) unless `force`, which takes them over. The manager then owns exactly what it applied.
 An update (`record_update`) gives its manager every field it changed and takes them from the others.
 Server-owned metadata (name, uid, resourceVersion, ...) and apiVersion/kind are never owned by anybody.
-Neither function mutates its inputs.
+Neither function mutates its inputs. Field sets, their comparison and FieldsV1 live in `fieldset`.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
-
-import orjson
+from typing import Any
 
 from kubesemantics import times
 from kubesemantics.jsonvalue import json_equal
 from localkube.admission import builtin
 from localkube.patch.errors import ApplyConflict, PatchError
-
-Path = tuple[str, ...]
-Schema = dict[str, Any] | None
-_MISSING: Final = object()
-_OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-_SERVER_OWNED: Final[frozenset[Path]] = frozenset(
-    {
-        ("f:apiVersion",),
-        ("f:kind",),
-        ("f:metadata",),
-        *(
-            ("f:metadata", f"f:{name}")
-            for name in (
-                "name",
-                "namespace",
-                "creationTimestamp",
-                "selfLink",
-                "uid",
-                "clusterName",
-                "generation",
-                "managedFields",
-                "resourceVersion",
-            )
-        ),
-    }
+from localkube.patch.fieldset import (
+    ListKind,
+    Path,
+    Schema,
+    atomic_map,
+    child,
+    compare,
+    decode_fields,
+    drop_emptied,
+    encode_fields,
+    field_set,
+    list_kind,
+    parents,
+    path_string,
+    remove_at,
+    without_server_owned,
 )
-
-
-# --- the shape of values, from the schema ------------------------------------------------------------------
-
-
-def _child(node: Schema, key: str, root: bool) -> Schema:
-    if root and key == "metadata":
-        return builtin.definitions().get(_OBJECT_META)
-    return builtin.property_schema(node, key)
-
-
-def _declares(node: Schema, key: str, root: bool) -> bool:
-    if root and key == "metadata":
-        return True
-    resolved = builtin.resolve(node)
-    return resolved is not None and key in (resolved.get("properties") or {})
-
-
-@dataclass(frozen=True)
-class _ListKind:
-    """How structured-merge-diff treats a list: "atomic", "set" or "map" (with its keys and their defaults)."""
-
-    kind: str
-    keys: tuple[str, ...] = ()
-    defaults: tuple[tuple[str, Any], ...] = ()
-
-    def element(self, item: Any, index: int) -> str:
-        """The FieldsV1 element naming an item of the list."""
-        if self.kind == "map" and isinstance(item, dict):
-            # A key the item leaves out takes its schema default, as structured-merge-diff does.
-            identity = {k: item[k] for k in self.keys if k in item} | {
-                k: v for k, v in self.defaults if k not in item
-            }
-            return "k:" + json.dumps(
-                dict(sorted(identity.items())), separators=(",", ":"), ensure_ascii=False
-            )
-        if self.kind == "set":
-            return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-        return f"i:{index}"
-
-
-# kubernetes-validate's schemas drop defaults; the one a built-in list-map key relies on is a port's protocol.
-_BUILTIN_KEY_DEFAULTS: Final = {"protocol": "TCP"}
-
-
-def _list_kind(node: Schema) -> _ListKind:
-    resolved = builtin.resolve(node) or {}
-    list_type = resolved.get("x-kubernetes-list-type")
-    if list_type in ("set", "atomic"):
-        return _ListKind(str(list_type))
-    keys: list[str] = []
-    if list_type == "map":
-        keys = [str(k) for k in resolved.get("x-kubernetes-list-map-keys") or []]
-    elif "merge" in str(resolved.get("x-kubernetes-patch-strategy", "")).split(","):
-        key = resolved.get("x-kubernetes-patch-merge-key")
-        if not key:
-            return _ListKind("set")
-        keys = [str(key)]
-    else:
-        return _ListKind("atomic")
-    item_props = (builtin.items_schema(node) or {}).get("properties") or {}
-    defaults = []
-    for key in keys:
-        declared = builtin.resolve(item_props.get(key)) or {}
-        if "default" in declared:
-            defaults.append((key, declared["default"]))
-        elif key in _BUILTIN_KEY_DEFAULTS:
-            defaults.append((key, _BUILTIN_KEY_DEFAULTS[key]))
-    return _ListKind("map", tuple(keys), tuple(defaults))
-
-
-def _atomic_map(node: Schema) -> bool:
-    resolved = builtin.resolve(node) or {}
-    return resolved.get("x-kubernetes-map-type") == "atomic"
-
-
-# --- field sets --------------------------------------------------------------------------------------------
-
-
-def field_set(obj: Any, node: Schema) -> set[Path]:
-    """The paths an object sets, as structured-merge-diff's ToFieldSet computes them."""
-    return set(field_values(obj, node))
-
-
-def field_values(obj: Any, node: Schema, containers: set[Path] | None = None) -> dict[Path, Any]:
-    """The paths an object sets, each with the value found there; the paths of the maps and lists that hold
-    them are added to `containers` when given."""
-    found: dict[Path, Any] = {}
-    _collect(obj, _Node.of(node), (), found, containers)
-    return found
-
-
-class _Node:
-    """What a walk over values needs of one schema node (`schema`; `root`: the object's own), worked out
-    on first use and kept: each declared field's node is kept in its parent's, every undeclared key (a
-    map's) shares one, so that a walk does no schema lookups once warm. Root nodes are kept by the
-    schema's id, with the schema itself (so that the id stays its own), and forgotten all at once past
-    `_ROOTS_KEPT` (a CRD's schema is replaced when the CRD changes)."""
-
-    __slots__ = (
-        "schema",
-        "root",
-        "atomic_map",
-        "struct",
-        "required",
-        "_list_kind",
-        "_items",
-        "_fields",
-        "_other",
-    )
-    _roots: dict[int, _Node] = {}
-    _ROOTS_KEPT = 1024
-
-    def __init__(self, schema: Schema, root: bool) -> None:
-        self.schema = schema
-        self.root = root
-        self.atomic_map = not root and _atomic_map(schema)
-        resolved = builtin.resolve(schema) or {}
-        self.struct = bool(resolved.get("properties")) and not resolved.get("additionalProperties")
-        self.required = frozenset(resolved.get("required") or ())
-        self._list_kind: _ListKind | None = None
-        self._items: _Node | None = None
-        self._fields: dict[str, tuple[_Node, bool]] = {}
-        self._other: tuple[_Node, bool] | None = None
-
-    @classmethod
-    def of(cls, schema: Schema) -> _Node:
-        node = cls._roots.get(id(schema))
-        if node is None or node.schema is not schema:
-            if len(cls._roots) >= cls._ROOTS_KEPT:
-                cls._roots.clear()
-            node = cls._roots[id(schema)] = _Node(schema, True)
-        return node
-
-    def field(self, key: str) -> tuple[_Node, bool]:
-        """The node of a map's key and whether the schema declares it."""
-        known = self._fields.get(key)
-        if known is not None:
-            return known
-        if _declares(self.schema, key, self.root):
-            known = self._fields[key] = (_Node(_child(self.schema, key, self.root), False), True)
-            return known
-        if self._other is None:
-            self._other = (_Node(_child(self.schema, key, self.root), False), False)
-        return self._other
-
-    def list_kind(self) -> _ListKind:
-        if self._list_kind is None:
-            self._list_kind = _list_kind(self.schema)
-        return self._list_kind
-
-    def items(self) -> _Node:
-        if self._items is None:
-            self._items = _Node(builtin.items_schema(self.schema), False)
-        return self._items
-
-
-def _collect(
-    value: Any, node: _Node, path: Path, found: dict[Path, Any], containers: set[Path] | None
-) -> None:
-    if isinstance(value, dict):
-        if node.atomic_map:
-            found[path] = value
-            return
-        if containers is not None and not node.root:
-            containers.add(path)
-        for key, child in value.items():
-            child_path = (*path, f"f:{key}")
-            child_node, declared = node.field(key)
-            if isinstance(child, dict | list):
-                _collect(child, child_node, child_path, found, containers)
-                if child == {} or not declared:
-                    found[child_path] = child
-            else:
-                found[child_path] = child
-    elif isinstance(value, list):
-        shape = node.list_kind()
-        if shape.kind == "atomic":
-            found[path] = value
-            return
-        if containers is not None:
-            containers.add(path)
-        items = node.items()
-        for index, item in enumerate(value):
-            item_path = (*path, shape.element(item, index))
-            if isinstance(item, dict | list):
-                _collect(item, items, item_path, found, containers)
-            found[item_path] = item
-    elif path:
-        found[path] = value
-
-
-def _in_zero_value(root_node: Schema, path: Path) -> bool:
-    """Whether the zero value of a built-in kind already holds `path`: Go's zero struct holds its structs
-    and, as null, its fields without `omitempty` (the schema's `required` ones), and nothing inside a list.
-    A write into such a field does not create it. (Pointer structs are taken for structs: the schema does
-    not tell them apart.)"""
-    node = _Node.of(root_node)
-    for element in path:
-        kind, _, name = element.partition(":")
-        if kind != "f":
-            return False
-        child, _ = node.field(name)
-        if not (child.struct or name in node.required):
-            return False
-        node = child
-    return True
-
-
-def _parents(paths: Iterable[Path]) -> set[Path]:
-    """The paths some other path is under (not the root): each prefix is made once, climbing from a path
-    only until a prefix already found."""
-    found: set[Path] = set()
-    for path in paths:
-        prefix = path[:-1]
-        while prefix and prefix not in found:
-            found.add(prefix)
-            prefix = prefix[:-1]
-    return found
-
-
-def _strip(paths: set[Path]) -> set[Path]:
-    return {path for path in paths if path not in _SERVER_OWNED}
-
-
-def _value_at(value: Any, path: Path) -> Any:
-    for element in path:
-        kind, _, text = element.partition(":")
-        if kind == "f" and isinstance(value, dict) and text in value:
-            value = value[text]
-        elif kind in ("k", "v") and isinstance(value, list):
-            value = next((item for item in value if _matches(item, kind, text)), _MISSING)
-        elif kind == "i" and isinstance(value, list) and int(text) < len(value):
-            value = value[int(text)]
-        else:
-            return _MISSING
-        if value is _MISSING:
-            return _MISSING
-    return value
-
-
-def _matches(item: Any, kind: str, text: str) -> bool:
-    if kind == "v":
-        return json.dumps(item, separators=(",", ":"), sort_keys=True, ensure_ascii=False) == text
-    keys = json.loads(text)
-    return isinstance(item, dict) and all(item.get(k) == v for k, v in keys.items())
-
-
-def _remove_at(value: Any, path: Path) -> None:
-    parent = _value_at(value, path[:-1])
-    kind, _, text = path[-1].partition(":")
-    if kind == "f" and isinstance(parent, dict):
-        parent.pop(text, None)
-    elif kind in ("k", "v") and isinstance(parent, list):
-        parent[:] = [item for item in parent if not _matches(item, kind, text)]
-
-
-def _drop_emptied(value: Any, path: Path, kept: set[Path]) -> None:
-    """Remove the maps a removal left empty, up to the first one somebody still has a claim on."""
-    while path and path not in kept and _value_at(value, path) == {}:
-        _remove_at(value, path)
-        path = path[:-1]
-
-
-@dataclass(frozen=True)
-class Changes:
-    """How an object changed, as field sets (structured-merge-diff's Comparison)."""
-
-    added: set[Path] = field(default_factory=set)
-    modified: set[Path] = field(default_factory=set)
-    removed: set[Path] = field(default_factory=set)
-
-
-def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes:
-    """What changed from `old` to `new`. A map or list that `new` creates is itself added (FieldsV1's `.`),
-    as structured-merge-diff's comparison adds it, except `metadata` and, on a built-in (`typed`) kind, what
-    the kind's zero value already holds (the old object of a create is that zero value)."""
-    old, new = _without_equal_members(old, new)
-    old_containers: set[Path] = set()
-    new_containers: set[Path] = set()
-    old_values = field_values(old, node, old_containers)
-    new_values = field_values(new, node, new_containers)
-    old_set, new_set = old_values.keys(), new_values.keys()
-    inner = _parents(old_set | new_set)
-    modified = {
-        path
-        for path in old_set & new_set
-        if path not in inner and not json_equal(old_values[path], new_values[path])
-    }
-    created = {
-        path
-        for path in new_containers - old_containers - old_set
-        if path != ("f:metadata",) and not (typed and _in_zero_value(node, path))
-    }
-    added = new_set - old_set
-    if typed:
-        # An empty struct the zero value holds (a Service's status.loadBalancer) is no change.
-        added = {p for p in added if new_values[p] != {} or not _in_zero_value(node, p)}
-    return Changes(set(added) | created, modified, set(old_set - new_set))
-
-
-def _without_equal_members(old: Any, new: Any) -> tuple[Any, Any]:
-    """`old` and `new` without the top-level members they hold alike, which add, change and remove
-    nothing (a status write leaves a large spec as it was): told by their encodings, which are equal only
-    for equal JSON values (a walk over the fields of both would cost many times more)."""
-    if not (isinstance(old, dict) and isinstance(new, dict)):
-        return old, new
-    try:
-        same = {
-            key for key, value in old.items() if key in new and orjson.dumps(value) == orjson.dumps(new[key])
-        }
-    except orjson.JSONEncodeError:
-        return old, new
-    if not same:
-        return old, new
-    return (
-        {key: value for key, value in old.items() if key not in same},
-        {key: value for key, value in new.items() if key not in same},
-    )
-
-
-# --- FieldsV1 ----------------------------------------------------------------------------------------------
-
-
-def encode_fields(paths: set[Path]) -> dict[str, Any]:
-    """A field set in the FieldsV1 format: nested objects, `.` marking a member that also has children.
-
-    One pass over the sorted paths: a path sorts before every path under it, so each level's elements
-    arrive in order, and a member's `.` goes in first, before the children that make it a parent."""
-    tree: dict[str, Any] = {}
-    ends: list[dict[str, Any]] = []
-    for path in sorted(paths):
-        level = tree
-        for element in path:
-            below = level.get(element)
-            if below is None:
-                below = level[element] = {}
-            level = below
-        ends.append(level)
-    for level in ends:
-        if level:
-            children = list(level.items())
-            level.clear()
-            level["."] = {}
-            level.update(children)
-    return tree
-
-
-def decode_fields(fields: dict[str, Any], path: Path = ()) -> set[Path]:
-    found: set[Path] = set()
-    for element, children in (fields or {}).items():
-        if element == ".":
-            found.add(path)
-            continue
-        child_path = (*path, element)
-        if children:
-            found |= decode_fields(children, child_path)
-        else:
-            found.add(child_path)
-    return found
-
-
-def path_string(path: Path) -> str:
-    """A path as structured-merge-diff prints it: `.spec.containers[name="c"].image`."""
-    text = ""
-    for element in path:
-        kind, _, rest = element.partition(":")
-        if kind == "f":
-            text += f".{rest}"
-        elif kind == "k":
-            keys = json.loads(rest)
-            text += (
-                "[" + ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in keys.items()) + "]"
-            )
-        elif kind == "v":
-            text += f"[={rest}]"
-        else:
-            text += f"[{rest}]"
-    return text
-
 
 # --- managers ----------------------------------------------------------------------------------------------
 
@@ -563,24 +166,24 @@ def _clean(value: Any) -> Any:
 
 def merge(live: Any, applied: Any, node: Schema, *, root: bool = True) -> Any:
     """The applied configuration merged into the live value (applied values win)."""
-    if isinstance(live, dict) and isinstance(applied, dict) and (root or not _atomic_map(node)):
+    if isinstance(live, dict) and isinstance(applied, dict) and (root or not atomic_map(node)):
         result = dict(live)
         for key, value in applied.items():
             if value is None:
                 result.pop(key, None)
             elif key in live:
-                result[key] = merge(live[key], value, _child(node, key, root), root=False)
+                result[key] = merge(live[key], value, child(node, key, root), root=False)
             else:
                 result[key] = _clean(value)
         return result
     if isinstance(live, list) and isinstance(applied, list):
-        shape = _list_kind(node)
+        shape = list_kind(node)
         if shape.kind != "atomic":
             return _merge_list(live, applied, node, shape)
     return _clean(applied)
 
 
-def _merge_list(live: list[Any], applied: list[Any], node: Schema, shape: _ListKind) -> list[Any]:
+def _merge_list(live: list[Any], applied: list[Any], node: Schema, shape: ListKind) -> list[Any]:
     # structured-merge-diff's order: live-only items stay where they are, shared items follow the applied order.
     items = builtin.items_schema(node)
     lhs = [shape.element(item, i) for i, item in enumerate(live)]
@@ -662,24 +265,24 @@ def server_side_apply(
     managers = _decode_managers(live)
     api_version = _api_version(applied, gvk)
     if live is not None and not managers:
-        before = _strip(field_set(base, node))
+        before = without_server_owned(field_set(base, node))
         managers = [_Manager("before-first-apply", "Update", api_version, subresource, _now(now), before)]
     me = _Manager(manager, "Apply", api_version, subresource, _now(now), set())
     mine = next((m for m in managers if m.same_identity(me)), None)
     others = [m for m in managers if m is not mine]
-    applied_fields = _strip(field_set(_clean(applied), node))
+    applied_fields = without_server_owned(field_set(_clean(applied), node))
 
     result = merge(base, applied, node)
     if mine is not None:
         owned_by_others = set().union(*(m.fields for m in others)) if others else set()
         kept = applied_fields | owned_by_others
-        kept_prefixes = _parents(kept)
+        kept_prefixes = parents(kept)
         dropped = {path for path in mine.fields - kept if path not in kept_prefixes}
         # Remove whole subtrees once: a dropped list item goes with its fields, which name it.
         for path in sorted(dropped, key=len, reverse=True):
             if not any(path[:i] in dropped for i in range(1, len(path))):
-                _remove_at(result, path)
-                _drop_emptied(result, path[:-1], kept | kept_prefixes)
+                remove_at(result, path)
+                drop_emptied(result, path[:-1], kept | kept_prefixes)
 
     changes = compare(base, result, node)
     changed = changes.added | changes.modified
@@ -719,8 +322,8 @@ def record_update(
     node = _schema(new, gvk, schema)
     before, after = _without_managed_fields(old, deep=False), _without_managed_fields(new, deep=False)
     changes = compare(before, after, node, typed=schema is None)
-    touched = _strip(changes.added | changes.modified)
-    removed = _strip(changes.removed)
+    touched = without_server_owned(changes.added | changes.modified)
+    removed = without_server_owned(changes.removed)
     given = (new.get("metadata") or {}).get("managedFields")
     managers = _decode_managers(new if given and not subresource else old)
     # The API server maps a /scale writer's fields onto the object without a time (its entry sorts first).
