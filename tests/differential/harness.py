@@ -8,7 +8,9 @@ resourceVersions, continue tokens and tokens are each server's own.
 
 Normalisation removes what legitimately differs between two servers holding the same objects: uids,
 resourceVersions, timestamps (managedFields' `time` too), continue tokens' bytes (their presence stays),
-generated-name suffixes, and resourceVersion numbers inside messages. Everything else is compared: the
+generated-name suffixes, resourceVersion numbers inside messages, and the order of a custom group's resources
+in discovery (kube-apiserver appends them as its CRD informer's map hands them out, so the order changes from
+run to run). Everything else is compared: the
 status code, the body (a Status object's reason, message, details and code included) and the `Warning`
 headers; for kubectl, the exit code, stdout and stderr.
 """
@@ -110,6 +112,8 @@ def lookup(value: JSON, path: str) -> JSON:
 def normalise(value: JSON, key: str = "") -> JSON:
     if key in ("clusterIP", "clusterIPs") and value not in ("None", ["None"]):
         return "<allocated>"  # each server allocates from its own free addresses
+    if isinstance(value, dict) and _served_by_crds(value):
+        value = {**value, "resources": sorted(value.get("resources") or [], key=lambda r: r.get("name", ""))}
     if isinstance(value, dict):
         return {k: normalise(v, k) for k, v in sorted(value.items()) if k != "selfLink"}
     if isinstance(value, list):
@@ -123,6 +127,15 @@ def normalise(value: JSON, key: str = "") -> JSON:
         for pattern, replacement in _MESSAGE_NUMBERS:
             value = pattern.sub(replacement, value)
     return value
+
+
+def _served_by_crds(value: dict[str, JSON]) -> bool:
+    """An APIResourceList of a group only CRDs serve: its group has a dot and is not Kubernetes' own
+    (`*.k8s.io`); built-in groups keep their fixed order and are compared as listed."""
+    if value.get("kind") != "APIResourceList" or not isinstance(value.get("groupVersion"), str):
+        return False
+    group = value["groupVersion"].rpartition("/")[0]
+    return "." in group and not group.endswith(".k8s.io")
 
 
 class Runner:
