@@ -52,6 +52,31 @@ def test_two_decoded_pods_share_their_equal_strings_once_cached():
     assert a["args"][0] == script and a["args"][0] is not b["args"][0]
 
 
+def test_values_new_with_every_write_are_not_interned():
+    # Shared by nothing, each would only be one more insertion into (and churn of) CPython's intern table.
+    raw = orjson.dumps(
+        {
+            "metadata": {"resourceVersion": "48213", "labels": {"ray.io/cluster": "raycluster-a"}},
+            "status": {
+                "podIP": "10.244.0.17",
+                "podIPs": [{"ip": "10.244.0.17"}],
+                "containerStatuses": [
+                    {"containerID": "localkube://0f3a9c", "image": "rayproject/ray:2.52.0"}
+                ],
+            },
+        }
+    )
+    first, second = prepare(orjson.loads(raw)), prepare(orjson.loads(raw))
+    assert first == second
+    assert first["metadata"]["labels"]["ray.io/cluster"] is second["metadata"]["labels"]["ray.io/cluster"]
+    a, b = first["status"]["containerStatuses"][0], second["status"]["containerStatuses"][0]
+    assert a["image"] is b["image"]
+    assert a["containerID"] is not b["containerID"]
+    assert first["metadata"]["resourceVersion"] is not second["metadata"]["resourceVersion"]
+    assert first["status"]["podIP"] is not second["status"]["podIP"]
+    assert first["status"]["podIPs"][0]["ip"] is not second["status"]["podIPs"][0]["ip"]
+
+
 def test_indexes_follow_updates_and_removals():
     store = Store()
     store.add_index("group", lambda o: [o["metadata"]["labels"].get("group", "")])
