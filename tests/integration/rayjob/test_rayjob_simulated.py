@@ -72,16 +72,21 @@ async def test_suspend_creates_nothing_until_resumed_and_suspending_releases_the
 async def test_active_deadline_fails_the_job_and_shutdown_deletes_its_cluster_after_the_ttl(kube_backend):
     async with operator(kube_backend) as op:
         spec = cluster_spec(head_annotations=NEVER_READY)
-        # The deadline is checked before the cluster is made (as upstream does): 8 s, so that a slow pass after
-        # New still makes it, and its deletion is what this test sees go.
-        await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=8, backoffLimit=2,
+        # The deadline is checked before the cluster is made (as upstream does), so a deadline that passes before
+        # then leaves no cluster to delete: it is shortened only once the cluster exists, however slow the
+        # first passes are.
+        await op.create(rayjob(op.namespace, cluster=spec, activeDeadlineSeconds=3600, backoffLimit=2,
                                shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=1))  # fmt: skip
+        initializing = await op.wait_status(jobDeploymentStatus="Initializing")
+        name = initializing["status"]["rayClusterName"]
+        await op.wait(lambda: op.cluster(name))
+        await op.client.patch(RAYJOB, "job", {"spec": {"activeDeadlineSeconds": 1}}, op.namespace)
         job = await op.wait_status(jobDeploymentStatus="Failed", reason="DeadlineExceeded")
         assert job["status"]["failed"] == 1 and job["status"]["endTime"]  # deadlines are never retried
         assert job["status"]["message"].startswith(
             "The RayJob has passed the activeDeadlineSeconds. StartTime: "
         )
-        name = job["status"]["rayClusterName"]
+        assert job["status"]["rayClusterName"] == name
         await op.wait(lambda: _gone(op, name))
         assert await op.events("DeletedRayCluster")
         assert await op.rayjob() is not None  # only the cluster goes

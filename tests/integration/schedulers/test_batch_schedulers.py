@@ -261,11 +261,12 @@ async def test_volcano_rayjob(gang_localkube: Any, mode: str) -> None:
 
 async def test_volcano_rayjob_gives_its_group_back_when_it_finishes(gang_localkube: Any) -> None:
     async with operator(gang_localkube, batch_scheduler="volcano") as op:
-        # The deadline is checked before the batch scheduling (as upstream's Initializing pass does): at 2 s
-        # a slow pass after New failed the job before it made its PodGroup.
-        await op.create(rayjob(op.namespace, "done", {}, "HTTPMode", activeDeadlineSeconds=8,
+        # The deadline is checked before the batch scheduling (as upstream's Initializing pass does): it is
+        # shortened only once the PodGroup exists, however slow the passes after New are.
+        await op.create(rayjob(op.namespace, "done", {}, "HTTPMode", activeDeadlineSeconds=3600,
                                shutdownAfterJobFinishes=True))  # fmt: skip
         await op.wait(lambda: get(op, volcano.PODGROUP, "ray-done-pg"))
+        await op.client.patch(RAYJOB, "done", {"spec": {"activeDeadlineSeconds": 1}}, op.namespace)
         await op.wait_status("done", jobDeploymentStatus="Failed", reason="DeadlineExceeded")
 
         async def emptied() -> dict[str, Any] | None:

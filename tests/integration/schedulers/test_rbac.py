@@ -35,9 +35,12 @@ async def test_volcano_as_the_operators_service_account(gang_localkube: Any, tmp
     try:
         await client.create(RAYCLUSTER, raycluster(namespace, "rc", {"volcano.sh/queue-name": "q"}))
         assert (await eventually(lambda: group("ray-rc-pg")))["spec"]["minMember"] == 3
-        # Long enough for the Initializing pass to make the PodGroup before the deadline fails the job.
-        await client.create(RAYJOB, rayjob(namespace, "job", {}, "HTTPMode", activeDeadlineSeconds=8,
+        # The deadline is checked before the Initializing pass makes the PodGroup: it is shortened only once the
+        # group exists, so the job fails with a group to give back however slow that pass is.
+        await client.create(RAYJOB, rayjob(namespace, "job", {}, "HTTPMode", activeDeadlineSeconds=3600,
                                            shutdownAfterJobFinishes=True))  # fmt: skip
+        await eventually(lambda: group("ray-job-pg"))
+        await client.patch(RAYJOB, "job", {"spec": {"activeDeadlineSeconds": 1}}, namespace)
 
         async def given_back() -> bool:
             found = await group("ray-job-pg")
