@@ -57,13 +57,13 @@ async def _replay_once(
             for copy in range(prefill // args.clusters):
                 namespace = f"prefill-{copy}"
                 await scale._create_namespace(client, namespace)
-                await replay.Replay(client, replay.fresh(writes, namespace)).run(args.concurrency)
+                await replay.Replay(cluster.endpoint(), replay.fresh(writes, namespace)).run(args.concurrency)
             await scale._create_namespace(client, scale.BENCH_NAMESPACE)
             await asyncio.sleep(SETTLE_S)
             load_before = _load()
             client_before = time.process_time()
             replaying, elapsed, cpu = await scale.timed_replay(
-                cluster, client, replay.fresh(writes), args.concurrency
+                cluster, replay.fresh(writes), args.concurrency
             )
             client_cpu = time.process_time() - client_before
     finally:

@@ -12,6 +12,12 @@ a created object's uid (in later bodies) and a generated name (in later paths), 
 update or a patch expects is the one the replay last saw for that object (on a conflict, it reads the
 object and tries again). Patches are sent as JSON patches when they are lists and merge patches otherwise
 (the audit log does not keep the content type).
+
+The client is kept cheap so that the server, not the replay, bounds the rate: each body is encoded once
+before the replay, as literal bytes around slots for the recording's uids and the expected resourceVersion
+(filled in per send), and each of the `concurrency` workers sends over a keep-alive HTTP/1.1 connection of
+its own (`_Connection`, asyncio streams). With httpx instead, the replaying process used more CPU than
+localkube (14.6 against 11.4 CPU s over 12,396 writes; 1.7 with this client).
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import ssl
 import time
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 
 POLICY = {
@@ -106,17 +113,123 @@ def fresh(writes: Iterable[Write], namespace: str | None = None) -> list[Write]:
     return copies
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the replay sends its writes: an API server's `https://host:port`, its CA and a bearer token."""
+
+    url: str
+    ssl_context: ssl.SSLContext
+    token: str
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection over asyncio streams, one request at a time.
+
+    httpx costs more CPU per request than the server it measures (its pool, anyio and header models):
+    this writes a request as one buffer and reads the answer by Content-Length or chunks, nothing more.
+    """
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        parsed = urllib.parse.urlsplit(endpoint.url)
+        self._host = parsed.hostname or "127.0.0.1"
+        self._port = parsed.port or 443
+        self._ssl = endpoint.ssl_context if parsed.scheme == "https" else None
+        self._fixed = f"Host: {parsed.netloc}\r\nAuthorization: Bearer {endpoint.token}\r\n".encode()
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, path: str, content: bytes = b"", content_type: str = ""
+    ) -> tuple[int, bytes]:
+        """Sends one request; returns the answer's status and body."""
+        reused = self._writer is not None and self._reader is not None and not self._reader.at_eof()
+        if not reused:
+            await self._connect()
+        try:
+            return await self._exchange(method, path, content, content_type)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            if not reused:
+                raise
+            # The server closed the idle connection as the request left (it was not read): once more on a
+            # new one, as any HTTP/1.1 client does.
+            await self._connect()
+            return await self._exchange(method, path, content, content_type)
+
+    async def _connect(self) -> None:
+        self.close()
+        self._reader, self._writer = await asyncio.open_connection(self._host, self._port, ssl=self._ssl)
+
+    async def _exchange(self, method: str, path: str, content: bytes, content_type: str) -> tuple[int, bytes]:
+        assert self._reader is not None and self._writer is not None
+        head = f"{method} {path} HTTP/1.1\r\n".encode() + self._fixed
+        if content_type:
+            head += f"Content-Type: {content_type}\r\n".encode()
+        self._writer.write(head + f"Content-Length: {len(content)}\r\n\r\n".encode() + content)
+        answer = await self._reader.readuntil(b"\r\n\r\n")
+        status = int(answer[9:12])
+        length, chunked, close = 0, False, False
+        for line in answer.lower().split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = b"chunked" in value
+            elif name == b"connection":
+                close = b"close" in value
+        if chunked:
+            parts = []
+            while size := int((await self._reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                parts.append(await self._reader.readexactly(size + 2))
+            await self._reader.readuntil(b"\r\n")  # the empty trailer
+            body = b"".join(part[:-2] for part in parts)
+        else:
+            body = await self._reader.readexactly(length)
+        if close:
+            self.close()
+        return status, body
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+
+@dataclass
+class _Template:
+    """A write's body encoded once: literal bytes between the slots (odd indices) that change per replay,
+    the recording's uids and the expected resourceVersion, and what that slot holds unless the replay has
+    seen the object."""
+
+    parts: list[bytes]
+    recorded_version: bytes = b""
+
+
+_VERSION_SLOT = "@replay: resourceVersion@"
+_SLOTS = re.compile(rb"(" + _UID.pattern + rb'|"' + _VERSION_SLOT.encode() + rb'")')
+
+
+def _template(write: Write) -> _Template:
+    body = write.body
+    recorded = b""
+    metadata = body.get("metadata") if isinstance(body, dict) else None
+    if isinstance(metadata, dict) and "resourceVersion" in metadata and write.verb in ("update", "patch"):
+        recorded = orjson.dumps(metadata["resourceVersion"])
+        body = {**body, "metadata": {**metadata, "resourceVersion": _VERSION_SLOT}}
+    return _Template(_SLOTS.split(orjson.dumps(body) if body is not None else b""), recorded)
+
+
 class Replay:
     """Sends recorded writes to a server, each after what it depends on; `failed` counts the refused."""
 
-    def __init__(self, client: httpx.AsyncClient, writes: list[Write]) -> None:
-        self.client = client
+    def __init__(self, endpoint: Endpoint, writes: list[Write]) -> None:
+        self.endpoint = endpoint
         self.writes = writes
         self.failed = 0
-        self._uids: dict[str, str] = {}  # the recording's uid -> the replay's
+        self._uids: dict[bytes, bytes] = {}  # the recording's uid -> the replay's
         self._names: dict[Key, str] = {}  # a generated name in the recording -> the replay's
-        self._versions: dict[Key, str] = {}  # the resourceVersion last seen, by object
-        self._after: list[list[asyncio.Event]] = _dependencies(writes)
+        self._versions: dict[Key, bytes] = {}  # the resourceVersion last seen, by object, as JSON
+        self._templates = [_template(write) for write in writes]
+        self._after: list[list[asyncio.Event]] = _dependencies(writes, self._templates)
 
     async def run(self, concurrency: int) -> float:
         """Replays every write with `concurrency` in flight; returns the seconds it took."""
@@ -125,14 +238,18 @@ class Replay:
             queue.put_nowait(index)
 
         async def worker() -> None:
-            while not queue.empty():
-                index = queue.get_nowait()
-                for event in self._after[index]:
-                    await event.wait()
-                try:
-                    await self._send(self.writes[index])
-                finally:
-                    self.writes[index].done.set()
+            connection = _Connection(self.endpoint)
+            try:
+                while not queue.empty():
+                    index = queue.get_nowait()
+                    for event in self._after[index]:
+                        await event.wait()
+                    try:
+                        await self._send(connection, self.writes[index], self._templates[index])
+                    finally:
+                        self.writes[index].done.set()
+            finally:
+                connection.close()
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -147,71 +264,65 @@ class Replay:
                 path += "/" + write.subresource
         return path + ("?" + write.query if write.query else "")
 
-    def _content(self, write: Write) -> bytes:
-        body = write.body
-        if isinstance(body, dict) and write.verb in ("update", "patch"):
-            metadata = body.get("metadata")
-            version = self._versions.get(write.key)
-            if isinstance(metadata, dict) and "resourceVersion" in metadata and version is not None:
-                body = {**body, "metadata": {**metadata, "resourceVersion": version}}
-        content = orjson.dumps(body) if body is not None else b""
-        for uid in set(_UID.findall(content)):
-            mapped = self._uids.get(uid.decode())
-            if mapped is not None:
-                content = content.replace(uid, mapped.encode())
-        return content
+    def _content(self, write: Write, template: _Template) -> bytes:
+        parts = template.parts
+        if len(parts) == 1:
+            return parts[0]
+        filled = parts.copy()
+        for index in range(1, len(parts), 2):
+            if parts[index][0] == 0x22:  # the resourceVersion slot, quoted; a uid is bare hex
+                filled[index] = self._versions.get(write.key, template.recorded_version)
+            else:
+                filled[index] = self._uids.get(parts[index], parts[index])
+        return b"".join(filled)
 
-    async def _send(self, write: Write) -> None:
+    async def _send(self, connection: _Connection, write: Write, template: _Template) -> None:
         content_type = "application/json"
         if write.verb == "patch":
             content_type = "application/json-patch+json" if isinstance(write.body, list) else (
                 "application/merge-patch+json"
             )  # fmt: skip
         for _ in range(_CONFLICT_RETRIES):
-            response = await self.client.request(
-                _METHODS[write.verb],
-                self._path(write),
-                content=self._content(write),
-                headers={"Content-Type": content_type},
+            status, answer = await connection.request(
+                _METHODS[write.verb], self._path(write), self._content(write, template), content_type
             )
-            if response.status_code == 409 and write.verb in ("update", "patch"):
-                await self._refresh_version(write)
+            if status == 409 and write.verb in ("update", "patch"):
+                await self._refresh_version(connection, write)
                 continue
             break
-        if not response.is_success:
+        if not 200 <= status < 300:
             self.failed += 1
             return
         if write.verb == "delete":
             return
-        metadata = response.json().get("metadata") or {}
-        self._versions[write.key] = metadata.get("resourceVersion", "")
+        metadata = orjson.loads(answer).get("metadata") or {}
+        self._versions[write.key] = orjson.dumps(metadata.get("resourceVersion", ""))
         if write.verb == "create":
             if write.made_uid:
-                self._uids[write.made_uid] = metadata.get("uid", "")
+                self._uids[write.made_uid.encode()] = metadata.get("uid", "").encode()
             if metadata.get("name") and metadata["name"] != write.name:
                 self._names[write.key] = metadata["name"]
 
-    async def _refresh_version(self, write: Write) -> None:
+    async def _refresh_version(self, connection: _Connection, write: Write) -> None:
         read = Write(
             "get", write.group, write.version, write.resource, write.namespace, write.name, "", "", None
         )
-        response = await self.client.get(self._path(read))
-        if response.is_success:
-            self._versions[write.key] = response.json()["metadata"]["resourceVersion"]
+        status, answer = await connection.request("GET", self._path(read))
+        if 200 <= status < 300:
+            self._versions[write.key] = orjson.dumps(orjson.loads(answer)["metadata"]["resourceVersion"])
 
 
-def _dependencies(writes: Iterable[Write]) -> list[list[asyncio.Event]]:
+def _dependencies(writes: Iterable[Write], templates: Iterable[_Template]) -> list[list[asyncio.Event]]:
     """For each write, the completions it waits for: the last earlier write to its object, and the creates
     of the objects whose uids its body names."""
     last: dict[Key, asyncio.Event] = {}
-    creates: dict[str, asyncio.Event] = {}
+    creates: dict[bytes, asyncio.Event] = {}
     after = []
-    for write in writes:
+    for write, template in zip(writes, templates, strict=True):
         waits = [last[write.key]] if write.key in last else []
-        body = orjson.dumps(write.body) if write.body is not None else b""
-        waits += [creates[uid.decode()] for uid in set(_UID.findall(body)) if uid.decode() in creates]
+        waits += [creates[uid] for uid in set(template.parts[1::2]) if uid in creates]
         after.append(waits)
         last[write.key] = write.done
         if write.made_uid:
-            creates[write.made_uid] = write.done
+            creates[write.made_uid.encode()] = write.done
     return after

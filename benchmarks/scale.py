@@ -126,6 +126,11 @@ class Cluster:
             limits=limits,
         )
 
+    def endpoint(self) -> replay.Endpoint:
+        """Where `benchmarks/replay.py` sends its writes: the same server and credentials as `client()`."""
+        assert self.localkube is not None
+        return replay.Endpoint(self.localkube.url, self.localkube.ssl_context(), self.localkube.token)
+
     def start_operator(self) -> None:
         with (self.workdir / "operator.log").open("wb") as log:
             self.operator = subprocess.Popen(
@@ -291,20 +296,22 @@ async def record(args: argparse.Namespace, workdir: Path, operator: Sequence[str
 
 
 async def timed_replay(
-    cluster: Cluster, client: httpx.AsyncClient, writes: list[replay.Write], concurrency: int
+    cluster: Cluster, writes: list[replay.Write], concurrency: int
 ) -> tuple[replay.Replay, float, float]:
     """Replays `writes` on `cluster`'s localkube: the replay (its `failed`), the seconds it took, and
     localkube's CPU seconds meanwhile."""
-    replaying, elapsed, cpu = await replay_on(client, writes, concurrency, [cluster.localkube_pid])
+    replaying, elapsed, cpu = await replay_on(
+        cluster.endpoint(), writes, concurrency, [cluster.localkube_pid]
+    )
     return replaying, elapsed, cpu[cluster.localkube_pid]
 
 
 async def replay_on(
-    client: httpx.AsyncClient, writes: list[replay.Write], concurrency: int, pids: Sequence[int]
+    endpoint: replay.Endpoint, writes: list[replay.Write], concurrency: int, pids: Sequence[int]
 ) -> tuple[replay.Replay, float, dict[int, float]]:
-    """Replays `writes` through `client`: the replay, the seconds it took, and the CPU seconds each of the
+    """Replays `writes` to `endpoint`: the replay, the seconds it took, and the CPU seconds each of the
     server's processes `pids` used meanwhile."""
-    replaying = replay.Replay(client, writes)
+    replaying = replay.Replay(endpoint, writes)
     before = {pid: read_stat(pid).cpu_seconds for pid in pids}
     elapsed = await replaying.run(concurrency)
     return replaying, elapsed, {pid: read_stat(pid).cpu_seconds - before[pid] for pid in pids}
@@ -323,7 +330,7 @@ async def measure_limit(
             # As long as the operator phase gives a fresh localkube (its start-up and idle RSS reading):
             # right after its start, localkube's own start-up work would be counted against the limit.
             await asyncio.sleep(3)
-            replaying, elapsed, cpu = await timed_replay(cluster, client, writes, args.concurrency)
+            replaying, elapsed, cpu = await timed_replay(cluster, writes, args.concurrency)
     finally:
         cluster.stop()
     pods = args.clusters * (args.workers + 1)

@@ -117,7 +117,7 @@ async def replay_once(
             own_before, before = time.process_time(), _cpu(pids)
             by_pid = {pid: name for name, pid in pids.items()}
             replaying, elapsed, used = await scale.replay_on(
-                client, replay.fresh(writes), args.concurrency, list(pids.values())
+                cluster.endpoint(), replay.fresh(writes), args.concurrency, list(pids.values())
             )
             own = time.process_time() - own_before
             started = time.perf_counter()
