@@ -120,14 +120,14 @@ class Scheduler:
         _set_condition(pod, "False", "Unschedulable", message)
         pod.setdefault("status", {})["phase"] = "Pending"
         if pod != self._store.get(key):
-            self._store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
+            self._store.replace(key, pod, int(pod["metadata"]["resourceVersion"]))
 
     def _bind(self, key: str, pod: dict[str, Any], node: str) -> None:
         self._waiting.discard(key)
         pod["spec"]["nodeName"] = node
         _set_condition(pod, "True")
         pod.setdefault("status", {}).setdefault("phase", "Pending")
-        self._store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
+        self._store.replace(key, pod, int(pod["metadata"]["resourceVersion"]))
 
     def _reconcile_gang(self, kind: gang.Gang, pod: dict[str, Any]) -> float | None:
         """Binds the pending pods of `pod`'s group if, with those bound, at least minMember fit."""
@@ -180,7 +180,7 @@ class Scheduler:
         status = group.setdefault("status", {})
         if status.get("phase") != phase:
             status["phase"] = phase
-            self._store.update(key, group, int(group["metadata"]["resourceVersion"]))
+            self._store.replace(key, group, int(group["metadata"]["resourceVersion"]))
 
     def _usage_of(self, node: str) -> NodeUsage:
         return self._usage.setdefault(node, NodeUsage())

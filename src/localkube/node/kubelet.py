@@ -198,8 +198,9 @@ class SimulatedKubelet:
                 c if c.get("type") != "PodScheduled" else scheduled for c in status["conditions"]
             ]
         if status != pod.get("status"):
-            written = self._store.update(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
-            self._written[key] = int(written["metadata"]["resourceVersion"])
+            written = self._store.replace(key, {**pod, "status": status}, int(metadata["resourceVersion"]))
+            if written is not None:
+                self._written[key] = written
         return outcome.recheck_after
 
     def _address(self, key: str, pod: dict[str, Any]) -> str:

@@ -198,7 +198,7 @@ class ProcessKubelet:
         recheck = self._step(state, pod)
         status = self._status(state, pod)
         if status != pod.get("status"):
-            self._store.update(key, {**pod, "status": status}, int(pod["metadata"]["resourceVersion"]))
+            self._store.replace(key, {**pod, "status": status}, int(pod["metadata"]["resourceVersion"]))
         return recheck
 
     def container_process(self, namespace: str, name: str, container: str) -> ContainerProcess | None:

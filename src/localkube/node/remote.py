@@ -141,6 +141,10 @@ class RemoteStore:
         self._writes.put_nowait(_Write("PUT", key, body))
         return obj
 
+    def replace(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> int | None:
+        self.update(key, obj, expected_rv)
+        return None  # queued: the other API server assigns the revision when the PUT is sent
+
     def delete(self, key: str, expected_rv: int | None = None) -> dict[str, Any]:
         obj = self._objects.pop(key, None)
         if obj is None:

@@ -57,6 +57,25 @@ def test_create_update_delete_errors(tmp_path: Path) -> None:
     assert store.create("/k", _pod("a"))["metadata"]["resourceVersion"] == "3"
 
 
+async def test_replace_writes_as_update_does_and_returns_the_revision_it_wrote(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    store.create("/pods/default/a", _pod("a"))
+    watch = store.watch("/pods/", 1)
+    assert store.replace("/pods/default/a", _pod("a", spec={"x": 1}), expected_rv=1) == 2
+    with pytest.raises(Conflict):
+        store.replace("/pods/default/a", _pod("a", spec={"x": 2}), expected_rv=1)
+    with pytest.raises(NotFound):
+        store.replace("/pods/default/missing", _pod("missing"))
+    assert store.get("/pods/default/a") == _pod("a", spec={"x": 1}) | {
+        "metadata": {"name": "a", "namespace": "default", "resourceVersion": "2"}
+    }
+    [event] = await asyncio.wait_for(_take(watch, 1), 5)
+    assert (event.type, event.revision, event.object["spec"]) == ("MODIFIED", 2, {"x": 1})
+    written = store.get("/pods/default/a")
+    store.close()
+    assert Store(tmp_path / "db").get("/pods/default/a") == written
+
+
 def test_reads_are_copies(tmp_path: Path) -> None:
     store = Store(tmp_path / "db")
     store.create("/k", _pod("a"))
