@@ -1,6 +1,9 @@
 from fractions import Fraction
 from typing import Any
 
+import pytest
+
+from kubesemantics.quantity import QuantityError
 from localkube.controllers.scheduling import (
     NodeUsage,
     holds_resources,
@@ -47,6 +50,17 @@ def test_fits_until_resources_run_out_and_terminated_pods_hold_nothing() -> None
     freed = _usage(_pod({"cpu": "3"}))
     freed.add(pod_requests(_pod({"cpu": "3"})), -1)
     assert misfit(_pod({"cpu": "4"}), NODE, freed) == []
+
+
+def test_a_nodes_allocatable_counts_alike_as_numbers_or_strings_and_a_boolean_is_refused() -> None:
+    numeric = {**NODE, "status": {"allocatable": {"cpu": 4, "pods": 1}}}
+    for node in (NODE, numeric, NODE, numeric):  # each twice: a second parse of a string is remembered
+        assert misfit(_pod({"cpu": "4"}), node, _usage()) == []
+        assert misfit(_pod({"cpu": "4001m"}), node, _usage()) == ["Insufficient cpu"]
+    # `True == 1`: had the pods: 1 above been remembered for it, the boolean would pass as one pod.
+    boolean = {**NODE, "status": {"allocatable": {"cpu": "1", "pods": True}}}
+    with pytest.raises(QuantityError):
+        misfit(_pod(), boolean, _usage())
 
 
 def test_selector_affinity_and_taints() -> None:
