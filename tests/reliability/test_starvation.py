@@ -114,7 +114,7 @@ async def test_a_cluster_failing_every_reconcile_starves_none_of_the_others(loca
         # The healthy ones can all be ready before the failing key's fifth try (each try ranks it behind newer
         # keys); its backoff is still short then, so the tries the checks below need come soon after.
         await eventually(lambda: _tries(spy) >= 5, timeout=30, what=f"five tries of {FAILING}")
-        failures_seen = len([c for c in spy.calls if c[0] == FAILING])
+        failures_seen = _tries(spy)
 
         pods = (await op.client.list_all(POD, namespace)).items
         heads = sorted(p["metadata"]["labels"]["ray.io/cluster"] for p in pods)
