@@ -121,7 +121,7 @@ class RemoteStore:
             raise ValueError(
                 f"watch from revision {from_rv}: this cache keeps no history (now {self._revision})"
             )
-        stream = Watch(self._streams.discard, prefix, [], MAX_PENDING)
+        stream = Watch(self._streams.discard, prefix, from_rv, [], MAX_PENDING)
         self._streams.add(stream)
         return stream
 

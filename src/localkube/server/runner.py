@@ -180,7 +180,7 @@ def serve(options: ServeOptions) -> None:
     # Only its owner may enter the data directory: it holds the keys, the tokens and the database.
     data_dir = private_directory(options.data_dir.resolve())
     tls = ensure_tls(data_dir, options.host, bridge_gateways())
-    store = Store(data_dir / "state.db")
+    store = Store(data_dir / "state.db", group_commit=True)
     faults = Faults(options.inject_faults) if options.inject_faults > 0 else None
     audit = None
     if options.audit_log_path is not None and options.audit_policy_file is not None:

@@ -71,6 +71,7 @@ async def stream(
         return _line(event_type, obj)
 
     objects, listed_rv = store.list(prefix) if initial or matches is not None else ([], 0)
+    await store.settled()  # what the list holds goes out once durable, as a reply would
     selected = [obj for obj in objects if matches is None or matches(obj)]
     visible = {resource_type.key(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in selected}
     if initial:
@@ -99,7 +100,7 @@ async def stream(
                     event = await anext(watch)
             except TimeoutError:
                 if bookmarks and loop.time() < deadline:
-                    yield _bookmark(resource_type, store.revision)
+                    yield _bookmark(resource_type, store.durable_revision)
                 continue
             if raw and (
                 not resource_type.custom or event.object.get("apiVersion") == resource_type.api_version

@@ -10,6 +10,11 @@ Invariants:
 - Revisions are strictly increasing across restarts; an acknowledged write has been committed to the
   SQLite write-ahead log (WAL mode). `synchronous=NORMAL` is durable against a crash of this process,
   kill -9 included; only an operating-system crash or power loss could lose the newest commits.
+- With `group_commit` (localkube's server), a write changes the live state at once and its row is
+  committed with the others of the same turn of the event loop, right after it (`writer.py`). Its event
+  reaches watchers only once the row is committed, and `settled()` is what a reply waits for before it
+  leaves: what a client or watcher sees is durable. Controllers in the process may read a write before
+  it is; they are level-triggered, and a restart reads SQLite again.
 - Every stored object carries `metadata.resourceVersion` equal to the revision that wrote it; a deletion
   event carries the object's last state with the deletion's revision.
 - `watch(prefix, from_rv)` yields every event under `prefix` with revision > `from_rv`, in revision
@@ -22,8 +27,10 @@ Invariants:
 - No stored value is larger than `max_value_bytes` (1.5 MiB by default, etcd's `--max-request-bytes`):
   a bigger create or update raises `TooLarge` and writes nothing.
 - A write the disk has no room for raises `SpaceExceeded` and changes nothing, in SQLite or in memory
-  (every write is one autocommitted statement, or a transaction rolled back whole); reads go on, and
-  writes succeed again once space is freed.
+  (every commit is one autocommitted statement, or a transaction rolled back whole); reads go on, and
+  writes succeed again once space is freed. With `group_commit`, a refused commit undoes in memory
+  every write it held (none was seen outside the process), newest first, and `settled()` raises
+  `SpaceExceeded` in every task (request) that made one of them.
 
 Not thread-safe: use a Store from one thread (localkube's event loop). Its methods are synchronous and
 fast except `watch`, which is an async iterator.
@@ -35,6 +42,8 @@ import asyncio
 import bisect
 import builtins
 import contextlib
+import contextvars
+import logging
 import os
 import sqlite3
 from collections import deque
@@ -46,6 +55,12 @@ from typing import Any, Literal
 import orjson
 
 from localkube.errors import LocalkubeError
+from localkube.storage.writer import GroupCommit, Row, compact, insert
+
+log = logging.getLogger(__name__)
+
+# The newest revision the current task (a request) wrote with group commit: what its `settled()` answers for.
+_written_here: contextvars.ContextVar[int] = contextvars.ContextVar("written_here", default=0)
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -157,14 +172,30 @@ class _Live:
     value: bytes
 
 
+@dataclass(slots=True)
+class _Unflushed:
+    """A write not yet committed, with what undoes it: its key's live state and tombstone before it."""
+
+    event: Event
+    previous: _Live | None
+    tombstone: int | None
+
+
 class Watch:
     """An async iterator over the events under one prefix; `close()` ends it."""
 
     def __init__(
-        self, unsubscribe: Callable[[Watch], None], prefix: str, backlog: list[Event], max_pending: int
+        self,
+        unsubscribe: Callable[[Watch], None],
+        prefix: str,
+        from_rv: int,
+        backlog: list[Event],
+        max_pending: int,
     ) -> None:
         self._unsubscribe = unsubscribe
         self.prefix = prefix
+        # A write made before the watch began but committed after it is published after it: skipped.
+        self._from_rv = from_rv
         self._pending: deque[Event] = deque(backlog)
         self._wakeup = asyncio.Event()
         self._closed = False
@@ -174,7 +205,7 @@ class Watch:
             self._wakeup.set()
 
     def deliver(self, event: Event) -> None:
-        if self._closed:
+        if self._closed or event.revision <= self._from_rv:
             return
         if len(self._pending) >= self._max_pending:
             self._overflowed = True
@@ -217,6 +248,7 @@ class Store:
         window: int = DEFAULT_WINDOW,
         max_pending: int = DEFAULT_MAX_PENDING,
         max_value_bytes: int = MAX_VALUE_BYTES,
+        group_commit: bool = False,
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # The database holds Secrets: its owner alone may read it. SQLite makes its -wal and -shm files
@@ -236,20 +268,33 @@ class Store:
         self._watches: set[Watch] = set()
         self._live: dict[str, _Live] = {}
         self._keys: list[str] = []
+        # key -> the revision of its deletion, while that row is not compacted: a key created again names
+        # that row as the one it follows.
+        self._tombstones: dict[str, int] = {}
+        self._group_commit = group_commit
+        self._writer: GroupCommit | None = None
+        self._unflushed: deque[_Unflushed] = deque()
+        # (the revision waited for, the newest one the waiting task wrote, its future)
+        self._waiters: deque[tuple[int, int, asyncio.Future[None]]] = deque()
+        # Recently undone revisions, first to last, and why: a task may ask after the fact.
+        self._undone: deque[tuple[int, int, Exception]] = deque(maxlen=64)
         row = self._db.execute("SELECT value FROM meta WHERE key = 'compact_revision'").fetchone()
         self._compact_revision: int = row[0] if row else 0
         row = self._db.execute("SELECT MAX(id) FROM kine").fetchone()
         self._revision: int = row[0] or 0
+        self._durable_revision = self._revision
         self._load_live()
 
     def _load_live(self) -> None:
         rows = self._db.execute(
-            "SELECT k.name, k.id, k.create_revision, k.value FROM kine k"
+            "SELECT k.name, k.id, k.create_revision, k.deleted, k.value FROM kine k"
             " JOIN (SELECT name, MAX(id) AS id FROM kine GROUP BY name) newest ON k.id = newest.id"
-            " WHERE k.deleted = 0"
         )
-        for name, revision, create_revision, value in rows:
-            self._live[name] = _Live(revision, create_revision, value)
+        for name, revision, create_revision, deleted, value in rows:
+            if deleted:
+                self._tombstones[name] = revision
+            else:
+                self._live[name] = _Live(revision, create_revision, value)
         self._keys = sorted(self._live)
 
     # -- reads ------------------------------------------------------------------------------------------
@@ -258,6 +303,11 @@ class Store:
     def revision(self) -> int:
         """The newest revision written (0 for an empty store)."""
         return self._revision
+
+    @property
+    def durable_revision(self) -> int:
+        """The newest revision committed: what a bookmark may name."""
+        return self._durable_revision
 
     @property
     def compact_revision(self) -> int:
@@ -311,13 +361,10 @@ class Store:
         revision = self._revision + 1
         stamped = _stamp(obj, revision)
         value = self._sized(key, orjson.dumps(stamped))
-        previous = self._newest_row_revision(key)
-        self._append(
-            key, revision, created=True, deleted=False, create_revision=revision, prev=previous, value=value
+        row = (revision, key, 1, 0, revision, self._tombstones.get(key, 0), value)
+        self._write(
+            row, Event("ADDED", key, revision, value, stamped), _Live(revision, revision, value), None
         )
-        self._live[key] = _Live(revision, revision, value)
-        bisect.insort(self._keys, key)
-        self._publish(Event("ADDED", key, revision, value, stamped))
         return _decode(value)
 
     def update(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> dict[str, Any]:
@@ -332,17 +379,9 @@ class Store:
         revision = self._revision + 1
         stamped = _stamp(obj, revision)
         value = self._sized(key, orjson.dumps(stamped))
-        self._append(
-            key,
-            revision,
-            created=False,
-            deleted=False,
-            create_revision=live.create_revision,
-            prev=live.revision,
-            value=value,
-        )
-        self._live[key] = _Live(revision, live.create_revision, value)
-        self._publish(Event("MODIFIED", key, revision, value, stamped))
+        row = (revision, key, 0, 0, live.create_revision, live.revision, value)
+        event = Event("MODIFIED", key, revision, value, stamped)
+        self._write(row, event, _Live(revision, live.create_revision, value), live)
         return revision
 
     def delete(self, key: str, expected_rv: int | None = None) -> dict[str, Any]:
@@ -351,18 +390,8 @@ class Store:
         revision = self._revision + 1
         stamped = _stamp(_decode(live.value), revision)
         value = orjson.dumps(stamped)
-        self._append(
-            key,
-            revision,
-            created=False,
-            deleted=True,
-            create_revision=live.create_revision,
-            prev=live.revision,
-            value=value,
-        )
-        del self._live[key]
-        del self._keys[bisect.bisect_left(self._keys, key)]
-        self._publish(Event("DELETED", key, revision, value, stamped))
+        row = (revision, key, 0, 1, live.create_revision, live.revision, value)
+        self._write(row, Event("DELETED", key, revision, value, stamped), None, live)
         return _decode(value)
 
     def _sized(self, key: str, value: bytes) -> bytes:
@@ -378,32 +407,92 @@ class Store:
             raise Conflict(key, expected_rv, live.revision)
         return live
 
-    def _newest_row_revision(self, key: str) -> int:
-        row = self._db.execute("SELECT MAX(id) FROM kine WHERE name = ?", (key,)).fetchone()
-        return int(row[0] or 0)
+    def _write(self, row: Row, event: Event, live: _Live | None, previous: _Live | None) -> None:
+        """Records a write of `event.key` (now `live`, None once deleted; `previous` before it)."""
+        writer = self._writer or self._start_writer()
+        if writer is None:
+            with self._space():
+                insert(self._db, [row])
+            self._durable_revision = event.revision
+        self._revision = event.revision
+        self._set_live(event.key, live)
+        tombstone = self._tombstones.pop(event.key, None)
+        if live is None:
+            self._tombstones[event.key] = event.revision
+        if writer is None:
+            self._publish(event)
+        else:
+            self._unflushed.append(_Unflushed(event, previous, tombstone))
+            _written_here.set(event.revision)
+            writer.append(row)
 
-    def _append(
-        self,
-        key: str,
-        revision: int,
-        *,
-        created: bool,
-        deleted: bool,
-        create_revision: int,
-        prev: int,
-        value: bytes,
-    ) -> None:
-        # The explicit id keeps the revision written into the object equal to the row id; the
-        # autoincrement sequence still advances, so ids are never reused after compaction. `old_value`
-        # (kine's previous value, for watches that ask for it) stays empty: nothing here reads it, and
-        # writing every object twice made each append ~40 % dearer.
-        with self._space():
-            self._db.execute(
-                "INSERT INTO kine (id, name, created, deleted, create_revision, prev_revision, value)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (revision, key, int(created), int(deleted), create_revision, prev, value),
-            )
-        self._revision = revision
+    def _start_writer(self) -> GroupCommit | None:
+        """The group commit, from the first write made on a running event loop; None (commit here and
+        now) without `group_commit` or outside a loop (before localkube serves)."""
+        if not self._group_commit:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        self._writer = GroupCommit(self._db, loop, self._committed)
+        return self._writer
+
+    def _set_live(self, key: str, live: _Live | None) -> None:
+        if live is None:
+            if self._live.pop(key, None) is not None:
+                del self._keys[bisect.bisect_left(self._keys, key)]
+            return
+        if key not in self._live:
+            bisect.insort(self._keys, key)
+        self._live[key] = live
+
+    def _committed(self, revision: int, refused: sqlite3.Error | None) -> None:
+        """Every row up to `revision` is durable, or the commit that held them all was refused."""
+        if refused is None:
+            self._durable_revision = revision
+            while self._unflushed and self._unflushed[0].event.revision <= revision:
+                self._publish(self._unflushed.popleft().event)
+            while self._waiters and self._waiters[0][0] <= revision:
+                waiter = self._waiters.popleft()[2]
+                if not waiter.done():
+                    waiter.set_result(None)
+            return
+        error: Exception = refused
+        if refused.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            error = SpaceExceeded(self._path, refused)
+        log.error("undoing %d writes SQLite refused: %s", len(self._unflushed), error)
+        first, last = self._unflushed[0].event.revision, self._unflushed[-1].event.revision
+        self._undone.append((first, last, error))
+        while self._unflushed:
+            undone = self._unflushed.pop()
+            key = undone.event.key
+            self._set_live(key, undone.previous)
+            self._tombstones.pop(key, None)
+            if undone.tombstone is not None:
+                self._tombstones[key] = undone.tombstone
+        # Nothing is pending now: a waiter whose own writes were not undone waited for durable ones.
+        for _, written, waiter in self._waiters:
+            if waiter.done():
+                continue
+            if first <= written <= last:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    async def settled(self) -> None:
+        """Returns once every write made so far is durable (at once without group commit). Raises what
+        refused them (`SpaceExceeded` for a full disk) if one that this task made was undone instead."""
+        written = _written_here.get()
+        for first, last, error in self._undone:
+            if first <= written <= last:
+                raise error
+        if not self._unflushed:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((self._revision, written, waiter))
+        await waiter
 
     # -- watches ----------------------------------------------------------------------------------------
 
@@ -411,19 +500,19 @@ class Store:
         """Events under `prefix` with revision > `from_rv`: the history first, then live ones."""
         if from_rv < self._compact_revision:
             raise Compacted(from_rv, self._compact_revision)
-        watch = Watch(self._unsubscribe, prefix, self._history(prefix, from_rv), self._max_pending)
+        watch = Watch(self._unsubscribe, prefix, from_rv, self._history(prefix, from_rv), self._max_pending)
         self._watches.add(watch)
         return watch
 
     def _history(self, prefix: str, from_rv: int) -> builtins.list[Event]:
-        if from_rv >= self._revision:
+        if from_rv >= self._durable_revision:
             return []
         if self._window and self._window[0].revision <= from_rv + 1:
             return [e for e in self._window if e.revision > from_rv and e.key.startswith(prefix)]
         rows = self._db.execute(
             "SELECT id, name, created, deleted, value FROM kine"
-            " WHERE id > ? AND name >= ? AND name < ? ORDER BY id",
-            (from_rv, prefix, prefix + "\U0010ffff"),
+            " WHERE id > ? AND id <= ? AND name >= ? AND name < ? ORDER BY id",
+            (from_rv, self._durable_revision, prefix, prefix + "\U0010ffff"),
         )
         return [
             Event(_event_type(created, deleted), name, rev, value)
@@ -448,40 +537,15 @@ class Store:
 
         Rows that are still some key's live state are kept whatever their age. Watches and resumes from a
         revision at or before the compacted one get `Compacted` (410 Gone)."""
-        target = max(self._compact_revision, self._revision - max(keep_last, 0))
+        target = max(self._compact_revision, self._durable_revision - max(keep_last, 0))
         if target <= self._compact_revision:
             return self._compact_revision
-        with self._transaction():
-            # A row is history once a newer row of its key exists at or below the target; a deletion
-            # row at or below the target is history too (the key is gone). Every row names the row of
-            # its key it follows (prev_revision), and what the rows up to the last target made history is
-            # gone already: so the rows written since then name all that is new history, and a compaction
-            # costs what was written since the last one, not what the store holds.
-            self._db.execute(
-                "DELETE FROM kine WHERE id IN (SELECT prev_revision FROM kine WHERE id > ? AND id <= ?)"
-                " OR (deleted = 1 AND id > ? AND id <= ?)",
-                (self._compact_revision, target, self._compact_revision, target),
-            )
-            self._db.execute(
-                "INSERT INTO meta (key, value) VALUES ('compact_revision', ?)"
-                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (target,),
-            )
-        self._compact_revision = target
-        return target
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
         with self._space():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-                self._db.execute("COMMIT")
-            except BaseException:
-                # SQLite may have rolled back already (it does on a full disk); then there is nothing to undo.
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
+            compact(self._db, self._compact_revision, target)
+        self._compact_revision = target
+        # The deletion rows up to the target are gone, and every row they followed.
+        self._tombstones = {key: rev for key, rev in self._tombstones.items() if rev > target}
+        return target
 
     @contextlib.contextmanager
     def _space(self) -> Iterator[None]:
@@ -493,6 +557,9 @@ class Store:
             raise
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+            self._writer = None
         for watch in list(self._watches):
             watch.close()
         self._db.close()
