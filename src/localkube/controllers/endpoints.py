@@ -54,11 +54,15 @@ class EndpointsController:
             self._service_pair[event.key] = pair
             self._services_by_label.setdefault(pair, set()).add(event.key)
             return [event.key]
+        kept = None if event.type == "DELETED" else _kept(event.object)
+        if kept is not None and kept == self._pods.get(event.key):
+            # Nothing an endpoint shows changed (most of a pod's status writes): no service to rebuild.
+            return []
         before = self._pods.pop(event.key, None)
         for pair in _pairs(namespace, before):
             self._pods_by_label[pair].discard(event.key)
-        if event.type != "DELETED":
-            self._pods[event.key] = _kept(event.object)
+        if kept is not None:
+            self._pods[event.key] = kept
             for pair in _pairs(namespace, event.object):
                 self._pods_by_label.setdefault(pair, set()).add(event.key)
         # Services that selected the pod before or select it now.

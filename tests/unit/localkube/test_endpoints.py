@@ -1,6 +1,10 @@
+from pathlib import Path
 from typing import Any
 
+from localkube.controllers.api import ControllerApi
+from localkube.controllers.endpoints import EndpointsController
 from localkube.server.rest import Resources
+from localkube.storage import Event, Store
 from support.eventually import eventually
 
 
@@ -84,3 +88,27 @@ async def test_a_service_publishing_not_ready_addresses_lists_unready_pods_as_ad
         cluster, lambda e: bool((e.get("subsets") or [{}])[0].get("addresses"))
     )
     assert "notReadyAddresses" not in endpoints["subsets"][0]
+
+
+def test_a_pod_write_that_changes_nothing_an_endpoint_shows_rebuilds_no_service(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    controller = EndpointsController(store, ControllerApi(None))  # type: ignore[arg-type]  # observe writes nothing
+    service = {"metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": {"app": "web"}}}
+    service_key = "/registry/core/services/default/web"
+    assert list(controller.observe(Event("ADDED", service_key, 1, b"", service))) == [service_key]
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": "default", "uid": "u", "labels": {"app": "web"}},
+        "spec": {"nodeName": "n", "containers": [{"name": "c"}]},
+        "status": {"phase": "Pending"},
+    }
+    pod_key = "/registry/core/pods/default/p"
+
+    def observed(revision: int, **status: Any) -> list[str]:
+        changed = {**pod, "status": {**pod["status"], **status}}
+        return list(controller.observe(Event("MODIFIED", pod_key, revision, b"", changed)))
+
+    assert list(controller.observe(Event("ADDED", pod_key, 2, b"", pod))) == [service_key]
+    assert observed(3, phase="Running", containerStatuses=[{"name": "c", "ready": False}]) == []
+    assert observed(4, podIP="10.0.0.7") == [service_key]
+    assert observed(5, podIP="10.0.0.7", phase="Succeeded") == []
+    assert observed(6, podIP="10.0.0.7", conditions=[{"type": "Ready", "status": "True"}]) == [service_key]
