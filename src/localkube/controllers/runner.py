@@ -5,8 +5,9 @@ and reconciles one key at a time (`reconcile`), returning in how many seconds to
 (or None). Reconciles are synchronous: they read and write through the store or the REST layer, which are
 synchronous too, so a reconcile sees and changes the world atomically with respect to API requests.
 
-Per controller: the initial state is replayed as ADDED events, then the watch streams from the revision
-that state reflects; a dropped watch (too slow) replays the state again, so no change is missed. Keys are
+Per prefix: the initial state is replayed as ADDED events, then the watch streams from the revision that
+state reflects, each event going to every controller that observes the prefix, in the order they were
+given; a dropped watch (too slow) replays the state again, so no change is missed. Keys are
 deduplicated while pending. A reconcile that raises is logged and retried with a doubling delay (up to
 30 s); it never stops the controller.
 """
@@ -55,11 +56,15 @@ class Runner:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        # One watch per prefix, whatever the number of controllers observing it (eight watch pods).
+        observers: dict[str, list[tuple[Controller, _KeyQueue]]] = {}
         for controller in self._controllers:
             queue = _KeyQueue()
             for prefix in controller.prefixes:
-                self._tasks.append(asyncio.create_task(self._feed(controller, prefix, queue)))
+                observers.setdefault(prefix, []).append((controller, queue))
             self._tasks.append(asyncio.create_task(self._work(controller, queue)))
+        for prefix, observing in observers.items():
+            self._tasks.append(asyncio.create_task(self._feed(prefix, observing)))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -69,19 +74,20 @@ class Runner:
                 await task
         self._tasks.clear()
 
-    async def _feed(self, controller: Controller, prefix: str, queue: _KeyQueue) -> None:
+    async def _feed(self, prefix: str, observing: list[tuple[Controller, _KeyQueue]]) -> None:
         while True:
             revision = self._store.revision
             for key in self._store.keys(prefix):
                 obj = self._store.get(key)
                 if obj is not None:
-                    queue.add_all(controller.observe(Event("ADDED", key, revision, b"", obj)))
+                    _observe(observing, Event("ADDED", key, revision, b"", obj))
             watch = self._store.watch(prefix, revision)
             try:
                 async for event in watch:
-                    queue.add_all(controller.observe(event))
+                    _observe(observing, event)
             except WatchOverflow:
-                log.warning("%s fell behind on %s; replaying the current state", controller.name, prefix)
+                names = ", ".join(controller.name for controller, _ in observing)
+                log.warning("%s fell behind on %s; replaying the current state", names, prefix)
             finally:
                 watch.close()
 
@@ -102,6 +108,11 @@ class Runner:
             failures.pop(key, None)
             if recheck is not None:
                 loop.call_later(max(recheck, 0.0), queue.add, key)
+
+
+def _observe(observing: list[tuple[Controller, _KeyQueue]], event: Event) -> None:
+    for controller, queue in observing:
+        queue.add_all(controller.observe(event))
 
 
 class _KeyQueue:
