@@ -11,7 +11,7 @@ Invariants:
   SQLite write-ahead log (WAL mode). `synchronous=NORMAL` is durable against a crash of this process,
   kill -9 included; only an operating-system crash or power loss could lose the newest commits.
 - With `group_commit` (localkube's server), a write changes the live state at once and its row is
-  committed with the others of the same turn of the event loop, right after it (`writer.py`). Its event
+  committed with the others of the same turn of the event loop, right after it (`group_commit.py`). Its event
   reaches watchers only once the row is committed, and `settled()` is what a reply waits for before it
   leaves: what a client or watcher sees is durable. Controllers in the process may read a write before
   it is; they are level-triggered, and a restart reads SQLite again.
@@ -55,7 +55,7 @@ from typing import Any, Literal
 import orjson
 
 from localkube.errors import LocalkubeError
-from localkube.storage.writer import GroupCommit, Row, compact, insert
+from localkube.storage.group_commit import GroupCommit, Row, insert
 
 log = logging.getLogger(__name__)
 
@@ -540,12 +540,39 @@ class Store:
         target = max(self._compact_revision, self._durable_revision - max(keep_last, 0))
         if target <= self._compact_revision:
             return self._compact_revision
-        with self._space():
-            compact(self._db, self._compact_revision, target)
+        with self._transaction():
+            # A row is history once a newer row of its key exists at or below the target; a deletion
+            # row at or below the target is history too (the key is gone). Every row names the row of
+            # its key it follows (prev_revision), and what the rows up to the last target made history is
+            # gone already: so the rows written since then name all that is new history, and a compaction
+            # costs what was written since the last one, not what the store holds.
+            self._db.execute(
+                "DELETE FROM kine WHERE id IN (SELECT prev_revision FROM kine WHERE id > ? AND id <= ?)"
+                " OR (deleted = 1 AND id > ? AND id <= ?)",
+                (self._compact_revision, target, self._compact_revision, target),
+            )
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('compact_revision', ?)"
+                " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (target,),
+            )
         self._compact_revision = target
         # The deletion rows up to the target are gone, and every row they followed.
         self._tombstones = {key: rev for key, rev in self._tombstones.items() if rev > target}
         return target
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._space():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (it does on a full disk); then there is nothing to undo.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
 
     @contextlib.contextmanager
     def _space(self) -> Iterator[None]:

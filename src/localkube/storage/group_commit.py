@@ -61,31 +61,3 @@ def insert(db: sqlite3.Connection, rows: list[Row]) -> None:
         f" VALUES {placeholders}",
         [value for row in rows for value in row],
     )
-
-
-def compact(db: sqlite3.Connection, after: int, target: int) -> None:
-    """Deletes the history that the rows in (`after`, `target`] made obsolete, in one transaction.
-
-    A row is history once a newer row of its key exists at or below the target; a deletion row at or
-    below the target is history too (the key is gone). Every row names the row of its key it follows
-    (prev_revision), and what the rows up to the last target made history is gone already: so the rows
-    written since then name all that is new history, and a compaction costs what was written since the
-    last one, not what the store holds."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute(
-            "DELETE FROM kine WHERE id IN (SELECT prev_revision FROM kine WHERE id > ? AND id <= ?)"
-            " OR (deleted = 1 AND id > ? AND id <= ?)",
-            (after, target, after, target),
-        )
-        db.execute(
-            "INSERT INTO meta (key, value) VALUES ('compact_revision', ?)"
-            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (target,),
-        )
-        db.execute("COMMIT")
-    except BaseException:
-        # SQLite may have rolled back already (it does on a full disk); then there is nothing to undo.
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
