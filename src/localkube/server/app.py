@@ -159,7 +159,7 @@ class App:
                 reply = await self._proxy(request, proxy_target, scope["query_string"].decode("latin-1"))
             else:
                 reply = await self.handle(request)
-                # Nothing leaves before what it shows is durable (the store commits on a thread).
+                # Nothing leaves before what it shows is durable (the store commits after each loop turn).
                 await self.resources.store.settled()
         except ApiError as error:
             reply = _error_reply(error)
