@@ -116,6 +116,11 @@ def normalise(value: JSON, key: str = "") -> JSON:
         value = {**value, "resources": sorted(value.get("resources") or [], key=lambda r: r.get("name", ""))}
     if isinstance(value, dict):
         return {k: normalise(v, k) for k, v in sorted(value.items()) if k != "selfLink"}
+    if isinstance(value, list) and key == "managedFields":
+        # Both servers sort the entries by operation, then time (to the second), then manager. The times
+        # are erased above, and the two servers write them in different seconds, so whether two entries
+        # shared a second (and sort by manager) is the moment's, not the server's: compare them in one order.
+        return sorted((normalise(item) for item in value), key=_manager_identity)
     if isinstance(value, list):
         return [normalise(item) for item in value]
     if isinstance(value, str):
@@ -127,6 +132,11 @@ def normalise(value: JSON, key: str = "") -> JSON:
         for pattern, replacement in _MESSAGE_NUMBERS:
             value = pattern.sub(replacement, value)
     return value
+
+
+def _manager_identity(entry: JSON) -> tuple[str, ...]:
+    fields = entry if isinstance(entry, dict) else {}
+    return tuple(str(fields.get(k, "")) for k in ("operation", "manager", "apiVersion", "subresource"))
 
 
 def _served_by_crds(value: dict[str, JSON]) -> bool:
