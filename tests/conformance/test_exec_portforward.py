@@ -7,6 +7,7 @@ connection to the pod, no listening port of kubectl's.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import gc
@@ -31,8 +32,8 @@ import pytest
 import websocket
 import yaml
 from kubernetes.stream import portforward, stream
+from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect as ws_connect
 from websockets.typing import Subprotocol
 
 from conformance.support import run_kubectl, web_pod_and_service
@@ -388,21 +389,28 @@ def test_older_channel_protocols_report_the_exit(
     query = "command=sh&command=-c&command=echo%20hi%3B%20exit%205&stdout=true&stderr=true"
     url = server.url.replace("https://", "wss://") + f"/api/v1/namespaces/default/pods/{POD}/exec?{query}"
     headers = {"Authorization": f"Bearer {server.token}"}
-    messages: list[bytes] = []
-    # websockets' 10 s for the handshake is short on a loaded 2-core machine, and once it passes the client
-    # waits for ever on its TLS socket's reader thread (seen in a full run: the test's whole 300 s).
-    with ws_connect(
-        url,
-        ssl=server.ssl_context(),
-        additional_headers=headers,
-        subprotocols=[Subprotocol(protocol)],
-        open_timeout=SETTLE_TIMEOUT,
-    ) as ws:
-        assert ws.subprotocol == protocol
-        with contextlib.suppress(ConnectionClosed):
-            while True:
-                message = ws.recv(timeout=30)
-                messages.append(message if isinstance(message, bytes) else message.encode())
+
+    async def session() -> tuple[str | None, list[bytes]]:
+        # The asyncio client, not websockets' sync one: the sync client reads its TLS socket on a thread of
+        # its own while it writes the handshake on the caller's, and OpenSSL's objects are not safe for
+        # that (seen in CI: "[SSL] internal error" on the handshake's send). Its open_timeout is raised
+        # from 10 s for a loaded 2-core machine.
+        received: list[bytes] = []
+        async with ws_connect(
+            url,
+            ssl=server.ssl_context(),
+            additional_headers=headers,
+            subprotocols=[Subprotocol(protocol)],
+            open_timeout=SETTLE_TIMEOUT,
+        ) as ws:
+            with contextlib.suppress(ConnectionClosed):
+                while True:
+                    message = await asyncio.wait_for(ws.recv(), timeout=30)
+                    received.append(message if isinstance(message, bytes) else message.encode())
+        return ws.subprotocol, received
+
+    subprotocol, messages = asyncio.run(session())
+    assert subprotocol == protocol
     assert b"".join(m[1:] for m in messages if m[0] == 1) == b"hi\n"
     (error,) = [m[1:] for m in messages if m[0] == 3]
     if protocol == "v4.channel.k8s.io":
