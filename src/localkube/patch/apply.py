@@ -28,6 +28,7 @@ from localkube.patch.fieldset import (
     atomic_map,
     child,
     compare,
+    created_fields,
     decode_fields,
     drop_emptied,
     encode_fields,
@@ -144,7 +145,10 @@ def _schema(obj: dict[str, Any], gvk: tuple[str, str, str] | None, schema: Schem
 
 
 def _with_managers(obj: dict[str, Any], managers: list[_Manager]) -> dict[str, Any]:
-    encoded = _encode_managers(managers)
+    return _with_entries(obj, _encode_managers(managers))
+
+
+def _with_entries(obj: dict[str, Any], encoded: list[dict[str, Any]]) -> dict[str, Any]:
     metadata = obj.setdefault("metadata", {})
     if encoded:
         metadata["managedFields"] = encoded
@@ -321,14 +325,19 @@ def record_update(
     values with `new` (it is not a deep copy)."""
     node = _schema(new, gvk, schema)
     before, after = _without_managed_fields(old, deep=False), _without_managed_fields(new, deep=False)
-    changes = compare(before, after, node, typed=schema is None)
-    touched = without_server_owned(changes.added | changes.modified)
-    removed = without_server_owned(changes.removed)
     given = (new.get("metadata") or {}).get("managedFields")
-    managers = _decode_managers(new if given and not subresource else old)
     # The API server maps a /scale writer's fields onto the object without a time (its entry sorts first).
     when = "" if subresource == "scale" else _now(now)
     me = _Manager(manager, "Update", _api_version(new, gvk), subresource, when, set())
+    if old is None and not given:
+        created = created_fields(after, node, typed=schema is None)
+        if created is not None:
+            me.encoded = created
+            return _with_entries(after, [me.entry()] if created else [])
+    changes = compare(before, after, node, typed=schema is None)
+    touched = without_server_owned(changes.added | changes.modified)
+    removed = without_server_owned(changes.removed)
+    managers = _decode_managers(new if given and not subresource else old)
     mine = next((m for m in managers if m.same_identity(me)), None)
     others = [m for m in managers if m is not mine]
     for other in others:
