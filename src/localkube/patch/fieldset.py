@@ -10,10 +10,10 @@ This module walks values into field sets, compares two objects' sets, and encode
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final
 
 import orjson
@@ -68,6 +68,14 @@ class ListKind:
     def element(self, item: Any, index: int) -> str:
         """The FieldsV1 element naming an item of the list."""
         if self.kind == "map" and isinstance(item, dict):
+            if len(self.keys) == 1 and not self.defaults:
+                # The usual identity, one string (a container's or a variable's name), written directly.
+                value = item.get(self.keys[0])
+                if type(value) is str:
+                    try:
+                        return f"k:{{{self._key_json}:{orjson.dumps(value).decode()}}}"
+                    except orjson.JSONEncodeError:  # see _compact_json
+                        pass
             # A key the item leaves out takes its schema default, as structured-merge-diff does.
             identity = {k: item[k] for k in self.keys if k in item} | {
                 k: v for k, v in self.defaults if k not in item
@@ -76,6 +84,10 @@ class ListKind:
         if self.kind == "set":
             return "v:" + _compact_json(item)
         return f"i:{index}"
+
+    @cached_property
+    def _key_json(self) -> str:
+        return json.dumps(self.keys[0], ensure_ascii=False)
 
 
 _INT64: Final = range(-(2**63), 2**63)
@@ -88,8 +100,10 @@ def _compact_json(value: Any) -> str:
     that, and the json module took four times as long."""
     flat = value.values() if isinstance(value, dict) else (value,)
     if all(v is None or type(v) in (str, bool) or (type(v) is int and v in _INT64) for v in flat):
-        with contextlib.suppress(orjson.JSONEncodeError):  # a lone surrogate: json writes it as it is
+        try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        except orjson.JSONEncodeError:  # a lone surrogate, which json writes as it is
+            pass
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
@@ -370,19 +384,23 @@ def created_fields(obj: dict[str, Any], node: Schema, *, typed: bool = False) ->
     the object instead of building every path, comparing sets and sorting them (a create's bookkeeping was a
     tenth of localkube's CPU). None when a list holds two items of one identity: that route merges them."""
     try:
-        return _created_members(obj, _Node.of(node), typed, typed, _OWNED_AT_ROOT)
+        return _created_members(obj, _Node.of(node), typed, _OWNED_AT_ROOT)
     except _SameItemTwice:
         return None
 
 
 def _created_members(
-    value: dict[str, Any], node: _Node, typed: bool, zero: bool, server_owned: frozenset[str]
+    value: dict[str, Any], node: _Node, zero: bool, server_owned: frozenset[str]
 ) -> dict[str, Any]:
     """The FieldsV1 under a map. `zero`: a typed kind's zero value holds this map (see `_in_zero_value`),
     and so the maps and empty maps it holds are no change."""
     tree: dict[str, Any] = {}
     for key in sorted(value):
         member = value[key]
+        if not isinstance(member, dict | list):  # a scalar: its own field, whatever the schema says
+            if key not in server_owned:
+                tree[f"f:{key}"] = {}
+            continue
         member_node, declared = node.field(key)
         member_zero = zero and (member_node.struct or key in node.required)
         below: dict[str, Any] = {}
@@ -391,18 +409,16 @@ def _created_members(
                 own = not (member_zero and member == {})
             else:
                 inner_owned = _OWNED_IN_METADATA if node.root and key == "metadata" else _NONE_OWNED
-                below = _created_members(member, member_node, typed, member_zero, inner_owned)
+                below = _created_members(member, member_node, member_zero, inner_owned)
                 created = not member_zero and not (node.root and key == "metadata")
                 own = created or ((member == {} or not declared) and not (member == {} and member_zero))
-        elif isinstance(member, list):
+        else:
             shape = member_node.list_kind()
             if shape.kind == "atomic":
                 own = True
             else:
                 own = not member_zero or not declared
-                below = _created_items(member, member_node, shape, typed)
-        else:
-            own = True
+                below = _created_items(member, member_node, shape)
         if key in server_owned:
             own = False
         if own:
@@ -412,7 +428,7 @@ def _created_members(
     return tree
 
 
-def _created_items(value: list[Any], node: _Node, shape: ListKind, typed: bool) -> dict[str, Any]:
+def _created_items(value: list[Any], node: _Node, shape: ListKind) -> dict[str, Any]:
     items = node.items()
     tree: dict[str, Any] = {}
     for index, item in enumerate(value):
@@ -421,11 +437,11 @@ def _created_items(value: list[Any], node: _Node, shape: ListKind, typed: bool) 
             raise _SameItemTwice
         below: dict[str, Any] = {}
         if isinstance(item, dict) and not items.atomic_map:
-            below = _created_members(item, items, typed, False, _NONE_OWNED)
+            below = _created_members(item, items, False, _NONE_OWNED)
         elif isinstance(item, list):
             item_shape = items.list_kind()
             if item_shape.kind != "atomic":
-                below = _created_items(item, items, item_shape, typed)
+                below = _created_items(item, items, item_shape)
         tree[element] = {".": {}, **below} if below else {}
     return dict(sorted(tree.items()))
 
