@@ -13,6 +13,23 @@ def test_time_is_whole_seconds_in_utc_and_micro_time_keeps_microseconds() -> Non
     assert times.format_micro_time(east) == "2026-01-02T03:04:05.120000Z"
 
 
+def test_time_follows_each_second_asked_for_in_any_order() -> None:
+    """The text of the last second asked for is kept: each new second, earlier or later, gets its own."""
+    asked = [MOMENT, MOMENT.replace(microsecond=999999), MOMENT + timedelta(seconds=1), MOMENT]
+    asked += [
+        MOMENT.replace(year=1971),
+        datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=UTC),
+    ]
+    assert [times.format_time(moment) for moment in asked] == [
+        "2026-01-02T03:04:05Z",
+        "2026-01-02T03:04:05Z",
+        "2026-01-02T03:04:06Z",
+        "2026-01-02T03:04:05Z",
+        "1971-01-02T03:04:05Z",
+        "1969-12-31T23:59:59Z",
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "parsed"),
     [
