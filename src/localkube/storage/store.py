@@ -355,7 +355,11 @@ class Store:
     # -- writes -----------------------------------------------------------------------------------------
 
     def create(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Stores a new object; raises AlreadyExists if the key is live."""
+        """Stores a new object and returns it as stored; raises AlreadyExists if the key is live.
+
+        What `create` and `update` return has a top level and metadata of its own; the values below them are
+        `obj`'s, as in the write's event, which nobody changes (a writer that edits a stored object edits a
+        copy). Decoding the stored bytes again for it was 3 % of localkube's CPU."""
         if key in self._live:
             raise AlreadyExists(key)
         revision = self._revision + 1
@@ -365,16 +369,15 @@ class Store:
         self._write(
             row, Event("ADDED", key, revision, value, stamped), _Live(revision, revision, value), None
         )
-        return _decode(value)
+        return _stamp(obj, revision)
 
     def update(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> dict[str, Any]:
-        """Replaces a live object; with `expected_rv`, only if it is still the current revision."""
-        self.replace(key, obj, expected_rv)
-        return _decode(self._live[key].value)
+        """Replaces a live object; with `expected_rv`, only if it is still the current revision. Returns it
+        as stored (see `create`)."""
+        return _stamp(obj, self.replace(key, obj, expected_rv))
 
     def replace(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> int:
-        """As `update`, returning only the revision written: for in-process writers (scheduler, simulated
-        kubelet) that never read back what they wrote, decoding a copy for them was ~4 % of localkube's CPU."""
+        """As `update`, returning only the revision written (the scheduler and the simulated kubelet)."""
         live = self._require(key, expected_rv)
         revision = self._revision + 1
         stamped = _stamp(obj, revision)
