@@ -20,6 +20,7 @@ import orjson
 
 from kubesemantics.jsonvalue import json_equal
 from localkube.admission import builtin
+from localkube.patch.errors import PatchingError
 
 Path = tuple[str, ...]
 Schema = dict[str, Any] | None
@@ -369,8 +370,9 @@ def compare(old: Any, new: Any, node: Schema, *, typed: bool = False) -> Changes
     return Changes(set(added) | created, modified, set(old_set - new_set))
 
 
-class _SameItemTwice(Exception):
-    """A list holds two items of one identity; only the set-based route merges their paths."""
+class _SameItemTwice(PatchingError):
+    """A list holds two items of one identity; only the set-based route merges their paths. Never leaves
+    `created_fields`, which answers None for it."""
 
 
 _OWNED_AT_ROOT: Final = frozenset(path[0][2:] for path in _SERVER_OWNED if len(path) == 1)
