@@ -308,6 +308,8 @@ def test_what_the_registry_sets_on_create_is_nobodys(api: httpx.Client, namespac
     assert "f:type" in owned["f:spec"] and "f:sessionAffinity" in owned["f:spec"]
     assert not {"f:clusterIP", "f:clusterIPs", "f:ipFamilies", "f:ipFamilyPolicy"} & set(owned["f:spec"])
     assert "f:status" not in owned and created["spec"]["clusterIP"]
+    pod = api.post(f"/api/v1/namespaces/{namespace}/pods?fieldManager=maker", json=_pod("p")).json()
+    assert "f:status" not in _owned(pod, "maker") and pod["status"]["phase"] == "Pending"
 
 
 def test_every_namespace_gets_the_root_ca_and_keeps_it(api: httpx.Client, namespace: str) -> None:

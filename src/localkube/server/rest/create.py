@@ -94,12 +94,9 @@ class Creates:
         """`obj` with its creator owning what it set: not what the registry set after the field manager ran."""
         if not registry_set:
             return patching.record(resource_type, None, obj, manager, None)
-        view = clone(obj)
-        for path in registry_set:
-            parent = _value_at(view, path[:-1])
-            if isinstance(parent, dict):
-                parent.pop(path[-1], None)
-        managed = patching.record(resource_type, None, view, manager, None)["metadata"].get("managedFields")
+        managed = patching.record(resource_type, None, _without(obj, registry_set), manager, None)[
+            "metadata"
+        ].get("managedFields")
         if managed:
             obj["metadata"]["managedFields"] = managed
         return obj
@@ -140,6 +137,24 @@ class Creates:
         if resource_type.kind == "CustomResourceDefinition":
             crds.set_status(obj)
         return obj
+
+
+def _without(obj: dict[str, Any], paths: list[tuple[str, ...]]) -> dict[str, Any]:
+    """`obj` without the values at `paths`, leaving `obj` whole: only the maps along the paths are copied
+    (a pod's create drops its status this way without copying its spec)."""
+    view = dict(obj)
+    for path in paths:
+        parent = view
+        for key in path[:-1]:
+            child = parent.get(key)
+            if not isinstance(child, dict):
+                break
+            copied = dict(child)
+            parent[key] = copied
+            parent = copied
+        else:
+            parent.pop(path[-1], None)
+    return view
 
 
 def _value_at(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
