@@ -95,9 +95,11 @@ def admit(
     old_root = ABSENT if old is None else old
     found = validation.validate_root(admitted, old_root, schema)
     found += validation.embedded_errors(admitted, schema)
-    # On update, list-type duplicates are only checked when the old object had none (ratcheting).
-    if old is None or not validation.list_type_errors(old, schema):
-        found += validation.list_type_errors(admitted, schema)
+    # On update, list-type duplicates are only refused when the old object had none (ratcheting); the old
+    # object is only walked when the new one has some, as the API server does.
+    duplicates = validation.list_type_errors(admitted, schema)
+    if duplicates and (old is None or not validation.list_type_errors(old, schema)):
+        found += duplicates
     if any(_blocks_rules(error) for error in found):
         if _has_rules(schema):
             found.append(FieldError("<nil>", errors.INVALID, None, UNCHECKED_RULES))
