@@ -12,6 +12,7 @@ decimal text, as the Kubernetes JSON decoder does.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -37,6 +38,9 @@ class QuantityError(SemanticsError):
     """The text is not a Kubernetes quantity."""
 
 
+# Typed, so that `True` is not answered from the entry of `1`. A cluster's pods repeat a handful of quantities
+# and the scheduler reads each pod's several times.
+@functools.lru_cache(maxsize=1024, typed=True)
 def parse(value: str | int | float) -> Fraction:
     """The exact value of a quantity such as ``"500m"``, ``"4Gi"``, ``"1e3"`` or the number ``2``."""
     if isinstance(value, bool):
