@@ -38,8 +38,8 @@ class QuantityError(SemanticsError):
     """The text is not a Kubernetes quantity."""
 
 
-# Typed, so that `True` is not answered from the entry of `1`. A cluster's pods repeat a handful of quantities
-# and the scheduler reads each pod's several times.
+# Typed, so that `True` is not answered from the entry of `1`. A cluster's pods and nodes repeat a handful of
+# quantities, and localkube's scheduler reads a pod's requests and its node's allocatable for each placement.
 @functools.lru_cache(maxsize=1024, typed=True)
 def parse(value: str | int | float) -> Fraction:
     """The exact value of a quantity such as ``"500m"``, ``"4Gi"``, ``"1e3"`` or the number ``2``."""

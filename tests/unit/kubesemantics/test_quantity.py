@@ -41,6 +41,12 @@ def test_rejects_what_is_not_a_quantity(text: str) -> None:
         quantity.parse(text)
 
 
+def test_a_boolean_is_refused_after_its_number_was_parsed() -> None:
+    assert quantity.parse(1) == quantity.parse(1.0) == 1
+    with pytest.raises(quantity.QuantityError):
+        quantity.parse(True)
+
+
 def test_is_zero() -> None:
     assert quantity.is_zero("0m") and quantity.is_zero(0) and not quantity.is_zero("1n")
 
