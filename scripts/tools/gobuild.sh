@@ -31,3 +31,31 @@ go_cached_build() {
     fi
     exec 9>&-
 }
+
+# The Kubernetes release the real control plane and the real node are built at (scripts/realkube, scripts/tools/node).
+kubernetes_version=v1.37.2
+
+# kubernetes_build STAGING GO PACKAGE...   # `go build`s k8s.io/kubernetes packages into STAGING/bin
+#
+# k8s.io/kubernetes replaces its staging modules (k8s.io/api, k8s.io/apimachinery, ...) with its own ./staging
+# tree, which a dependent module cannot see, so the generated go.mod in STAGING/src pins each to the matching
+# published v0.X.Y. Nothing of their source enters the repository.
+kubernetes_build() {
+    local staging=$1 go=$2 upstream minor
+    shift 2
+    mkdir "$staging/src" && cd "$staging/src"
+    upstream=$("$go" mod download -json "k8s.io/kubernetes@$kubernetes_version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+    minor=${kubernetes_version#v1.}
+    {
+        printf 'module kuberay.invalid/realkube\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\n' \
+            "$(sed -n 's/^go //p' "$upstream")" "$kubernetes_version"
+        # Every staging module k8s.io/kubernetes requires (at the placeholder v0.0.0), at v0.<minor>.<patch>.
+        sed -n 's/^[[:space:]]*\(k8s\.io\/[a-z0-9-]*\) v0\.0\.0$/replace \1 => \1 v0.'"$minor"'/p' "$upstream"
+    } > go.mod
+    local version_pkg=k8s.io/component-base/version
+    local ldflags="-s -w -X $version_pkg.gitVersion=$kubernetes_version -X $version_pkg.gitMajor=1"
+    ldflags+=" -X $version_pkg.gitMinor=${minor%%.*} -X $version_pkg.gitTreeState=clean"
+    # -mod=mod: go.sum is filled from the proxy's checksummed answers while building.
+    CGO_ENABLED=0 GOFLAGS="-trimpath -mod=mod -buildvcs=false" nice -n 10 "$go" build -ldflags="$ldflags" \
+        -o "$staging/bin/" "$@"
+}

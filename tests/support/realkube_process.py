@@ -30,7 +30,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,6 +51,8 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_NAME = "localkube-node"
 # A second node's identity, for a test that attaches an agent of its own beside the session's node.
 SPARE_NODE_NAME = "agent-node"
+# The containers backend's node: a real kubelet (tests/support/containerkube.py).
+KUBELET_NODE_NAME = "kuberay-node"
 SERVICE_CIDR = "10.96.0.0/12"
 _SERVING_NAMES = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                   "kubernetes.default.svc.cluster.local"]  # fmt: skip
@@ -62,6 +64,11 @@ _IDENTITIES = {
     "scheduler": ("system:kube-scheduler", ""),
     "node": (f"system:node:{NODE_NAME}", "system:nodes"),
     "spare-node": (f"system:node:{SPARE_NODE_NAME}", "system:nodes"),
+    "kubelet": (f"system:node:{KUBELET_NODE_NAME}", "system:nodes"),
+    # The containers backend's kube-proxy (bound to system:node-proxier by the API server's bootstrap RBAC)
+    # and CoreDNS (bound to its ClusterRole by tests/support/containerkube.py).
+    "kube-proxy": ("system:kube-proxy", ""),
+    "coredns": ("system:coredns", ""),
 }
 
 
@@ -87,9 +94,16 @@ def provisioned_volumes(directory: Path, count: int = 4) -> list[dict[str, objec
 class RealKubeProcess(LocalKubeProcess):
     """etcd + kube-apiserver + kube-controller-manager + kube-scheduler, with localkube's access methods."""
 
-    def __init__(self, data_dir: Path, bin_dir: Path) -> None:
+    def __init__(
+        self, data_dir: Path, bin_dir: Path, address: str = "127.0.0.1", command_prefix: Sequence[str] = ()
+    ) -> None:
+        """`address`: where the API server listens and what it advertises (loopback unless a node in another
+        network namespace must reach it); `command_prefix`: what each process is started under (the containers
+        backend's `nsenter --net=...`)."""
         super().__init__(data_dir)
         self.bin_dir = bin_dir
+        self.address = address
+        self.command_prefix = list(command_prefix)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.startup_seconds = 0.0
 
@@ -103,7 +117,7 @@ class RealKubeProcess(LocalKubeProcess):
         self._write_credentials()
         etcd_port, peer_port = free_port(), free_port()
         self.port = free_port()
-        self._url = f"https://127.0.0.1:{self.port}"
+        self._url = f"https://{self.address}:{self.port}"
         for identity in _IDENTITIES:
             self._write_kubeconfig(identity)
         etcd = f"http://127.0.0.1:{etcd_port}"
@@ -118,7 +132,7 @@ class RealKubeProcess(LocalKubeProcess):
         ])  # fmt: skip
         pki = self.data_dir / "pki"
         self._spawn("kube-apiserver", [
-            f"--etcd-servers={etcd}", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--etcd-servers={etcd}", f"--bind-address={self.address}", f"--advertise-address={self.address}",
             f"--secure-port={self.port}", f"--cert-dir={pki}",
             f"--tls-cert-file={pki / 'server.crt'}", f"--tls-private-key-file={pki / 'server.key'}",
             f"--client-ca-file={self.ca_cert}", f"--token-auth-file={self.data_dir / 'tokens.csv'}",
@@ -126,8 +140,7 @@ class RealKubeProcess(LocalKubeProcess):
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--allow-privileged=true", "--profiling=false",
-            # The endpoint reconciler refuses a loopback address for the `kubernetes` Service's endpoints.
-            "--endpoint-reconciler-type=none",
+            *self._apiserver_node_args(),
         ])  # fmt: skip
         deadline = started + timeout
         self._wait_ready(deadline)
@@ -149,10 +162,17 @@ class RealKubeProcess(LocalKubeProcess):
         self.startup_seconds = time.monotonic() - started
         return self
 
-    def _spawn(self, name: str, args: list[str]) -> None:
+    def _apiserver_node_args(self) -> list[str]:
+        if ipaddress.ip_address(self.address).is_loopback:
+            # The endpoint reconciler refuses a loopback address for the `kubernetes` Service's endpoints.
+            return ["--endpoint-reconciler-type=none"]
+        # A real kubelet: reached on its node's address (its name resolves nowhere), for logs, exec, port-forward.
+        return ["--kubelet-preferred-address-types=InternalIP"]
+
+    def _spawn(self, name: str, args: list[str], binary: Path | None = None) -> None:
         with (self.data_dir / f"{name}.log").open("ab") as log:
             self.processes[name] = subprocess.Popen(
-                [str(self.bin_dir / name), *args],
+                [*self.command_prefix, str(binary or self.bin_dir / name), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -245,7 +265,7 @@ class RealKubeProcess(LocalKubeProcess):
         if not (pki / "sa.key").exists():
             names = [x509.DNSName(name) for name in _SERVING_NAMES]
             # Process-mode pods dial the API server on their bridge's gateway, as they do on localkube.
-            addresses = [*_SERVING_ADDRESSES, *bridge_gateways()]
+            addresses = dict.fromkeys([*_SERVING_ADDRESSES, *bridge_gateways(), self.address])
             names += [x509.IPAddress(ipaddress.ip_address(address)) for address in addresses]
             ca_pem, cert_pem, key_pem = issue("realkube-ca", "kube-apiserver", names)
             (pki / "ca.crt").write_bytes(ca_pem)
