@@ -1,0 +1,3 @@
+module kuberay.invalid/pause
+
+go 1.22
