@@ -130,6 +130,7 @@ class EventRecorder:
 
     async def _write(self, occurrence: _Occurrence) -> None:
         obj, type, reason, message, action, at, controller = occurrence
+        message = _within_limit(message)
         metadata = obj.get("metadata") or {}
         namespace = metadata.get("namespace") or "default"
         similar = _Similar(
@@ -221,3 +222,16 @@ class ControllerRecorder:
         self._parent._enqueue(
             _Occurrence(obj, type, reason, message, action, self._parent._clock.now(), self.controller)
         )
+
+
+# kube-apiserver refuses an Event whose message (events.k8s.io's `note`) is over 1024 bytes; a Serve
+# application's import error, with its traceback, is longer. The Event keeps its start, marked as cut.
+MESSAGE_LIMIT = 1024
+_CUT = " ..."
+
+
+def _within_limit(message: str) -> str:
+    encoded = message.encode()
+    if len(encoded) <= MESSAGE_LIMIT:
+        return message
+    return encoded[: MESSAGE_LIMIT - len(_CUT)].decode(errors="ignore") + _CUT

@@ -88,3 +88,25 @@ async def test_a_controllers_events_are_events_k8s_io_v1_with_a_series(localkube
     [core] = (await client.list(EVENT, namespace)).items
     assert (core["message"], core["reportingComponent"]) == ("no", "rayservice-controller")
     await client.close()
+
+
+async def test_a_message_over_the_api_servers_limit_is_cut_to_it_on_a_character_boundary(localkube):
+    # kube-apiserver refuses an Event whose message is over 1024 bytes (a Serve traceback is longer): the
+    # real kubelet tier found RayService Events lost so.
+    client = client_for(localkube)
+    namespace = await new_namespace(client)
+    subject = await client.create(CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
+    recorder = EventRecorder(client, component="kuberay-operator", instance="test", clock=FakeClock())
+    writer = asyncio.create_task(recorder.run())
+    traceback = "Traceback: é" * 300  # 3,900 bytes, two of them in each é
+    recorder.for_controller("rayservice-controller").record(subject, WARNING, "ServeFailed", traceback)
+    recorder.record(subject, WARNING, "FailedToCreatePod", traceback)  # a core/v1 Event, cut the same
+    await asyncio.wait_for(recorder.flush(), 20)
+    writer.cancel()
+    events = (await client.list(EVENT, namespace)).items
+    assert sorted(e["reason"] for e in events) == ["FailedToCreatePod", "ServeFailed"]
+    for event in events:
+        message = event["message"]
+        assert len(message.encode()) <= 1024 < len(traceback.encode())
+        assert message.endswith(" ...") and traceback.startswith(message.removesuffix(" ..."))
+    await client.close()
