@@ -33,16 +33,28 @@ import pytest
 
 from support import toolbuild
 
-BACKENDS = ("localkube", "realkube")
+BACKENDS = ("localkube", "realkube", "containers")
+# What each --backend choice runs; `both` is the two control planes, `all` adds the containers backend.
+CHOICES = {
+    "localkube": ("localkube",),
+    "realkube": ("realkube",),
+    "containers": ("containers",),
+    "both": ("localkube", "realkube"),
+    "all": BACKENDS,
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     go = shutil.which("go") or Path("/usr/local/go/bin/go").exists()
+    # The containers backend makes a network namespace, cgroups and mounts: root only.
+    default = ("all" if os.geteuid() == 0 else "both") if go else "localkube"
     parser.addoption(
         "--backend",
-        choices=("localkube", "realkube", "both"),
-        default="both" if go else "localkube",
-        help="control plane(s) the backend-aware tests run on (default: both when Go can build realkube)",
+        choices=tuple(CHOICES),
+        default=default,
+        help="backend(s) the backend-aware tests run on: localkube, realkube (the real control plane), "
+        "containers (it with a real kubelet on containerd, root only), both (the first two) or all "
+        "(default: all as root where Go can build them, both without root, localkube without Go)",
     )
 
 
@@ -53,6 +65,9 @@ COLD_TOOLS = "KUBERAY_TESTS_COLD_TOOLS"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realkube: needs the real control plane (see --backend)")
+    config.addinivalue_line(
+        "markers", "containers: needs the containers backend, a real kubelet on containerd (see --backend)"
+    )
     config.addinivalue_line(
         "markers", "timers: a slow test that mostly waits on timers (leases, timeouts, TTLs), not the CPU"
     )
@@ -67,8 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def backends(config: pytest.Config) -> tuple[str, ...]:
-    chosen = config.getoption("--backend")
-    return BACKENDS if chosen == "both" else (chosen,)
+    return CHOICES[config.getoption("--backend")]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -78,7 +92,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         backend = _backend(item)
         if backend is not None and backend not in chosen:
             item.add_marker(skip)
-        if (backend == REALKUBE) != _on_realkube(item.nodeid):
+        if backend != CONTAINERS and (backend == REALKUBE) != _on_realkube(item.nodeid):
             # The scheduler and the control plane's early stop know a test by its id alone.
             raise pytest.UsageError(f"{item.nodeid}: a test on the real control plane, and only one, has "
                                     f"{REALKUBE!r} in its node id (its parameter, file or directory)")  # fmt: skip
@@ -89,6 +103,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         key=lambda item: (
             item.path in waiting,
             not _on_realkube(item.nodeid),
+            not _on_containers(item.nodeid),
             rank.get(item.path, len(rank)),
         )
     )
@@ -114,10 +129,17 @@ def _slow_files_ranked(items: list[pytest.Item], default: float) -> dict[Path, i
 
 
 REALKUBE = "realkube"
+CONTAINERS = "containers"
 
 
 def _on_realkube(nodeid: str) -> bool:
     return REALKUBE in nodeid
+
+
+def _on_containers(nodeid: str) -> bool:
+    """A test of tests/containers/, on the containers backend: one per machine (its network namespace has one
+    name), so they all run on one worker."""
+    return nodeid.startswith(f"tests/{CONTAINERS}/")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -129,6 +151,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class RealkubeTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if _on_containers(nodeid):
+                return CONTAINERS
             scope: str = REALKUBE if _on_realkube(nodeid) else super()._split_scope(nodeid)
             return scope
 
@@ -139,6 +163,8 @@ def _backend(item: pytest.Item) -> str | None:
     """The control plane a backend-aware test runs on (its `kube_backend`, or realkube for a `realkube` test)."""
     callspec = getattr(item, "callspec", None)
     backend: str | None = callspec.params.get("kube_backend") if callspec else None
+    if backend is None and item.get_closest_marker(CONTAINERS):
+        return CONTAINERS
     return backend or (REALKUBE if item.get_closest_marker(REALKUBE) else None)
 
 
@@ -171,14 +197,19 @@ def _wait_for_builds(items: list[pytest.Item], default: float, *, start: bool) -
     return waiting
 
 
-# The session's control plane's stop, for the hook to call after the last test on it (the fixture calls it
-# again at the session's end, when a second stop does nothing).
-_stop_realkube: list[Callable[[], None]] = []
+# The stops of the session's control plane and of the containers backend, for the hook to call after the last
+# test on each (the fixtures call them again at the session's end, when a second stop does nothing).
+_early_stops: dict[str, list[Callable[[], None]]] = {REALKUBE: [], CONTAINERS: []}
 
 
 def stop_realkube_early(stop: Callable[[], None]) -> None:
     """Has `stop` called once the last test on the real control plane of this worker is done."""
-    _stop_realkube.append(stop)
+    _early_stops[REALKUBE].append(stop)
+
+
+def stop_containers_early(stop: Callable[[], None]) -> None:
+    """Has `stop` called once the last test on the containers backend of this worker is done."""
+    _early_stops[CONTAINERS].append(stop)
 
 
 @pytest.hookimpl(trylast=True)
@@ -187,6 +218,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     # of them, none is left on this worker: the session fixture's processes stop now, not at the run's end.
     # Not while the next test is in the same file: run without xdist, a file's tests on both backends share a
     # worker, and its module fixture for the real control plane is finalized only when the next test's
-    # parameter replaces it, after this teardown.
-    if _stop_realkube and not (nextitem and (_on_realkube(nextitem.nodeid) or nextitem.path == item.path)):
-        _stop_realkube.pop()()
+    # parameter replaces it, after this teardown. The containers backend's tests are one unit too.
+    for group, on_it in ((REALKUBE, _on_realkube), (CONTAINERS, _on_containers)):
+        stops = _early_stops[group]
+        if stops and not (nextitem and (on_it(nextitem.nodeid) or nextitem.path == item.path)):
+            stops.pop()()

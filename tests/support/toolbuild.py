@@ -28,6 +28,8 @@ TOOLS: dict[str, Path] = {
     "realkube": REPO / "scripts" / "realkube",
     # The cert-manager controller and its CRDs; the key is the fixture that needs it (a name, no hyphen).
     "cert_manager": REPO / "scripts" / "tools" / "cert-manager" / "build",
+    # The containers backend: the control plane, the real node and the images (scripts/containerkube).
+    "containerkube": REPO / "scripts" / "containerkube",
 }
 # Compiling the three Kubernetes binaries and etcd took ~26 min on 2 idle cores (Helm: minutes); on cores the
 # rest of the suite shares, longer. A bound, not a measurement.
