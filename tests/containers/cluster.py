@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,25 @@ class Cluster:
             check=False, timeout=120,
         ).strip().splitlines()  # fmt: skip
         return int(count[-1]) if count and count[-1].isdigit() else 0
+
+    @contextlib.contextmanager
+    def port_forward(self, namespace: str, target: str, port: int) -> Iterator[int]:
+        """`kubectl port-forward` (through the API server and the kubelet); yields the local port."""
+        process = subprocess.Popen(
+            ["kubectl", "--kubeconfig", self.kubeconfig, "port-forward", "-n", namespace, target, f":{port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> PORT"
+            found = re.search(r"127\.0\.0\.1:(\d+)", line)
+            assert found, (
+                f"kubectl port-forward said {line!r}; {process.stderr.read() if process.stderr else ''}"
+            )
+            yield int(found.group(1))
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)  # reaps it and closes its pipes
 
     def operator_pod(self) -> dict[str, Any]:
         """The Helm-installed operator's pod, once it is Ready."""

@@ -8,10 +8,10 @@ two CPUs: a cluster at a time), each in its own namespace, deleted after it.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,26 +58,6 @@ def _head(cluster: Cluster, namespace: str, cluster_name: str) -> dict[str, Any]
     return head
 
 
-@contextlib.contextmanager
-def _port_forward(cluster: Cluster, namespace: str, target: str, port: int) -> Iterator[int]:
-    """`kubectl port-forward` (through the API server and the kubelet); yields the local port."""
-    process = subprocess.Popen(
-        ["kubectl", "--kubeconfig", cluster.kubeconfig, "port-forward", "-n", namespace, target, f":{port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> PORT"
-        found = re.search(r"127\.0\.0\.1:(\d+)", line)
-        assert found, (
-            f"kubectl port-forward said {line!r}; stderr: {process.stderr.read() if process.stderr else ''}"
-        )
-        yield int(found.group(1))
-    finally:
-        process.terminate()
-        process.communicate(timeout=10)  # reaps it and closes its pipes
-
-
 def test_the_helm_installed_operator_runs_in_cluster_on_our_image(cluster: Cluster, operator: None) -> None:
     pod = cluster.operator_pod()
     (container,) = pod["status"]["containerStatuses"]
@@ -96,7 +76,7 @@ def test_the_helm_installed_operator_runs_in_cluster_on_our_image(cluster: Clust
     lease = cluster.get("lease", "ray-operator-leader", OPERATOR_NS)
     assert lease["spec"]["holderIdentity"].startswith(name), lease["spec"]
     # Metrics through the chart's Service (the API server's port-forward to a pod behind it).
-    with _port_forward(cluster, OPERATOR_NS, "svc/kuberay-operator", 8080) as port:
+    with cluster.port_forward(OPERATOR_NS, "svc/kuberay-operator", 8080) as port:
         metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
     assert metrics.status_code == 200
     assert "controller_runtime_reconcile_total" in metrics.text or "kuberay_" in metrics.text, metrics.text[
@@ -137,7 +117,7 @@ def test_the_minimal_example_runs_ray_in_containers(cluster: Cluster, operator: 
     assert int(limit) == 2 * 1024**3
     # The kubelet serves logs and port-forward: the head's `ray start` output, and its dashboard.
     assert "Ray runtime started" in cluster.kubectl("logs", "-n", namespace, head, "-c", "ray-head")
-    with _port_forward(cluster, namespace, f"pod/{head}", 8265) as port:
+    with cluster.port_forward(namespace, f"pod/{head}", 8265) as port:
         version = httpx.get(f"http://127.0.0.1:{port}/api/version", timeout=10).json()
     assert version["ray_version"] == "2.52.0", version
 
@@ -190,8 +170,13 @@ def test_kubectl_ray_sees_and_reaches_a_cluster_through_the_kubelet(
         version = cluster.wait_for(dashboard, "the dashboard through `kubectl ray session`", timeout=120)
         assert version["ray_version"] == "2.52.0"
     finally:
-        session.terminate()
-        session.communicate(timeout=20)
+        # Ended as a user ends it, with Ctrl-C: on SIGTERM it had not ended within 20 s.
+        session.send_signal(signal.SIGINT)
+        try:
+            session.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            session.kill()
+            session.communicate()
 
 
 def test_the_apiserver_chart_answers_its_rest_routes(cluster: Cluster, operator: None, helm: Any) -> None:
@@ -203,7 +188,7 @@ def test_the_apiserver_chart_answers_its_rest_routes(cluster: Cluster, operator:
         "--create-namespace", "--wait", "--timeout", "10m", kubeconfig=cluster.kubeconfig, timeout=660,
     )  # fmt: skip
     try:
-        with _port_forward(cluster, namespace, "svc/kuberay-apiserver-service", 8888) as port:
+        with cluster.port_forward(namespace, "svc/kuberay-apiserver-service", 8888) as port:
             base = f"http://127.0.0.1:{port}/apis/v1/namespaces/{namespace}"
             template = {"name": "small", "namespace": namespace, "cpu": 1, "memory": 1}
             created = httpx.post(f"{base}/compute_templates", json=template, timeout=30)
