@@ -110,11 +110,11 @@ async def test_a_failed_rayjob_is_answered_after_its_cluster_is_gone(
         status = local_process.get("rayjob", name, namespace).get("status") or {}
         return status if status.get("jobStatus") == "FAILED" else None
 
-    status = eventually(finished, JOB_TIMEOUT, "the RayJob failed", every=KUBECTL_POLL)
+    status = await eventually(finished, JOB_TIMEOUT, "the RayJob failed", every=KUBECTL_POLL)
     cluster = status["rayClusterName"]
     # The TTL deletes the cluster; its Ray pods (and the collectors, flushing on SIGTERM) go with it.
     ray_pods = ("get", "rayclusters,pods", "-n", namespace, "-l", "ray.io/node-type", "-o", "name")
-    eventually(
+    await eventually(
         lambda: not local_process.kubectl(*ray_pods).strip(),
         JOB_TIMEOUT,
         "the cluster and its pods deleted",

@@ -19,7 +19,7 @@ import pytest
 from kuberay.local.ports import free_port
 from support.eventually import eventually
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # Bounds on a loaded machine, not measurements: a JVM's start is several seconds on two busy cores.
 START_TIMEOUT = 90.0
