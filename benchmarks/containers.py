@@ -68,8 +68,8 @@ def main() -> None:
     node, built = toolbuild.ensure("containerkube")
     realkube, helm_binary = toolbuild.built("realkube"), toolbuild.ensure("helm")[0]
     assert realkube is not None
-    images = Path(subprocess.run(["bash", str(REPO / "scripts" / "tools" / "images"), "built"],
-                                 capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    images = toolbuild.built("images")
+    assert images is not None
     print(f"tools ready in {built:.1f} s; load average {os.getloadavg()[0]:.2f}")
     for name in ("sizes.txt", "timings.txt"):
         print(f"-- {name} ({images})\n{(images / name).read_text()}", end="")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from support import kubectl
 from support.containerkube import ContainerKube
 from support.eventually import eventually
 
@@ -35,14 +36,7 @@ class Cluster:
         self.kubeconfig = str(backend.kubeconfig)
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
-        # KUBECONFIG, not --kubeconfig: kubectl refuses flags before a plugin's name (`kubectl ray`).
-        result = subprocess.run(
-            ["kubectl", *args], input=input, capture_output=True, text=True, timeout=timeout, check=False,
-            env={**os.environ, "KUBECONFIG": self.kubeconfig},
-        )  # fmt: skip
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
-        return result.stdout
+        return kubectl.run(self.kubeconfig, *args, input=input, check=check, timeout=timeout)
 
     def get(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         found: dict[str, Any] = json.loads(self.kubectl("get", kind, name, "-n", namespace, "-o", "json"))

@@ -13,13 +13,12 @@ the backend is stopped after the last of them, and what it changed on the host i
 
 from __future__ import annotations
 
-import subprocess
+import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from containers.cluster import CRD_DIR, OPERATOR_NS, REPO, Cluster
+from containers.cluster import CRD_DIR, OPERATOR_NS, Cluster
 from support import runreport, toolbuild
 from support.containerkube import ContainerKube
 from support.helm import CHARTS, Helm
@@ -30,8 +29,8 @@ def containerkube(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ContainerKube]:
     node_bin, build_seconds = toolbuild.ensure("containerkube")
-    realkube_bin, images = toolbuild.built("realkube"), _images_dir()
-    assert realkube_bin is not None
+    realkube_bin, images = toolbuild.built("realkube"), toolbuild.built("images")
+    assert realkube_bin is not None and images is not None
     backend = ContainerKube(tmp_path_factory.mktemp("containerkube"), realkube_bin, node_bin, images)
     request.config.pluginmanager.getplugin("support.scheduling").stop_containers_early(backend.stop)
     try:
@@ -45,19 +44,18 @@ def containerkube(
         runreport.report(f"containerkube: undone on the host: {'; '.join(backend.undone) or 'nothing'}")
 
 
-def _images_dir() -> Path:
-    found = subprocess.run(
-        ["bash", str(REPO / "scripts" / "tools" / "images"), "built"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(found.stdout.strip())
-
-
 @pytest.fixture(scope="session")
 def cluster(containerkube: ContainerKube) -> Cluster:
     return Cluster(containerkube)
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the test's own, named after it, deleted (with all in it) after it."""
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:50].strip("-")
+    cluster.namespace(name)
+    yield name
+    cluster.delete_namespace(name)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ removed after `idleTimeoutSeconds` (60).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,6 @@ import socket, ray
 ray.init(address="auto", logging_level="ERROR")
 print("RAN ON", ray.get(ray.remote(num_cpus=1)(lambda: socket.gethostname()).remote()))
 """
-
-
-@pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
-    name = cluster.namespace("autoscaler-containers")
-    yield name
-    cluster.delete_namespace(name)
 
 
 def _workers(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:

@@ -7,8 +7,6 @@ restart touches no container.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +17,6 @@ from containers.cluster import NEEDS_ROOT, OPERATOR_NS, Cluster
 pytestmark = [NEEDS_ROOT, pytest.mark.containers, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-@pytest.fixture
-def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:50].strip("-")
-    cluster.namespace(name)
-    yield name
-    cluster.delete_namespace(name)
 
 
 def _ray_pods(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:

@@ -9,9 +9,7 @@ node's two CPUs at once: each is a head alone, asking for half a CPU.
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 import yaml
 
 from containers.cluster import NEEDS_ROOT, Cluster
+from support.upgrade_witness import UpgradeWitness
 
 pytestmark = [NEEDS_ROOT, pytest.mark.containers, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -67,11 +66,10 @@ def _rayservice(tag: str, greeting: str = "hello") -> dict[str, Any]:
 
 
 @pytest.fixture
-def namespace(cluster: Cluster) -> Iterator[str]:
-    name = cluster.namespace("rayservice-containers")
-    cluster.kubectl("create", "configmap", "echo-app", "-n", name, f"--from-file={ECHO}")
-    yield name
-    cluster.delete_namespace(name)
+def namespace(cluster: Cluster, namespace: str) -> str:
+    """The test's namespace (tests/containers/conftest.py) with the Serve application in a ConfigMap."""
+    cluster.kubectl("create", "configmap", "echo-app", "-n", namespace, f"--from-file={ECHO}")
+    return namespace
 
 
 def _apply(cluster: Cluster, namespace: str, obj: dict[str, Any]) -> None:
@@ -109,8 +107,7 @@ def test_serve_answers_through_kube_proxy_and_an_upgrade_loses_no_request(
     )
     first = _status(cluster, namespace)["activeServiceStatus"]["rayClusterName"]
 
-    answers: list[str] = []
-    failures: list[str] = []
+    witness = UpgradeWitness()
     stop = threading.Event()
 
     def send_requests() -> None:
@@ -119,14 +116,9 @@ def test_serve_answers_through_kube_proxy_and_an_upgrade_loses_no_request(
         with httpx.Client(timeout=10, limits=httpx.Limits(max_keepalive_connections=0)) as client:
             while not stop.is_set():
                 try:
-                    response = client.get(url)
+                    witness.saw(client.get(url))
                 except httpx.HTTPError as e:
-                    failures.append(repr(e))
-                else:
-                    if response.status_code == 200:
-                        answers.append(response.text)
-                    else:
-                        failures.append(f"{response.status_code} {response.text}")
+                    witness.failed(e)
                 stop.wait(0.2)
 
     sender = threading.Thread(target=send_requests, daemon=True)
@@ -144,7 +136,7 @@ def test_serve_answers_through_kube_proxy_and_an_upgrade_loses_no_request(
             )
 
         cluster.wait_for(upgraded, "the upgrade done: a new active cluster, none pending")
-        cluster.wait_for(lambda: "hello v2" in answers, "an answer from the new cluster", timeout=120)
+        cluster.wait_for(lambda: "hello v2" in witness.answers, "an answer from the new cluster", timeout=120)
 
         def old_cluster_gone() -> bool:
             return first not in {c["metadata"]["name"] for c in cluster.items("rayclusters", namespace)}
@@ -153,8 +145,4 @@ def test_serve_answers_through_kube_proxy_and_an_upgrade_loses_no_request(
     finally:
         stop.set()
         sender.join(30)
-    assert failures == [], failures[:5]
-    assert answers[0] == "hello v1" and answers[-1] == "hello v2", (answers[:3], answers[-3:])
-    # Once the new cluster answered, the old one never did again: the Service moved once.
-    assert "hello v1" not in answers[answers.index("hello v2") :]
-    assert all(re.fullmatch(r"hello v[12]", a) for a in answers)
+    witness.assert_moved_once("hello v1", "hello v2")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from support import stopping
+from support import kubectl, stopping
 from support.eventually import eventually
 
 
@@ -28,11 +28,7 @@ class CertManager:
         self.process: subprocess.Popen[bytes] | None = None
 
     def kubectl(self, *args: str) -> str:
-        result = subprocess.run(
-            ["kubectl", f"--kubeconfig={self.kubeconfig}", *args], capture_output=True, text=True, timeout=120
-        )
-        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
-        return result.stdout
+        return kubectl.run(self.kubeconfig, *args)
 
     def crd_names(self) -> list[str]:
         return [

@@ -31,11 +31,10 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -43,7 +42,7 @@ import yaml
 from support import stopping
 from support.eventually import eventually
 from support.host_changes import HostChanges, kill_pod_processes, kill_processes_naming, restore_left_over
-from support.realkube_process import KUBELET_NODE_NAME, RealKubeProcess
+from support.realkube_process import KUBELET_NODE_NAME, RealKubeProcess, serve_until_interrupted
 
 NETNS = "kuberay-node"
 HOST_LINK, NODE_LINK = "kuberay-host", "kuberay-node"
@@ -112,7 +111,7 @@ class ContainerKube(RealKubeProcess):
                 self._start_node_processes()
                 self.wait_node_ready(self.node_name, timeout=max(started + timeout - time.monotonic(), 30))
                 self.timings["node ready"] = time.monotonic() - started
-                self._wait_imported(imported, started + timeout)
+                imported.result(timeout=max(started + timeout - time.monotonic(), 1))
             self._wait_dns(started + timeout)
         except BaseException:
             self.stop()
@@ -242,9 +241,6 @@ state = "{RUNTIME_DIR / "state"}"
                     self._ctr("images", "tag", source, reference)
         self.timings["images imported"] = time.monotonic() - started
 
-    def _wait_imported(self, imported: Future[None], deadline: float) -> None:
-        imported.result(timeout=max(deadline - time.monotonic(), 1))
-
     # -- kubelet, kube-proxy, CoreDNS -----------------------------------------------------------------
 
     def _apply_node_objects(self) -> None:
@@ -361,15 +357,9 @@ state = "{RUNTIME_DIR / "state"}"
         self._spawn_node("coredns", ["-conf", str(corefile)])
 
     def _spawn_node(self, name: str, args: list[str]) -> None:
+        # The node's binaries first: containerd finds its shim and kubelet its runtime helpers on the PATH.
         env = {**os.environ, "PATH": f"{self.node_bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"}
-        with (self.data_dir / f"{name}.log").open("ab") as log:
-            self.processes[name] = subprocess.Popen(
-                [*NSENTER, str(self.node_bin_dir / name), *args],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-            )
+        self._spawn(name, args, binary=self.node_bin_dir / name, env=env)
 
     def _wait_dns(self, deadline: float) -> None:
         self._wait_answering("http://127.0.0.1:8181/ready", "CoreDNS ready", deadline)
@@ -402,23 +392,9 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = args.dir or Path(tempfile.mkdtemp(prefix="containerkube-"))
     server = ContainerKube(data_dir, args.bin, args.node_bin, args.images)
-    try:
-        server.start()
-        timings = ", ".join(f"{what} {seconds:.1f} s" for what, seconds in server.timings.items())
-        print(f"containerkube ready at {server.url} ({timings})", flush=True)
-        print(f"export KUBECONFIG={server.kubeconfig}", flush=True)
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.default_int_handler)
-        while True:
-            signal.pause()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up short
-            signal.signal(signum, signal.SIG_IGN)
-        server.stop()
-        for line in server.undone:
-            print(f"containerkube: {line}", flush=True)
+    serve_until_interrupted(server, "containerkube")
+    for line in server.undone:
+        print(f"containerkube: {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -123,7 +124,7 @@ class HostChanges:
         undone = []
         # Deepest (and latest) first; lazily, as a mount still busy for a moment must not stop the rest.
         for point in sorted(set(ours), key=lambda p: (p.count("/"), ours.index(p)), reverse=True):
-            if os.system(f"umount -l '{point}' 2>/dev/null") == 0:
+            if subprocess.run(["umount", "-l", point], capture_output=True, check=False).returncode == 0:
                 undone.append(f"unmounted {point}")
         return undone
 

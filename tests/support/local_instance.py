@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from support import kubectl
 from support.eventually import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,16 +104,8 @@ class LocalInstance:
         return self._kubeconfig
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
-        """`kubectl ARGS` with the instance's kubeconfig; this environment's bin first on PATH, where kubectl
-        finds the `kubectl-ray` plugin (`kubectl("ray", ...)`) as it would for a user who installed kuberay."""
-        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-        env = {**os.environ, "KUBECONFIG": self.kubeconfig, "PATH": path}
-        result = subprocess.run(
-            ["kubectl", *args], capture_output=True, text=True, env=env, input=input, timeout=120, check=False
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
-        return result.stdout
+        """`kubectl ARGS` with the instance's kubeconfig (support/kubectl.py)."""
+        return kubectl.run(self.kubeconfig, *args, input=input, check=check)
 
     def get(self, kind: str, name: str, namespace: str) -> dict[str, Any]:
         found: dict[str, Any] = json.loads(self.kubectl("get", kind, name, "-n", namespace, "-o", "json"))

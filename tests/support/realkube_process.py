@@ -169,13 +169,16 @@ class RealKubeProcess(LocalKubeProcess):
         # A real kubelet: reached on its node's address (its name resolves nowhere), for logs, exec, port-forward.
         return ["--kubelet-preferred-address-types=InternalIP"]
 
-    def _spawn(self, name: str, args: list[str], binary: Path | None = None) -> None:
+    def _spawn(
+        self, name: str, args: list[str], binary: Path | None = None, env: dict[str, str] | None = None
+    ) -> None:
         with (self.data_dir / f"{name}.log").open("ab") as log:
             self.processes[name] = subprocess.Popen(
                 [*self.command_prefix, str(binary or self.bin_dir / name), *args],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=env,
             )
 
     def _check_alive(self) -> None:
@@ -330,10 +333,14 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, help="data directory (default: a new temporary one)")
     args = parser.parse_args()
     data_dir = args.dir or Path(tempfile.mkdtemp(prefix="realkube-"))
-    server = RealKubeProcess(data_dir, args.bin)
+    serve_until_interrupted(RealKubeProcess(data_dir, args.bin), "realkube")
+
+
+def serve_until_interrupted(server: RealKubeProcess, name: str) -> None:
+    """Starts `server`, says where it is, and runs it until SIGINT or SIGTERM; then stops it, whole."""
     try:
         server.start()
-        print(f"realkube ready in {server.startup_seconds:.1f} s at {server.url}", flush=True)
+        print(f"{name} ready in {server.startup_seconds:.1f} s at {server.url}", flush=True)
         print(f"export KUBECONFIG={server.kubeconfig}", flush=True)
         for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a background job starts with it ignored
             signal.signal(signum, signal.default_int_handler)
@@ -342,6 +349,8 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up short
+            signal.signal(signum, signal.SIG_IGN)
         server.stop()
 
 

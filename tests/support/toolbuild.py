@@ -31,6 +31,8 @@ TOOLS: dict[str, Path] = {
     # The containers backend: the control plane, the real node and the images (scripts/containerkube).
     "containerkube": REPO / "scripts" / "containerkube",
 }
+# What a tool's build makes beside it, each with its own `SCRIPT built`: the images come with containerkube.
+PARTS: dict[str, Path] = {"images": REPO / "scripts" / "tools" / "images"}
 # Compiling the three Kubernetes binaries and etcd took ~26 min on 2 idle cores (Helm: minutes); on cores the
 # rest of the suite shares, longer. A bound, not a measurement.
 BUILD_TIMEOUT = 3600.0
@@ -39,8 +41,9 @@ _STARTED: list[subprocess.Popen[bytes]] = []
 
 
 def built(tool: str) -> Path | None:
-    """Where the tool is, if it is built; builds nothing."""
-    found = subprocess.run(["bash", str(TOOLS[tool]), "built"], capture_output=True, text=True, check=False)
+    """Where the tool (or a part of one, `PARTS`) is, if it is built; builds nothing."""
+    script = TOOLS[tool] if tool in TOOLS else PARTS[tool]
+    found = subprocess.run(["bash", str(script), "built"], capture_output=True, text=True, check=False)
     return Path(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else None
 
 

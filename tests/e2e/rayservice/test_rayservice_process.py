@@ -18,6 +18,7 @@ from e2e.rayservice.users import UsersService, rayservice, serve_config, set_clu
 from integration.kubectl import tables
 from support.eventually import eventually
 from support.local_instance import LocalInstance
+from support.upgrade_witness import UpgradeWitness
 
 pytestmark = [
     pytest.mark.slow,
@@ -42,25 +43,19 @@ async def test_serve_upgrade_without_a_failed_request(
     assert (row["SERVICE STATUS"], row["ACTIVE CLUSTER"], row["PENDING CLUSTER"]) == ("Running", first, "")
     assert row["READY APPLICATIONS"] == "1/1"
 
-    answers: list[str] = []
-    failures: list[str] = []
+    witness = UpgradeWitness()
     stop = asyncio.Event()
 
     async def send_requests() -> None:
         while not stop.is_set():
             try:
-                response = await service.request()
+                witness.saw(await service.request())
             except httpx.HTTPError as e:
-                failures.append(repr(e))
-            else:
-                if response.status_code == 200:
-                    answers.append(response.text)
-                else:
-                    failures.append(f"{response.status_code} {response.text}")
+                witness.failed(e)
             await asyncio.sleep(0.1)
 
     async def answered(text: str) -> bool:
-        return text in answers
+        return text in witness.answers
 
     sender = asyncio.create_task(send_requests())
     try:
@@ -78,10 +73,7 @@ async def test_serve_upgrade_without_a_failed_request(
     finally:
         stop.set()
         await sender
-    assert failures == [], failures[:5]
-    assert answers[0] == "hello v1" and answers[-1] == "hello v2"
-    # Once the new cluster answered, the old one never did again.
-    assert "hello v1" not in answers[answers.index("hello v2") :]
+    witness.assert_moved_once("hello v1", "hello v2")
 
     # A serve-config-only change updates the application in place: no new cluster.
     await service.apply(lambda obj: obj["spec"].update(serveConfigV2=serve_config("hi")))
