@@ -63,7 +63,7 @@ def test_job_submit_log_and_session_on_real_ray(local_process: LocalInstance, tm
     status = local_process.get("rayjob", "submitted", namespace)["status"]
     cluster = status["rayClusterName"]
     [row] = tables.parse(local_process.kubectl("ray", "get", "job", "-n", namespace))
-    assert (row["NAME"], row["JOB STATUS"], row["DEPLOYMENT STATUS"], row["RAY CLUSTER"]) == (
+    assert (row["NAME"], row["JOB STATUS"], row["DEPLOYMENT STATUS"], row["RAY CLUSTER NAME"]) == (
         "submitted", "SUCCEEDED", status["jobDeploymentStatus"], cluster)  # fmt: skip
     assert row["START TIME"] == status["startTime"] and row["END TIME"] == status.get("endTime", "")
 

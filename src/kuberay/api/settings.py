@@ -83,6 +83,9 @@ def _seconds_or_no_limit(raw: str) -> float | None:
     return float(value) if value > 0 else None
 
 
+AS_UNSET: Final = object()
+
+
 @dataclass(frozen=True)
 class Variable:
     """One environment variable of the operator: its name, its rule and what it means."""
@@ -93,16 +96,27 @@ class Variable:
     meaning: str
     # What upstream uses when the value does not parse; REFUSE: the value stops the operator.
     fallback: Any
+    # What a set but empty value means; AS_UNSET: the default, as upstream's os.Getenv reads it.
+    empty: Any = AS_UNSET
 
 
 REFUSE: Final = object()
 
 
 def _variable(
-    name: str, default: Any, parse: Callable[[str], Any], rule: str, meaning: str, fallback: Any = REFUSE
+    name: str,
+    default: Any,
+    parse: Callable[[str], Any],
+    rule: str,
+    meaning: str,
+    fallback: Any = REFUSE,
+    empty: Any = AS_UNSET,
 ) -> Any:
-    """A settings field read from the environment variable `name`; unset or empty keeps `default`."""
-    return field(default=default, metadata={"variable": Variable(name, parse, rule, meaning, fallback)})
+    """A settings field read from the environment variable `name`; unset keeps `default`, and so does an
+    empty value unless `empty` says what it means."""
+    return field(
+        default=default, metadata={"variable": Variable(name, parse, rule, meaning, fallback, empty)}
+    )
 
 
 ON_UNLESS_FALSE: Final = "on unless the value is `false` (any case)"
@@ -242,9 +256,12 @@ class RayCronJobEnvironment:
         "TZ",
         "Local",
         _zone_name,
-        "an IANA time zone name; unset: the machine's zone (/etc/localtime); unknown: UTC, as Go's time.Local",
+        "an IANA time zone name; unset: the machine's zone (/etc/localtime); empty or unknown: UTC, as Go's "
+        "time.Local",
         "the operator's local time zone: a RayCronJob without spec.timeZone is scheduled in it",
         fallback="UTC",
+        # Go's time package tells TZ="" (UTC) from no TZ at all (the machine's zone).
+        empty="UTC",
     )
 
 
@@ -295,10 +312,10 @@ class Environment:
         fallbacks: list[str] = []
         for path, _, variable in cls.variables():
             raw = environ.get(variable.name, "")
-            if not raw:
+            if not raw and (variable.name not in environ or variable.empty is AS_UNSET):
                 continue
             try:
-                value = variable.parse(raw)
+                value = variable.parse(raw) if raw else variable.empty
             except ValueError as e:
                 if variable.fallback is REFUSE:
                     raise EnvVarError(f"invalid environment variable {variable.name}={raw!r}: {e}") from None

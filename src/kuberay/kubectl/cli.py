@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import click
 from click.shell_completion import ShellComplete
 
+from kuberay.builders import goformat
 from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
 from kuberay.kubectl import generation, job, kube, listing, session
@@ -125,12 +126,35 @@ def key_value_option(name: str, help_text: str) -> Callable[[F], F]:
     return click.option(name, multiple=True, callback=_key_values, help=help_text)
 
 
+# kubectl's config flags that take the next argument as their value.
+_VALUED_FLAGS = frozenset(("--kubeconfig", "--context", "-n", "--namespace"))
+
+
+def _words(args: Sequence[str]) -> list[str]:
+    """The arguments that are not flags, as cobra leaves them to a command once it has parsed its flags."""
+    words: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _VALUED_FLAGS:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    return words
+
+
 class AliasGroup(click.Group):
     """A group whose commands also answer to upstream's aliases (`list`, `logs`, `clusters`, ...), given per
-    group, and which prints its help when run without a subcommand."""
+    group, and which prints its help when run without a subcommand. With `says_unknown` (upstream's `get`,
+    `create`, `scale`), words that name no subcommand are not a usage error: the group prints
+    `unknown command(s) "WORDS"` and its help, and succeeds, as cobra runs upstream's group on them."""
 
-    def __init__(self, *args: Any, aliases: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, aliases: dict[str, str] | None = None, says_unknown: bool = False, **kwargs: Any
+    ) -> None:
         self.aliases = aliases or {}
+        self.says_unknown = says_unknown
         # Without a subcommand a group prints its help and succeeds, as cobra's do.
         kwargs["invoke_without_command"] = True
         super().__init__(*args, **kwargs)
@@ -149,6 +173,15 @@ class AliasGroup(click.Group):
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:  # fmt: skip
+        if (
+            self.says_unknown
+            and not ctx.resilient_parsing  # completion keeps click's own lookup
+            and not args[0].startswith("-")
+            and self.get_command(ctx, args[0]) is None
+        ):
+            click.echo(f"unknown command(s) {goformat.quote(' '.join(_words(args)))}")
+            click.echo(ctx.get_help())
+            ctx.exit(0)
         name, command, rest = super().resolve_command(ctx, args)
         return (command.name if command else name), command, rest
 
@@ -217,7 +250,7 @@ def version() -> None:
     click.echo(run(version_ops.version), nl=False)
 
 
-@ray.group(cls=AliasGroup, aliases=_aliases(
+@ray.group(cls=AliasGroup, says_unknown=True, aliases=_aliases(
     cluster=["clusters", "raycluster", "rayclusters"], job=["jobs", "rayjob", "rayjobs"],
     service=["services", "rayservice", "rayservices"], node=["nodes"], workergroup=["workergroups"],
 ))  # fmt: skip
@@ -268,7 +301,7 @@ def get_token(cluster: str) -> None:
     click.echo(run(lambda k: get_ops.token(k, cluster)), nl=False)
 
 
-@ray.group(cls=AliasGroup)
+@ray.group(cls=AliasGroup, says_unknown=True)
 @kube_options
 def create() -> None:
     """Create Ray resources."""
@@ -361,7 +394,7 @@ def delete(targets: tuple[str, ...], yes: bool) -> None:
     run(lambda k: delete_ops.delete(k, parsed))
 
 
-@ray.group(cls=AliasGroup)
+@ray.group(cls=AliasGroup, says_unknown=True)
 @kube_options
 def scale() -> None:
     """Scale a Ray resource."""
@@ -460,11 +493,12 @@ def log_command(target: tuple[str, ...], out_dir: str | None, node_type: str, li
     """Download the logs of a Ray resource (RAYCLUSTER, TYPE/NAME or TYPE NAME); a RayJob's include its
     driver's output and its submitter's log."""
     try:
-        [(kind, name)] = delete_ops.parse_targets([session.joined(target)])
+        kind, name = log_ops.parse_target(session.joined(target))
     except kube.TargetError as e:
         raise click.UsageError(str(e)) from e
-    log_ops.check_link(link, out_dir)
-    run(lambda k: log_ops.logs(k, _flags(), kind, name, out_dir, node_type.lower(), link))
+    directory, created = log_ops.prepare(node_type.lower(), link, out_dir, name)
+    with log_ops.removed_on_failure(directory, created):
+        run(lambda k: log_ops.logs(k, _flags(), kind, name, directory, node_type.lower()))
 
 
 SHELL_COMP_DIRECTIVE_NO_FILE_COMP = 4  # cobra's ShellCompDirectiveNoFileComp

@@ -7,10 +7,12 @@ clear error (`Ray job NAME not found in namespace NS`) rather than an empty tabl
 namespace. `-o json|yaml` prints the object itself when named, else a `v1/List`, as kubectl does; a table
 with no rows prints nothing, not even its header.
 
-Columns: a RayCluster's are upstream's `get cluster`; a RayJob's follow its CRD's printer columns (job
-status, deployment status, the cluster, start and end time, age); a RayService's say what serves (the
-service status, the active and pending clusters, the active cluster's applications that are RUNNING of all
-of them, age).
+Columns: a RayCluster's are upstream's `get cluster`. Upstream's plugin has no `get job|service`; their
+tables begin with their CRD's printer columns, in its order and under its names, so they read as
+`kubectl get rayjob|rayservice` does: a RayJob's are all of them (job status, deployment status, ray
+cluster name, start time, end time, age); a RayService's two (service status, num serve endpoints) are
+followed by what serves (the active and pending clusters, the active cluster's applications that are
+RUNNING of all of them) and the age.
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ def _service_row(service: dict[str, Any]) -> list[object]:
     status = _status(service)
     return _named(service) + [
         status.get("serviceStatus", ""),
+        status.get("numServeEndpoints", 0),
         (status.get("activeServiceStatus") or {}).get("rayClusterName", ""),
         (status.get("pendingServiceStatus") or {}).get("rayClusterName", ""),
         ready_applications(status),
@@ -138,7 +141,7 @@ def _service_wide(service: dict[str, Any]) -> list[object]:
         (c.get("status", "") for c in status.get("conditions") or [] if c.get("type") == "UpgradeInProgress"),
         "",
     )
-    return [status.get("numServeEndpoints", 0), upgrading]
+    return [upgrading]
 
 
 CLUSTERS = Listing(
@@ -149,13 +152,15 @@ CLUSTERS = Listing(
 )  # fmt: skip
 JOBS = Listing(
     RAYJOB, "job",
-    ["Name", "Namespace", "Job Status", "Deployment Status", "Ray Cluster", "Start Time", "End Time", "Age"],
+    ["Name", "Namespace", "Job Status", "Deployment Status", "Ray Cluster Name", "Start Time", "End Time",
+     "Age"],
     _job_row, ["Job ID", "Submission Mode", "Failed"], _job_wide,
 )  # fmt: skip
 SERVICES = Listing(
     RAYSERVICE, "service",
-    ["Name", "Namespace", "Service Status", "Active Cluster", "Pending Cluster", "Ready Applications", "Age"],
-    _service_row, ["Serve Endpoints", "Upgrade In Progress"], _service_wide,
+    ["Name", "Namespace", "Service Status", "Num Serve Endpoints", "Active Cluster", "Pending Cluster",
+     "Ready Applications", "Age"],
+    _service_row, ["Upgrade In Progress"], _service_wide,
 )  # fmt: skip
 
 

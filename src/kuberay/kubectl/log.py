@@ -8,6 +8,11 @@ are skipped, and no member may leave the pod's directory). Both go through the r
 its status. The default directory is the resource's name in the working directory, removed again when
 nothing was written to it.
 
+Before it reaches the cluster the command says, as upstream's does, which nodes it is set to read and that
+it makes the default directory, and checks `--link` and `--out-dir` in upstream's words. `--link gke`
+warns on stderr, as upstream does, when the head pod has no `fluentbit` container or the kubectl context
+is not a GKE one.
+
 A RayJob's own output comes first, beside the nodes' directories: the Ray job's logs (its driver's output)
 read from the head's dashboard (`GET /api/jobs/<jobId>/logs` through a `kubectl port-forward`) into
 `job-driver-<jobId>.log`, and the submitter's log (`kubectl logs job/<name>`, K8sJobMode, or the head's
@@ -19,17 +24,23 @@ fails only when nothing at all was found.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import io
+import os
+import stat
+import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import quote
+from urllib.parse import quote_plus
 
 import httpx
 
 from kuberay.api.constants import SUBMITTER_CONTAINER_NAME
 from kuberay.kubectl import delete, session
-from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, describe
+from kuberay.kubectl.kube import Kube, KubeFlags, PluginError, TargetError, describe
 from kuberay.rayclient.dashboard import DashboardClient, DashboardError
 from kuberay.rayresources import RAYJOB
 from kuberay.runtime import errors
@@ -39,12 +50,82 @@ LOG_DIR = "/tmp/ray/session_latest/logs/"
 # A finished job's dashboard answers at once; one that does not is not waited for as `job submit` waits.
 DASHBOARD_TIMEOUT = 6.0
 NODE_TYPES = ("all", "head", "worker")
+NODE_TYPE_LINES = {
+    "all": "Command set to retrieve both head and worker node logs.",
+    "head": "Command set to retrieve only head node logs.",
+    "worker": "Command set to retrieve only worker node logs.",
+}
+DEFAULT_DIR_LINE = "No output directory specified, creating dir under current directory using resource name."
+FLUENTBIT = "fluentbit"
+NO_FLUENTBIT_WARNING = (
+    "Warning: The head pod does not have a 'fluentbit' container. "
+    "Logs might not be exported to Google Cloud Logging."
+)
+NOT_GKE_WARNING = (
+    "Warning: The current kubectl context does not appear to be a GKE cluster. "
+    "The generated link may not work."
+)
 # Where each kind's status names its RayCluster.
 CLUSTER_PATH = {
     "raycluster": (),
     "rayjob": ("rayClusterName",),
     "rayservice": ("activeServiceStatus", "rayClusterName"),
 }
+
+
+def parse_target(arg: str) -> tuple[str, str]:
+    """(kind, name) of `NAME` or `TYPE/NAME`, the type in any case; an unknown type is named alone, as
+    upstream's `log` names it (`delete` names the whole argument)."""
+    parts = arg.split("/")
+    if len(parts) == 1:
+        return "raycluster", parts[0]
+    if len(parts) != 2 or not parts[1]:
+        raise TargetError(f"invalid resource type/name: {arg}")
+    kind = parts[0].lower()
+    if kind not in CLUSTER_PATH:
+        raise TargetError(f"unsupported resource type: {parts[0]}")
+    return kind, parts[1]
+
+
+def _go_errno(e: OSError) -> str:
+    """The error as Go's syscall.Errno prints it: the C library's text, lower-cased."""
+    text = e.strerror or str(e)
+    return text[:1].lower() + text[1:]
+
+
+def prepare(node_type: str, link: str | None, out_dir: str | None, name: str) -> tuple[Path | None, bool]:
+    """Upstream's checks before the cluster is asked: the directory to write to (None with a link) and
+    whether this made it."""
+    print(NODE_TYPE_LINES[node_type], flush=True)
+    if link is not None:
+        if link != "gke":
+            raise PluginError(f'unsupported link type "{link}", only "gke" is supported')
+        if out_dir is not None:
+            raise PluginError("--out-dir is incompatible with --link")
+        return None, False
+    created = False
+    if out_dir is None:
+        print(DEFAULT_DIR_LINE, flush=True)
+        out_dir = name
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            # Go's MkdirAll over a file says "not a directory" where Python says the file exists.
+            reason = "not a directory" if isinstance(e, FileExistsError) else _go_errno(e)
+            raise PluginError(
+                f"could not create directory with cluster name {out_dir}: mkdir {out_dir}: {reason}"
+            ) from e
+        created = True
+    try:
+        mode = os.stat(out_dir).st_mode
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            raise PluginError(f"Directory does not exist. Failed with: stat {out_dir}: {_go_errno(e)}") from e
+        # Upstream's words, its "will" for "while" included.
+        raise PluginError(f"Error occurred will checking directory: stat {out_dir}: {_go_errno(e)}") from e
+    if not stat.S_ISDIR(mode):
+        raise PluginError("Path is not a directory. Please input a directory and try again")
+    return Path(out_dir), created
 
 
 async def cluster_name(kube: Kube, kind: str, name: str) -> str:
@@ -73,11 +154,33 @@ def gke_link(namespace: str, cluster: str, node_type: str, context: str) -> str:
         lines.append('labels."k8s-pod/ray_io/is-ray-node"="yes"')
     else:
         lines.append(f'labels."k8s-pod/ray_io/node-type"="{node_type}"')
-    link = "https://console.cloud.google.com/logs/query;query=" + quote("\n".join(lines), safe="")
-    parts = context.split("_")
-    if len(parts) >= 2 and parts[0] == "gke":
-        link += f"?project={parts[1]}"
+    # quote_plus is Go's url.QueryEscape, which upstream escapes the query and the project with.
+    link = "https://console.cloud.google.com/logs/query;query=" + quote_plus("\n".join(lines), safe="")
+    if is_gke_context(context):
+        # GKE names its contexts gke_PROJECT_LOCATION_NAME.
+        link += "?project=" + quote_plus(context.split("_")[1], safe="")
     return link
+
+
+def is_gke_context(context: str) -> bool:
+    return context.startswith("gke_")
+
+
+async def gke_warnings(kube: Kube, cluster: str, context: str) -> list[str]:
+    """Why the link may show nothing: the head exports no logs (no fluentbit), or the cluster is no GKE one."""
+    warnings = []
+    try:
+        heads = (
+            await kube.client.list_all(POD, kube.namespace, label_selector=selector(cluster, "head"))
+        ).items
+    except errors.KubeError:
+        # Upstream warns only about a head it could read; the link is printed either way.
+        heads = []
+    if heads and all(c.get("name") != FLUENTBIT for c in heads[0]["spec"].get("containers") or []):
+        warnings.append(NO_FLUENTBIT_WARNING)
+    if not is_gke_context(context):
+        warnings.append(NOT_GKE_WARNING)
+    return warnings
 
 
 def unpack(stream: IO[bytes], target: Path) -> None:
@@ -191,32 +294,32 @@ async def job_output(kube: Kube, flags: KubeFlags, name: str, out_dir: Path) -> 
     return written
 
 
-def check_link(link: str | None, out_dir: str | None) -> None:
-    if link is None:
-        return
-    if link != "gke":
-        raise PluginError(f'unsupported link type "{link}", only "gke" is supported')
-    if out_dir is not None:
-        raise PluginError("--out-dir is incompatible with --link")
+@contextlib.contextmanager
+def removed_on_failure(directory: Path | None, created: bool) -> Iterator[None]:
+    """The directory `prepare` made goes again if the command fails before writing to it."""
+    try:
+        yield
+    except BaseException:
+        if created and directory is not None:
+            # rmdir removes only an empty directory: whatever was downloaded before the failure stays.
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
 
 
 async def logs(
-    kube: Kube, flags: KubeFlags, kind: str, name: str, out_dir: str | None, node_type: str, link: str | None
+    kube: Kube, flags: KubeFlags, kind: str, name: str, directory: Path | None, node_type: str
 ) -> None:
-    """The whole command: a GKE link, or the logs of `kind/name` downloaded into `out_dir` (else `./name`)."""
+    """The whole command once `prepare` has passed: a GKE link (`directory` None), or the logs of
+    `kind/name` downloaded into `directory`."""
     cluster = await cluster_name(kube, kind, name)
-    if link is not None:
-        print(gke_link(kube.namespace, cluster, node_type, flags.context or kube.context))
+    if directory is None:
+        context = flags.context or kube.context
+        for warning in await gke_warnings(kube, cluster, context):
+            print(warning, file=sys.stderr, flush=True)
+        print(gke_link(kube.namespace, cluster, node_type, context))
         return
-    created = out_dir is None
-    directory = Path(out_dir or name)
-    if created:
-        directory.mkdir(parents=True, exist_ok=True)
-    elif not directory.is_dir():
-        raise PluginError("Path is not a directory. Please input a directory and try again")
     found = await job_output(kube, flags, name, directory) if kind == "rayjob" else 0
     found += await download(kube, flags, cluster, node_type, directory) if cluster or not found else 0
     if not found:
-        if created:
-            directory.rmdir()
         raise PluginError(f"No Ray nodes found for resource {cluster or name}")

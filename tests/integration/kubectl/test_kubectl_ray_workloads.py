@@ -18,18 +18,19 @@ from support.local_instance import EXAMPLES
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
+# After NAME and NAMESPACE, the CRDs' printer columns under their names, as `kubectl get` shows them.
 JOB_COLUMNS = [
     "NAME",
     "NAMESPACE",
     "JOB STATUS",
     "DEPLOYMENT STATUS",
-    "RAY CLUSTER",
+    "RAY CLUSTER NAME",
     "START TIME",
     "END TIME",
     "AGE",
 ]
-SERVICE_COLUMNS = ["NAME", "NAMESPACE", "SERVICE STATUS", "ACTIVE CLUSTER", "PENDING CLUSTER", "READY APPLICATIONS",
-                   "AGE"]  # fmt: skip
+SERVICE_COLUMNS = ["NAME", "NAMESPACE", "SERVICE STATUS", "NUM SERVE ENDPOINTS", "ACTIVE CLUSTER", "PENDING CLUSTER",
+                   "READY APPLICATIONS", "AGE"]  # fmt: skip
 
 
 def ok(done: Any) -> str:
@@ -90,19 +91,20 @@ def test_get_job_and_service_columns_outputs_and_errors(
     def job_row(obj: dict[str, Any]) -> dict[str, str]:
         s = obj["status"]
         return {"NAME": "k8s-job-mode", "NAMESPACE": namespace, "JOB STATUS": s.get("jobStatus", ""),
-                "DEPLOYMENT STATUS": s.get("jobDeploymentStatus", ""), "RAY CLUSTER": s["rayClusterName"],
+                "DEPLOYMENT STATUS": s.get("jobDeploymentStatus", ""), "RAY CLUSTER NAME": s["rayClusterName"],
                 "START TIME": s["startTime"], "END TIME": s.get("endTime", "")}  # fmt: skip
 
     text = ok(ray_cli("get", "rayjobs"))
     assert [name for name, _ in tables.columns(text.splitlines()[0])] == JOB_COLUMNS
     row = row_matching(ray_cli, api, job_path, ["job"], job_row)
-    assert row["RAY CLUSTER"] == job["status"]["rayClusterName"] and row["AGE"].endswith(("s", "m"))
+    assert row["RAY CLUSTER NAME"] == job["status"]["rayClusterName"] and row["AGE"].endswith(("s", "m"))
 
     def service_row(obj: dict[str, Any]) -> dict[str, str]:
         s = obj["status"]
         apps = (s.get("activeServiceStatus") or {}).get("applicationStatuses") or {}
         running = sum(1 for a in apps.values() if a.get("status") == "RUNNING")
         return {"NAME": "fruit-stand", "NAMESPACE": namespace, "SERVICE STATUS": s.get("serviceStatus", ""),
+                "NUM SERVE ENDPOINTS": str(s.get("numServeEndpoints", 0)),
                 "ACTIVE CLUSTER": (s.get("activeServiceStatus") or {}).get("rayClusterName", ""),
                 "PENDING CLUSTER": (s.get("pendingServiceStatus") or {}).get("rayClusterName", ""),
                 "READY APPLICATIONS": f"{running}/{len(apps)}"}  # fmt: skip
@@ -118,7 +120,7 @@ def test_get_job_and_service_columns_outputs_and_errors(
         api.get(job_path).json()["status"].get("jobId", ""),
         "K8sJobMode",
     )
-    assert "SERVE ENDPOINTS" in tables.parse(ok(ray_cli("get", "services", "-o", "wide")))[0]
+    assert "UPGRADE IN PROGRESS" in tables.parse(ok(ray_cli("get", "services", "-o", "wide")))[0]
     assert json.loads(ok(ray_cli("get", "job", "k8s-job-mode", "-o", "json")))["kind"] == "RayJob"
     listed = yaml.safe_load(ok(ray_cli("get", "service", "-o", "yaml")))
     assert (listed["kind"], [s["metadata"]["name"] for s in listed["items"]]) == ("List", ["fruit-stand"])
@@ -162,6 +164,19 @@ def test_log_and_session_take_type_and_name_as_two_words(
     assert missing.returncode == 1 and "Error: failed to retrieve Ray job info for nope: " in missing.stderr
     wrong = ray_cli("log", "pod", "x")
     assert wrong.returncode == 2 and "unsupported resource type: pod" in wrong.stderr
+    wrong = ray_cli("log", "pod/x")
+    assert wrong.returncode == 2 and wrong.stderr.endswith("Error: unsupported resource type: pod\n")
+
+    # --link gke: upstream's two warnings on stderr (the simulated head runs no fluentbit; the context is
+    # localkube's), the node-type line and the link on stdout.
+    linked = ray_cli("log", "job", "k8s-job-mode", "--link", "gke", "--node-type", "head")
+    assert ok(linked).splitlines()[0] == "Command set to retrieve only head node logs."
+    assert ok(linked).splitlines()[1].startswith("https://console.cloud.google.com/logs/query;query=")
+    assert linked.stderr == (
+        "Warning: The head pod does not have a 'fluentbit' container. Logs might not be exported to Google Cloud "
+        "Logging.\nWarning: The current kubectl context does not appear to be a GKE cluster. The generated link "
+        "may not work.\n"
+    )
     missing = ray_cli("log", "service", "nope")
     assert missing.returncode == 1 and "Error: failed to retrieve Ray job info for nope: " in missing.stderr
 
