@@ -12,6 +12,7 @@ such as ``invalid cron schedule: failed to parse duration @every 5x: time: unkno
 - `parse_generic_version`: apimachinery's `version.ParseGeneric` (``v1.2``, ``2.52.0rc1``: at least two
   numeric components, anything after them ignored); versions compare component-wise.
 - `load_location`: Go's `time.LoadLocation` (``UTC``, ``Local``, IANA names).
+- `parse_bool`: Go's `strconv.ParseBool`; `quote`: Go's `strconv.Quote`, as its errors quote the input.
 """
 
 from __future__ import annotations
@@ -43,6 +44,33 @@ class GoParseError(SemanticsError):
 
 def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def quote(value: str) -> str:
+    """`value` as Go's `strconv.Quote` (and `%q`) writes it: a message quoting user input stays one line."""
+    out = ['"']
+    for char in value:
+        code = ord(char)
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif 0xDC80 <= code <= 0xDCFF:
+            # A byte that was not UTF-8 (Python's surrogateescape); Go sees the byte itself.
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        elif char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def _leading_digits(text: str) -> tuple[str, str]:
@@ -143,7 +171,7 @@ def parse_bool(value: str) -> bool:
         return True
     if value in ("0", "f", "F", "FALSE", "false", "False"):
         return False
-    raise GoParseError(f"strconv.ParseBool: parsing {_quote(value)}: invalid syntax")
+    raise GoParseError(f"strconv.ParseBool: parsing {quote(value)}: invalid syntax")
 
 
 def atoi(value: str) -> int:

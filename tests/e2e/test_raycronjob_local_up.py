@@ -65,8 +65,8 @@ def test_the_cronjob_example_makes_rayjobs_with_the_gate_on(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("variable", "value", "reason"),
     [
-        ("KUBERAY_FEATURE_NOSUCHGATE", "true", "unrecognized feature gate NOSUCHGATE"),
-        ("KUBERAY_FEATURE_RAYCRONJOB", "maybe", "expected true or false"),
+        ("KUBERAY_FEATURE_NOSUCHGATE", "true", "unrecognized feature gate: NOSUCHGATE"),
+        ("KUBERAY_FEATURE_RAYCRONJOB", "maybe", 'strconv.ParseBool: parsing "maybe": invalid syntax'),
     ],
 )
 def test_a_bad_gate_variable_stops_local_up_with_one_line(tmp_path: Path, variable: str, value: str, reason: str) -> None:  # fmt: skip

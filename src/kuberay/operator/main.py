@@ -83,6 +83,8 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
     for fallback in operator_settings.fallbacks:
         log.warning("%s", fallback)
     log.info("feature gates: %s", operator_settings.feature_gates.describe())
+    for warning in operator_settings.feature_gates.warnings():
+        log.info("%s", warning)
     if config.enable_batch_scheduler:
         log.info(
             "Feature flag enable-batch-scheduler is deprecated and will not be supported soon. "

@@ -4,8 +4,9 @@
 Flags are Go-style, as upstream's: `-flag` or `--flag`, `--flag=value` or `--flag value`, and booleans as
 `--flag` or `--flag=false`. As upstream, when `--config` names a Configuration file every flag it covers is
 ignored (`--feature-gates`, `--kubeconfig` and the logging level still apply). A bad flag, an unreadable or
-invalid config file, an unknown feature gate or a non-boolean value (in `--feature-gates` or a
-`KUBERAY_FEATURE_<GATE>` variable), or an environment variable with an unusable value that upstream refuses too
+invalid config file, an unknown feature gate, a value that is no Go boolean or a locked gate set away from its
+default (in `--feature-gates` or a `KUBERAY_FEATURE_<GATE>` variable, refused with component-base's
+messages), or an environment variable with an unusable value that upstream refuses too
 raises `SettingsError` with one line that names it; `main` prints it and exits with status 2. This is the only place
 the operator reads its environment.
 
@@ -34,7 +35,7 @@ from kuberay.api.config import (
     ConfigError,
     Configuration,
 )
-from kuberay.api.features import ENV_PREFIX, FeatureGateError, FeatureGates
+from kuberay.api.features import ALL_ALPHA, ENV_PREFIX, SPECS, FeatureGateError, GateRequests, Stage
 from kuberay.api.settings import (
     Environment,
     EnvVarError,
@@ -89,10 +90,25 @@ def _environment_help() -> str:
         lines.append(f"  {variable.name} (default {_shown(default)}; {variable.rule})")
         lines.append(f"      {variable.meaning}")
     lines.append(
-        f"  {ENV_PREFIX}<GATE> (true or false; the gate's name in upper case, e.g. {ENV_PREFIX}RAYCRONJOB)"
+        f"  {ENV_PREFIX}<GATE> (a boolean as --feature-gates takes it; the gate's name in upper case, e.g. "
+        f"{ENV_PREFIX}RAYCRONJOB or {ENV_PREFIX}{ALL_ALPHA.upper()})"
     )
     lines.append("      a feature gate, as --feature-gates sets it; the flag wins where both name a gate")
     return "\n".join(lines)
+
+
+def _feature_gates_help() -> str:
+    # Upstream's text, then the gates in component-base's `KnownFeatures` form (GA ones are not listed).
+    known = [
+        f"{name}=true|false ({spec.stage} - default={str(spec.default).lower()})"
+        for name, spec in sorted(SPECS.items())
+        if spec.stage in (Stage.ALPHA, Stage.BETA)
+    ]
+    return (
+        "A set of key=value pairs that describe feature gates. E.g. FeatureOne=true,FeatureTwo=false,... "
+        "Options are: AllAlpha=true|false (ALPHA - default=false), AllBeta=true|false (BETA - default=false), "
+        + ", ".join(known)
+    )
 
 
 def _parser() -> _Parser:
@@ -148,7 +164,7 @@ def _parser() -> _Parser:
         False,
         "Use Kubernetes proxy subresource when connecting to the Ray Head node.",
     )
-    flag("feature-gates", default="", help="Feature gates, e.g. FeatureOne=true,FeatureTwo=false.")
+    flag("feature-gates", default="", help=_feature_gates_help())
     bool_flag("enable-metrics", False, "Enable the emission of control plane metrics.")
     flag(
         "qps",
@@ -198,11 +214,11 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Oper
     except EnvVarError as e:
         raise SettingsError(str(e)) from None
     try:
-        environment_gates = FeatureGates.from_environment(environ)
+        environment_gates = GateRequests.from_environment(environ)
     except FeatureGateError as e:
         raise SettingsError(str(e)) from None
     try:
-        gates = environment_gates.overlaid(FeatureGates.parse(args.feature_gates))
+        gates = environment_gates.overlaid(GateRequests.parse(args.feature_gates)).resolve()
     except FeatureGateError as e:
         raise SettingsError(f"invalid --feature-gates: {e}") from None
     try:

@@ -165,6 +165,10 @@ async def test_the_operator_runs_leads_and_stops_cleanly_with_no_controllers(loc
     [
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         (["--feature-gates=Bogus=true"], "unrecognized feature gate: Bogus"),
+        (
+            ["--feature-gates", "RayCronJob=yes"],
+            'invalid value of RayCronJob=yes, err: strconv.ParseBool: parsing "yes"',
+        ),
         (["--config=/nonexistent/config.yaml"], "failed to read config file"),
         (["--reconcile-concurrency=many"], "invalid int value: 'many'"),
     ],
@@ -195,8 +199,9 @@ def test_a_bad_config_file_exits_2(tmp_path):
     [
         ("RAYSERVICE_UPGRADE_TIMEOUT_SECONDS", "5m", "RAYSERVICE_UPGRADE_TIMEOUT_SECONDS='5m': must be an integer "
                                                      "number of seconds"),
-        ("KUBERAY_FEATURE_NOSUCHGATE", "true", "KUBERAY_FEATURE_NOSUCHGATE: unrecognized feature gate NOSUCHGATE"),
-        ("KUBERAY_FEATURE_RAYCRONJOB", "maybe", "KUBERAY_FEATURE_RAYCRONJOB='maybe': expected true or false"),
+        ("KUBERAY_FEATURE_NOSUCHGATE", "true", "KUBERAY_FEATURE_NOSUCHGATE: unrecognized feature gate: NOSUCHGATE"),
+        ("KUBERAY_FEATURE_RAYCRONJOB", "maybe", "KUBERAY_FEATURE_RAYCRONJOB: invalid value of RayCronJob=maybe, err: "
+                                                "strconv.ParseBool: parsing \"maybe\": invalid syntax"),
     ],
 )  # fmt: skip
 def test_a_bad_environment_value_exits_2_with_one_line(variable, value, line):

@@ -46,6 +46,21 @@ def test_duration_errors(text: str, message: str) -> None:
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("plain", '"plain"'),
+        ('say "hi"\\', '"say \\"hi\\"\\\\"'),
+        ("a\nb\tc\x00\x7f", '"a\\nb\\tc\\x00\\x7f"'),
+        ("caf\u00e9 \u00a0\u2028", '"caf\u00e9 \\u00a0\\u2028"'),
+        ("\U000e0001", '"\\U000e0001"'),
+        (b"\xff".decode("utf-8", "surrogateescape"), '"\\xff"'),
+    ],
+)
+def test_quote_writes_what_strconv_quote_writes(text: str, quoted: str) -> None:
+    assert goparse.quote(text) == quoted
+
+
 def test_atoi() -> None:
     assert goparse.atoi("+7") == 7
     assert goparse.atoi("-30") == -30

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from kuberay.api.features import Feature
+from kuberay.api.features import SPECS, Feature, Stage
 from kuberay.api.settings import REFUSE, Environment
 from kuberay.operator.main import run
 from kuberay.operator.settings import SettingsError, parse
@@ -173,6 +173,50 @@ def test_feature_gates_from_the_environment_and_the_flag_the_flag_winning():
     assert "RayCronJob=true (KUBERAY_FEATURE_RAYCRONJOB)" in described
     assert "RayClusterMTLS=false (--feature-gates)" in described
     assert "RayJobDeletionPolicy=true (default)" in described
+
+
+def test_feature_gates_take_go_booleans_and_all_alpha_as_upstreams_operator_does() -> None:
+    gates = parse(["--feature-gates", "RayCronJob=1,AllAlpha=true"], environ={}).feature_gates
+    assert all(gates.enabled(feature) for feature, spec in SPECS.items() if spec.stage == Stage.ALPHA)
+    assert "RayCronJob=true (--feature-gates)" in gates.describe()
+    assert "RayClusterMTLS=true (--feature-gates AllAlpha)" in gates.describe()
+    assert "RayClusterStatusConditions=true (default)" in gates.describe()
+
+
+def test_a_gate_named_in_the_environment_beats_the_flags_all_alpha() -> None:
+    environ = {"KUBERAY_FEATURE_RAYCRONJOB": "0"}
+    gates = parse(["-feature-gates=AllAlpha=T"], environ=environ).feature_gates
+    assert not gates.enabled(Feature.RAY_CRON_JOB) and gates.enabled(Feature.RAY_CLUSTER_MTLS)
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "line"),
+    [
+        (["--feature-gates=RayCronJob=yes"], {},
+         'invalid --feature-gates: invalid value of RayCronJob=yes, err: strconv.ParseBool: parsing "yes": invalid syntax'),
+        (["--feature-gates=RayCronJob"], {}, "invalid --feature-gates: missing bool value for RayCronJob"),
+        (["--feature-gates=AllGA=true"], {}, "invalid --feature-gates: unrecognized feature gate: AllGA"),
+        ([], {"KUBERAY_FEATURE_ALLALPHA": "on"},
+         'invalid environment variable KUBERAY_FEATURE_ALLALPHA: invalid value of AllAlpha=on, err: '
+         'strconv.ParseBool: parsing "on": invalid syntax'),
+    ],
+)  # fmt: skip
+def test_bad_feature_gates_are_one_line_in_component_bases_words(
+    argv: list[str], environ: dict[str, str], line: str
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        parse(argv, environ=environ)
+    assert str(caught.value) == line
+
+
+def test_help_lists_the_gates_as_component_base_does(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(["--help"], environ={})
+    text = " ".join(capsys.readouterr().out.split())
+    assert "AllAlpha=true|false (ALPHA - default=false)" in text
+    assert "RayClusterStatusConditions=true|false (BETA - default=true)" in text
+    assert "TopologyLabelDelivery=true|false (ALPHA - default=false)" in text
+    assert "KUBERAY_FEATURE_ALLALPHA" in text
 
 
 def test_help_lists_every_environment_variable(capsys):
