@@ -13,8 +13,8 @@ from kuberay.api import manifest
 from kuberay.api.features import FeatureGates
 
 KUBERNETES_VERSION = "1.32"  # the kubectl the tests use, and the oldest release these manifests target
-# Kinds that no Kubernetes schema describes: the Prometheus Operator's and OpenShift's.
-FOREIGN_GROUPS = ("monitoring.coreos.com/", "route.openshift.io/")
+# Kinds that no Kubernetes schema describes: the Prometheus Operator's, OpenShift's and cert-manager's.
+FOREIGN_GROUPS = ("monitoring.coreos.com/", "route.openshift.io/", "cert-manager.io/")
 # The CRDs are generated and checked by their own tests; validating 4 MB of schema here would only add time.
 SKIPPED_KINDS = ("CustomResourceDefinition",)
 

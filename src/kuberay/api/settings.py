@@ -276,7 +276,8 @@ class WebhookEnvironment:
         False,
         _exactly_true,
         "on only when the value is exactly `true`",
-        "serve the validating admission webhook for RayClusters (over TLS, see --webhook-cert-dir)",
+        "serve the validating admission webhooks for RayClusters, RayJobs and RayServices (over TLS, see "
+        "--webhook-cert-dir)",
     )
 
 

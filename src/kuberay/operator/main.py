@@ -1,5 +1,5 @@
 """`kuberay-operator`: settings → logging → client → manager with controllers → metrics and probe endpoints,
-and the admission webhook when ENABLE_WEBHOOKS is `true`.
+and the admission webhooks when ENABLE_WEBHOOKS is `true`.
 
 Exit status: 0 after a graceful stop (SIGTERM or SIGINT), 1 when the process cannot run (no Kubernetes
 configuration, a port in use) or lost its leader lease, 2 for a bad flag, config file or feature gate.

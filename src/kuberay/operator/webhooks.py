@@ -1,14 +1,16 @@
-"""The validating admission webhook upstream's operator serves when ENABLE_WEBHOOKS is `true`:
-`vraycluster.kb.io` at `/validate-ray-io-v1-raycluster` (CREATE and UPDATE of ray.io/v1 rayclusters,
-failurePolicy Fail, sideEffects None), on controller-runtime's webhook server: HTTPS on port 9443 with
-`tls.crt` and `tls.key` from `/tmp/k8s-webhook-server/serving-certs` (both settable by flag here).
+"""The validating admission webhooks upstream's operator serves when ENABLE_WEBHOOKS is `true` (v1.7 added
+the RayJob and RayService ones beside the RayCluster one): `vraycluster.kb.io`, `vrayjob.kb.io` and
+`vrayservice.kb.io` at `/validate-ray-io-v1-<kind>` (CREATE and UPDATE of ray.io/v1 rayclusters, rayjobs and
+rayservices, failurePolicy Fail, sideEffects None), on controller-runtime's webhook server: HTTPS on port
+9443 with `tls.crt` and `tls.key` from `/tmp/k8s-webhook-server/serving-certs` (both settable by flag here).
 
-It runs upstream's webhook checks through the project's own validation
-(`validate_raycluster_admission`: metadata rules and unique worker-group names) and refuses as
-controller-runtime does with upstream's `apierrors.NewInvalid`: the AdmissionReview response carries the
-Invalid status (code 422), so a client reads `admission webhook "vraycluster.kb.io" denied the request:
-RayCluster.ray.io "<name>" is invalid: metadata.name: Invalid value: "<name>": <message>`. A bad value that
-is not a string (a worker group) is shown as JSON, where Go prints its struct. Deletes are allowed.
+Each runs upstream's webhook checks through the project's own validation (`validate_<kind>_admission`,
+built from the rules the reconcilers apply: metadata rules, and for RayClusters unique worker-group names)
+and refuses as controller-runtime does with upstream's `apierrors.NewInvalid`: the AdmissionReview
+response carries the Invalid status (code 422), so a client reads `admission webhook "vrayjob.kb.io"
+denied the request: RayJob.ray.io "<name>" is invalid: metadata.name: Invalid value: "<name>": <message>`.
+A bad value that is not a string (a worker group) is shown as JSON, where Go prints its struct. Deletes
+are allowed.
 """
 
 from __future__ import annotations
@@ -16,41 +18,73 @@ from __future__ import annotations
 import json
 import logging
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kuberay.api.settings import WebhookSettings
-from kuberay.api.validation import FieldError, validate_raycluster_admission
+from kuberay.api.validation import (
+    FieldError,
+    validate_raycluster_admission,
+    validate_rayjob_admission,
+    validate_rayservice_admission,
+)
 from kuberay.runtime.serving import EndpointServer, HttpRequest
 from kubesemantics.schema import render_value
 
-log = logging.getLogger("raycluster-resource")
-
-RAYCLUSTER_PATH = "/validate-ray-io-v1-raycluster"
-RAYCLUSTER_WEBHOOK = "vraycluster.kb.io"
 _JSON = "application/json"
 
 
+@dataclass(frozen=True)
+class Webhook:
+    """One of upstream's validating webhooks: the kind it validates, its registered name and path."""
+
+    kind: str
+    name: str
+    path: str
+    validate: Callable[[Mapping[str, Any]], list[FieldError]]
+
+    @property
+    def log(self) -> logging.Logger:
+        # controller-runtime's logger names upstream gives each webhook (`raycluster-resource`, ...).
+        return logging.getLogger(f"{self.kind.lower()}-resource")
+
+    def review(self, request: HttpRequest) -> tuple[int, str, bytes]:
+        return review(self, request)
+
+
+RAYCLUSTER = Webhook(
+    "RayCluster", "vraycluster.kb.io", "/validate-ray-io-v1-raycluster", validate_raycluster_admission
+)
+RAYJOB = Webhook("RayJob", "vrayjob.kb.io", "/validate-ray-io-v1-rayjob", validate_rayjob_admission)
+RAYSERVICE = Webhook(
+    "RayService", "vrayservice.kb.io", "/validate-ray-io-v1-rayservice", validate_rayservice_admission
+)
+WEBHOOKS = (RAYCLUSTER, RAYJOB, RAYSERVICE)
+
+
 async def start(settings: WebhookSettings) -> EndpointServer:
-    """The webhook server, listening on every interface at `settings.port`."""
+    """The webhook server, listening on every interface at `settings.port`, serving all three webhooks."""
     cert_dir = Path(settings.cert_dir)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(cert_dir / "tls.crt", cert_dir / "tls.key")
     except (OSError, ssl.SSLError) as e:
         raise OSError(f"webhook server: cannot load tls.crt and tls.key from {cert_dir}: {e}") from None
-    server = EndpointServer({RAYCLUSTER_PATH: review_raycluster}, methods=("POST",))
+    server = EndpointServer({webhook.path: webhook.review for webhook in WEBHOOKS}, methods=("POST",))
     await server.start("0.0.0.0", settings.port, tls=context)
-    log.info("webhook server listening on port %d, path %s", server.port, RAYCLUSTER_PATH)
+    logging.getLogger("webhook").info(
+        "webhook server listening on port %d, paths %s", server.port, ", ".join(w.path for w in WEBHOOKS)
+    )
     return server
 
 
-def review_raycluster(request: HttpRequest) -> tuple[int, str, bytes]:
-    """Answers one AdmissionReview for a RayCluster."""
+def review(webhook: Webhook, request: HttpRequest) -> tuple[int, str, bytes]:
+    """Answers one AdmissionReview for an object of `webhook.kind`."""
     try:
-        review = json.loads(request.body)
-        admission = review["request"]
+        incoming = json.loads(request.body)
+        admission = incoming["request"]
         uid = str(admission["uid"])
     except (ValueError, KeyError, TypeError) as e:
         return 400, "text/plain", f"the request is not an AdmissionReview: {e}\n".encode()
@@ -58,16 +92,16 @@ def review_raycluster(request: HttpRequest) -> tuple[int, str, bytes]:
     obj = admission.get("object")
     if admission.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, Mapping):
         name = str((obj.get("metadata") or {}).get("name") or "")
-        log.info("validate %s %s", str(admission["operation"]).lower(), name)
-        errors = validate_raycluster_admission(obj)
+        webhook.log.info("validate %s %s", str(admission["operation"]).lower(), name)
+        errors = webhook.validate(obj)
         if errors:
             response = {
                 "uid": uid,
                 "allowed": False,
-                "status": invalid_status("RayCluster", name, obj, errors),
+                "status": invalid_status(webhook.kind, name, obj, errors),
             }
     body = {
-        "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
+        "apiVersion": incoming.get("apiVersion", "admission.k8s.io/v1"),
         "kind": "AdmissionReview",
         "response": response,
     }

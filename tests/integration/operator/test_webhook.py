@@ -1,10 +1,11 @@
 """The operator's validating webhook (ENABLE_WEBHOOKS=true) called by localkube: registered from deploy/webhook
-(upstream's `vraycluster.kb.io` through the Service `webhook-service`), an invalid RayCluster applied with kubectl
-is refused with upstream's message and not stored; with the operator down, failurePolicy Fail refuses
-every RayCluster naming the webhook.
+(upstream's `vraycluster.kb.io` through the Service `kuberay-webhook-service`), an invalid RayCluster applied
+with kubectl is refused with upstream's message and not stored; with the operator down, failurePolicy Fail
+refuses every RayCluster naming the webhook. The RayJob and RayService webhooks, as the Helm chart installs
+them with cert-manager: test_webhook_chart.py.
 
-The operator runs on the host, as `kuberay local up` runs it: the Service `webhook-service` has no selector
-and its Endpoints point at the operator's webhook port on 127.0.0.1.
+The operator runs on the host, as `kuberay local up` runs it: the Service `kuberay-webhook-service` has no
+selector and its Endpoints point at the operator's webhook port on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _wait_for_port(port: int, operator: OperatorProcess, timeout: float = 60) ->
 def setup(localkube: LocalKubeProcess, tmp_path: Path) -> Iterator[tuple[httpx.Client, str, int, OperatorProcess]]:  # fmt: skip
     namespace = f"webhook-{int(time.time() * 1000) % 10**8}"
     port = free_port()
-    ca = make_certificates(tmp_path / "certs", [f"webhook-service.{namespace}.svc"])
+    ca = make_certificates(tmp_path / "certs", [f"kuberay-webhook-service.{namespace}.svc"])
     with localkube.client(timeout=30) as api:
         api.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).raise_for_status()
         # deploy/webhook as shipped, moved into the test's namespace. The Service loses its selector (the
@@ -64,15 +65,15 @@ def setup(localkube: LocalKubeProcess, tmp_path: Path) -> Iterator[tuple[httpx.C
         del service["spec"]["selector"]
         service["metadata"]["namespace"] = namespace
         service["spec"]["ports"][0]["targetPort"] = port
-        endpoints = {"metadata": {"name": "webhook-service"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}]}  # fmt: skip
+        endpoints = {"metadata": {"name": "kuberay-webhook-service"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": port}]}]}  # fmt: skip
         api.post(f"/api/v1/namespaces/{namespace}/services", json=service).raise_for_status()
         api.post(f"/api/v1/namespaces/{namespace}/endpoints", json=endpoints).raise_for_status()
         configuration = yaml.safe_load((WEBHOOK / "manifests.yaml").read_text())
         configuration["metadata"]["name"] = f"validating-{namespace}"
-        webhook = configuration["webhooks"][0]
-        webhook["clientConfig"]["service"]["namespace"] = namespace
-        webhook["clientConfig"]["caBundle"] = base64.b64encode(ca).decode()
-        webhook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+        for webhook in configuration["webhooks"]:
+            webhook["clientConfig"]["service"]["namespace"] = namespace
+            webhook["clientConfig"]["caBundle"] = base64.b64encode(ca).decode()
+            webhook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
         api.post(CONFIGURATION, json=configuration).raise_for_status()
         operator = OperatorProcess(
             localkube.kubeconfig, tmp_path / "operator.log",
@@ -126,7 +127,7 @@ def test_invalid_raycluster_is_refused_with_upstreams_message_and_not_stored(loc
     assert down.returncode != 0
     assert (
         'Internal error occurred: failed calling webhook "vraycluster.kb.io": failed to call webhook: Post '
-        f'"https://webhook-service.{namespace}.svc:443/validate-ray-io-v1-raycluster?timeout=10s": '
+        f'"https://kuberay-webhook-service.{namespace}.svc:443/validate-ray-io-v1-raycluster?timeout=10s": '
         f"dial tcp 127.0.0.1:{port}: connect: connection refused"
     ) in down.stderr
     assert api.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters/later").status_code == 404

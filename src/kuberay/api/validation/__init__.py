@@ -7,8 +7,12 @@ reconcilers' Events and status messages) take `errors[0]`. Order per kind:
 
 - RayCluster: metadata (webhook and reconciler), unique worker-group names (webhook), spec, upgrade
   options, status.
-- RayJob: metadata, spec, status. RayService: metadata, spec. RayCronJob: name, schedule, time zone,
-  then the RayJob rules on `jobTemplate`.
+- RayJob: metadata (webhook and reconciler), spec, status. RayService: metadata (webhook and
+  reconciler), spec. RayCronJob: name, schedule, time zone, then the RayJob rules on `jobTemplate`.
+
+The `*_admission` functions are what upstream's admission webhooks check, built from the same rules as the
+reconcilers' functions, so that admission never refuses what a reconciler would accept, nor says it
+differently.
 
 For the reconcilers: `event_reason(kind, error)` is the reason of upstream's Warning Event for an error,
 and `autoscaler_v1_restart_policy_warning` is upstream's one warning that is not an error.
@@ -26,7 +30,7 @@ from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
 from kuberay.api.validation import raycluster, raycronjob, rayjob, rayservice, wire
-from kuberay.api.validation.field import FieldError
+from kuberay.api.validation.field import Errors, FieldError
 
 __all__ = [
     "FieldError",
@@ -34,7 +38,9 @@ __all__ = [
     "validate_raycluster_admission",
     "validate_raycronjob",
     "validate_rayjob",
+    "validate_rayjob_admission",
     "validate_rayservice",
+    "validate_rayservice_admission",
 ]
 
 
@@ -77,6 +83,27 @@ def validate_rayjob(job: RayJob, gates: FeatureGates) -> list[FieldError]:
         *rayjob.job_spec(spec, wire.strings(meta, "annotations"), gates, "spec"),
         *rayjob.status(spec, wire.obj(data, "status")),
     ]
+
+
+def validate_rayjob_admission(data: wire.JSON) -> list[FieldError]:
+    """What upstream's RayJob admission webhook (v1.7) checks, on an object's JSON form: the metadata rules
+    only (the spec and status rules are the reconciler's, as upstream)."""
+    return _as_metadata_name(rayjob.metadata(wire.obj(data, "metadata")))
+
+
+def validate_rayservice_admission(data: wire.JSON) -> list[FieldError]:
+    """What upstream's RayService admission webhook (v1.7) checks, on an object's JSON form: the metadata
+    rules only, the `ray.io/initializing-timeout` annotation included (the spec rules are the
+    reconciler's, as upstream)."""
+    return _as_metadata_name(rayservice.metadata(wire.obj(data, "metadata")))
+
+
+def _as_metadata_name(errors: Errors) -> list[FieldError]:
+    """Upstream's RayJob and RayService webhooks report the one error their `Validate<Kind>Metadata` returns
+    (its first failing rule) as `field.Invalid(metadata.name, <name>, err)`: at `metadata.name` even when
+    the rule is RayService's annotation, which is what a client reads."""
+    first = next(errors, None)
+    return [] if first is None else [FieldError("metadata.name", first.message)]
 
 
 def validate_rayservice(service: RayService, gates: FeatureGates) -> list[FieldError]:
