@@ -8,6 +8,12 @@ session` does not collide); submit the job. Where upstream runs `ray job submit`
 own job SDK (`ray.job_submission.JobSubmissionClient`, from the `ray` wheel), which uploads the working
 directory and streams the job's logs the same way; the equivalent `ray` command is printed. Then the RayJob
 is watched until its job status is terminal.
+
+A forward that drops mid-tail does not end the command (in upstream v1.7.0 it killed it; since kuberay#5147
+upstream lets `ray job submit` fail and then decides by the RayJob's status): the forward is made again and
+the tail resumed through it, and the exit is by the RayJob's job status as upstream decides it, whatever the
+log stream ended with. The job's status is read again before each try, so a job that has finished (its
+cluster deleted at once with `--ttl-seconds-after-finished 0`, upstream's case) is not waited on.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import asyncio
 import json
 import random
 import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +40,11 @@ SUBMISSION_ID_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ123456
 POLL = 2.0
 CLUSTER_TIMEOUT = 120.0
 TERMINAL = ("SUCCEEDED", "STOPPED", "FAILED")
+# Re-forwarding after a drop: tries per drop, the wait before the second (doubled for each next), and how
+# many drops one command rides out before it leaves the logs and follows only the RayJob's status.
+REFORWARD_TRIES = 5
+REFORWARD_BACKOFF = 1.0
+MAX_DROPS = 10
 
 
 @dataclass
@@ -230,7 +242,7 @@ async def submit(kube: Kube, flags: KubeFlags, options: Submit) -> None:
 
     cluster = await _cluster_of(kube, name)
     await _wait_cluster_ready(kube, name, cluster)
-    forwarder: asyncio.subprocess.Process | None = None
+    forward: session.DashboardForward | None = None
     try:
         if options.address:
             address = options.address
@@ -238,14 +250,25 @@ async def submit(kube: Kube, flags: KubeFlags, options: Submit) -> None:
         else:
             service = await session.head_service(kube, "raycluster", cluster)
             print(f"Port forwarding service {service}", flush=True)
-            forwarder, address = await session.forward_dashboard(flags, kube, service)
+            forward = session.DashboardForward(flags, kube, service)
+            address = await forward.start()
             print(f"Port forwarding started on {address}", flush=True)
         print(f"Ray command: [{' '.join(ray_command(options, address, job_id))}]", flush=True)
         print("Running Ray submit job command...", flush=True)
-        await _submit_with_sdk(options, address, job_id)
+        try:
+            await _submit_with_sdk(options, address, job_id)
+        except PluginError:
+            raise
+        # Whatever the SDK raises (its own errors, requests', aiohttp's) is upstream's `ray job submit` failing.
+        except Exception as e:
+            await _submit_failed(kube, name, forward is not None, e)
+            return
+        else:
+            if not options.no_wait:
+                await _follow_logs(kube, name, options, job_id, address, forward)
     finally:
-        if forwarder is not None:
-            await session.stop(forwarder)
+        if forward is not None:
+            await forward.stop()
     if options.no_wait:
         print(f"Ray job submitted with ID {job_id}")
         return
@@ -293,7 +316,7 @@ async def _wait_cluster_ready(kube: Kube, job: str, cluster: str) -> None:
     raise PluginError("Timed out waiting for cluster")
 
 
-async def _submit_with_sdk(options: Submit, address: str, job_id: str) -> None:
+async def _sdk_client(options: Submit, address: str) -> Any:
     try:
         from ray.job_submission import JobSubmissionClient
     except ImportError as e:
@@ -302,7 +325,11 @@ async def _submit_with_sdk(options: Submit, address: str, job_id: str) -> None:
     verify: bool | str = True
     if options.verify is not None:
         verify = {"true": True, "false": False}.get(options.verify.lower(), options.verify)
-    client = await asyncio.to_thread(JobSubmissionClient, address, headers=headers, verify=verify)
+    return await asyncio.to_thread(JobSubmissionClient, address, headers=headers, verify=verify)
+
+
+async def _submit_with_sdk(options: Submit, address: str, job_id: str) -> None:
+    client = await _sdk_client(options, address)
     await asyncio.to_thread(
         client.submit_job,
         entrypoint=" ".join(options.entrypoint),
@@ -317,10 +344,130 @@ async def _submit_with_sdk(options: Submit, address: str, job_id: str) -> None:
         else None,
     )
     print(f"Job '{job_id}' submitted successfully", flush=True)
-    if options.no_wait:
+
+
+async def _job_status(kube: Kube, name: str) -> dict[str, Any]:
+    """The RayJob's status now; empty when it cannot be read (the caller goes on as if not terminal)."""
+    try:
+        job = await kube.client.get(RAYJOB, name, kube.namespace)
+    except errors.KubeError:
+        return {}
+    return dict(job.get("status") or {})
+
+
+def _ended_well(status: dict[str, Any]) -> bool:
+    """Upstream's verdict on a RayJob's job status: True when it succeeded or was stopped, False while it
+    is not terminal; a failed one raises upstream's error, which is the command's."""
+    job_status, job_id = status.get("jobStatus", ""), status.get("jobId") or "unknown"
+    if job_status == "FAILED":
+        message = status.get("message")
+        raise PluginError(
+            f"job {job_id} failed: {message}" if message else f"job {job_id} failed with status FAILED"
+        )
+    return job_status in TERMINAL
+
+
+async def _submit_failed(kube: Kube, name: str, forwarded: bool, error: Exception) -> None:
+    """Upstream's answer to `ray job submit` failing: through its own forward, the job may have ended and
+    its cluster gone with the forward, so a terminal RayJob decides; else the submit's error does."""
+    failed = PluginError(f"Error occurred with Ray job submit: {error}")
+    if not forwarded:
+        raise failed from error
+    status = await _job_status(kube, name)
+    if not _ended_well(status):
+        raise failed from error
+    print(f"Ray CLI exited after RayJob {name} reached status {status.get('jobStatus')}; treating the "
+          "submission as successful.", file=sys.stderr, flush=True)  # fmt: skip
+
+
+@dataclass
+class _Log:
+    """How much of the job's log has been printed: the dashboard's tail always starts at the log's
+    beginning, so a tail begun again after a drop skips that much rather than print it twice."""
+
+    printed: int = 0
+
+    async def tail(self, client: Any, job_id: str) -> None:
+        skip = self.printed
+        async for chunk in client.tail_job_logs(job_id):
+            if skip >= len(chunk):
+                skip -= len(chunk)
+                continue
+            chunk, skip = chunk[skip:], 0
+            print(chunk, end="", flush=True)
+            self.printed += len(chunk)
+
+
+async def _follow_logs(
+    kube: Kube,
+    name: str,
+    options: Submit,
+    job_id: str,
+    address: str,
+    forward: session.DashboardForward | None,
+) -> None:
+    """Prints the job's log until it ends. Through our own forward, a drop (kubectl exiting, or the tail
+    failing while it runs) makes the forward again and resumes the tail; when it cannot, the RayJob watch
+    after this still decides the exit, so the log stream's error never does."""
+    log = _Log()
+
+    async def tail(address: str) -> None:
+        await log.tail(await _sdk_client(options, address), job_id)
+
+    if forward is None:
+        try:
+            await tail(address)
+        except PluginError:
+            raise
+        except Exception as e:  # the SDK's errors, as in `submit`
+            raise PluginError(f"Error occurred with Ray job submit: {e}") from e
         return
-    async for lines in client.tail_job_logs(job_id):
-        print(lines, end="", flush=True)
+    url: str | None = address
+    for _ in range(MAX_DROPS):
+        assert url is not None
+        tailing = asyncio.create_task(tail(url))
+        ended = forward.ended
+        await asyncio.wait({tailing, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if tailing.done() and tailing.exception() is None:
+            return
+        if ended.done():
+            # The tail may not have seen its connection go yet; it cannot go on without the forward.
+            tailing.cancel()
+            # Waited on, not awaited: a cancellation of this task then stays this task's.
+            await asyncio.wait({tailing})
+            if not tailing.cancelled():
+                tailing.exception()  # retrieved, so that asyncio does not report it as never retrieved
+            reason = f"kubectl exited with status {ended.result()}"
+        else:
+            reason = f"the job's log tail through it failed: {tailing.exception()}"
+        print(f"Port-forward to Ray dashboard ended: {reason}", file=sys.stderr, flush=True)
+        url = await _reforward(kube, name, forward)
+        if url is None:
+            return
+    print(f"Port forwarding dropped {MAX_DROPS} times; following the RayJob's status only", file=sys.stderr,
+          flush=True)  # fmt: skip
+
+
+async def _reforward(kube: Kube, name: str, forward: session.DashboardForward) -> str | None:
+    """The forward made again (its URL), or None: the RayJob's job status is terminal (nothing left to
+    tail, and with TTL 0 no cluster to forward to), or `REFORWARD_TRIES` tries, backing off, all failed."""
+    delay = REFORWARD_BACKOFF
+    for attempt in range(1, REFORWARD_TRIES + 1):
+        if (await _job_status(kube, name)).get("jobStatus") in TERMINAL:
+            return None
+        try:
+            address = await forward.start()
+        except PluginError as e:
+            print(f"Could not re-establish port forwarding (try {attempt} of {REFORWARD_TRIES}): {e}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            if attempt < REFORWARD_TRIES:
+                await asyncio.sleep(delay)
+                delay *= 2
+            continue
+        print(f"Port forwarding re-established on {address}", flush=True)
+        return address
+    await forward.stop()
+    return None
 
 
 async def _watch_until_terminal(kube: Kube, name: str) -> None:
@@ -331,14 +478,9 @@ async def _watch_until_terminal(kube: Kube, name: str) -> None:
         status = job.get("status") or {}
         job_status, job_id = status.get("jobStatus", ""), status.get("jobId") or "unknown"
         print(f"Current status: {job_status} (RayJob: {name}, JobID: {job_id})", flush=True)
-        if job_status in ("SUCCEEDED", "STOPPED"):
+        if _ended_well(status):
             print(f"Job {job_id} finished with status {job_status}.")
             return
-        if job_status == "FAILED":
-            message = status.get("message")
-            raise PluginError(
-                f"job {job_id} failed: {message}" if message else f"job {job_id} failed with status FAILED"
-            )
         try:
             async for event in kube.client.watch(RAYJOB, kube.namespace, resource_version=version,
                                                  field_selector=f"metadata.name={name}"):  # fmt: skip

@@ -5,7 +5,8 @@ so it works on any cluster kubectl reaches, and it is started again 3 s after ea
 the service to a pod once, so when the head pod is replaced the old forward fails and the next one finds
 the new head. Ports: a RayCluster's dashboard (8265) and client (10001), a RayJob's dashboard, a
 RayService's dashboard and Serve (8000). `forward_dashboard` is the one-off kind for other commands: the
-dashboard on a free local port, for as long as the caller holds the process.
+dashboard on a free local port, for as long as the caller holds the process; `DashboardForward` is one a
+command can start again when it drops (`job submit`, whose log tail outlives many a forward).
 
 A target is `NAME` (a RayCluster), `TYPE/NAME`, or beside it the two words `TYPE NAME` (`job NAME`,
 `service NAME`, `cluster NAME`, and the `ray...`/plural spellings), which `joined` turns into the first form.
@@ -177,6 +178,48 @@ async def forward_in_background(
                 print(f"Error occurred when waiting for port forwarding: {e}", flush=True)
     await stop(process)
     raise PluginError("Timed out waiting for port forwarding")
+
+
+class DashboardForward:
+    """The head Service's dashboard forwarded (`forward_dashboard`), with `ended` to await its end by
+    itself and `start` to make it again, on a new free local port, after it dropped."""
+
+    def __init__(self, flags: KubeFlags, kube: Kube, service: str) -> None:
+        self.flags, self.kube, self.service = flags, kube, service
+        self.address = ""
+        self._process: asyncio.subprocess.Process | None = None
+        self._ended: asyncio.Task[int] | None = None
+
+    async def start(self) -> str:
+        """Forwards the dashboard (one try, `PluginError` when it does not answer) and returns its URL."""
+        await self.stop()
+        self._process, self.address = await forward_dashboard(self.flags, self.kube, self.service)
+        self._ended = asyncio.create_task(self._drained(self._process))
+        return self.address
+
+    @property
+    def ended(self) -> asyncio.Task[int]:
+        """Done, with kubectl's exit status, once the running forward's kubectl has exited."""
+        if self._ended is None:
+            raise RuntimeError("the dashboard forward was not started")
+        return self._ended
+
+    @staticmethod
+    async def _drained(process: asyncio.subprocess.Process) -> int:
+        # kubectl writes a line per forwarded connection; left unread over a long-lived forward, the pipe
+        # fills and kubectl blocks on it with every connection through it stalled.
+        assert process.stdout is not None
+        while await process.stdout.read(65536):
+            pass
+        return await process.wait()
+
+    async def stop(self) -> None:
+        if self._process is not None:
+            await stop(self._process)
+        if self._ended is not None:
+            # With kubectl gone it ends by itself at its pipe's end; waited for rather than cancelled.
+            await asyncio.wait({self._ended})
+        self._process = self._ended = None
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
