@@ -126,6 +126,33 @@ class GcsEmbeddedStorage(KubeModel):
     deletion_policy: GCSStorageDeletionPolicy | None = Field(default=None, alias="deletionPolicy")
 
 
+class ActivePassiveHeadOptions(KubeModel):
+    """Active-passive head HA through leader election (upstream v1.8: kuberay#4910, renamed and given its CEL
+    rules by #5289). The rules read all three timings unguarded, so the schema defaults them (client-go's
+    leader-election defaults): an absent timing compares as its default."""
+
+    __crd_rules__: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            "self.leaseDurationSeconds > self.renewDeadlineSeconds",
+            "leaseDurationSeconds must be greater than renewDeadlineSeconds",
+        ),
+        Rule(
+            "self.renewDeadlineSeconds > self.retryPeriodSeconds",
+            "renewDeadlineSeconds must be greater than retryPeriodSeconds",
+        ),
+    )
+
+    lease_duration_seconds: Annotated[Int32, OpenAPI({"default": 15, "minimum": 1})] = Field(
+        default=15, alias="leaseDurationSeconds"
+    )
+    renew_deadline_seconds: Annotated[Int32, OpenAPI({"default": 10, "minimum": 1})] = Field(
+        default=10, alias="renewDeadlineSeconds"
+    )
+    retry_period_seconds: Annotated[Int32, OpenAPI({"default": 2, "minimum": 1})] = Field(
+        default=2, alias="retryPeriodSeconds"
+    )
+
+
 class GcsFaultToleranceOptions(KubeModel):
     """Presence alone enables GCS fault tolerance; `backend` absent means `redis`."""
 
@@ -140,6 +167,10 @@ class GcsFaultToleranceOptions(KubeModel):
     external_storage_namespace: str | None = Field(default=None, alias="externalStorageNamespace")
     redis_address: str | None = Field(default=None, alias="redisAddress")
     storage: GcsEmbeddedStorage | None = None
+    # Only with the redis backend and the GCSFaultToleranceActivePassiveHead gate (validation says so).
+    active_passive_options: ActivePassiveHeadOptions | None = Field(
+        default=None, alias="activePassiveOptions"
+    )
 
 
 class CollectorOptions(KubeModel):
@@ -199,8 +230,31 @@ class HeadGroupSpec(KubeModel):
     service_type: str | None = Field(default=None, alias="serviceType")
 
 
+class ScaleGate(KubeModel):
+    """One reason a worker group may not grow now, written by another controller (Kueue's
+    `kueue.k8s.io/quota-exceeded`); `name` is the merge key, so each writer adds and removes only its own."""
+
+    name: str
+
+
 class ScaleStrategy(KubeModel):
     workers_to_delete: list[str] | None = Field(default=None, alias="workersToDelete")
+    # Upstream v1.8 (kuberay#5094). Others own it: the operator keeps it as written and, while it is
+    # non-empty, creates no pods for the group.
+    scale_gate: (
+        Annotated[
+            list[ScaleGate],
+            OpenAPI({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}),
+        ]
+        | None
+    ) = Field(default=None, alias="scaleGate")
+
+
+class LabelMapping(KubeModel):
+    """A node label delivered to the group's Ray nodes, under `mapTo` (default: the same key)."""
+
+    node_label: str = Field(alias="nodeLabel")
+    map_to: str | None = Field(default=None, alias="mapTo")
 
 
 class WorkerGroupSpec(KubeModel):
@@ -221,6 +275,11 @@ class WorkerGroupSpec(KubeModel):
     template: PodTemplateSpec
     scale_strategy: ScaleStrategy | None = Field(default=None, alias="scaleStrategy")
     num_of_hosts: Annotated[Int32, OpenAPI({"default": 1})] = Field(default=1, alias="numOfHosts")
+    # Node Label Delivery (gate TopologyLabelDelivery): kuberay#5260's `topology.labelMappings`, flattened
+    # onto the group by #5329. Accepted and validated; nothing here delivers the labels yet.
+    label_mappings: Annotated[list[LabelMapping], OpenAPI({"minItems": 1})] | None = Field(
+        default=None, alias="labelMappings"
+    )
 
 
 class AutoscalerOptions(KubeModel):

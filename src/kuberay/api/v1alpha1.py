@@ -24,12 +24,18 @@ from kuberay.api.meta import (
     Service,
     VolumeMount,
 )
-from kuberay.api.raycluster import ScaleStrategy, UpscalingMode
+from kuberay.api.raycluster import UpscalingMode
 
 API_VERSION = "ray.io/v1alpha1"
 
 
 # --- RayCluster -------------------------------------------------------------------------------------------
+class ScaleStrategy(KubeModel):
+    """v1's ScaleStrategy before v1.8 gave it `scaleGate`."""
+
+    workers_to_delete: list[str] | None = Field(default=None, alias="workersToDelete")
+
+
 class AutoscalerOptions(KubeModel):
     """v1's AutoscalerOptions without `version`, `command` and `args`."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,97 @@ from support.shared import UPSTREAM_CRDS, upstream_crd
 DEPLOYED = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 UPSTREAM = UPSTREAM_CRDS
 MANIFESTS = {crd.file_name(manifest): manifest for manifest in crd.crds()}
+
+# --- upstream v1.8's additions to RayClusterSpec --------------------------------------------------------
+# The reference CRDs are upstream's v1.7.0. Ours add exactly these v1.8 fields (v1 only: v1alpha1 takes no
+# new field), each under every RayClusterSpec a CRD embeds; everything else must still equal v1.7.0. The
+# v1.8 shapes are read from the PRs named (see each); they are the CRD's part of the contract.
+INT32 = {"type": "integer", "format": "int32"}
+V1_8_ADDITIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    # Node Label Delivery: kuberay#5260's `topology.labelMappings`, flattened onto the group by #5329.
+    ".workerGroupSpecs[].labelMappings": (
+        "kuberay#5260, #5329",
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {"nodeLabel": {"type": "string"}, "mapTo": {"type": "string"}},
+                "required": ["nodeLabel"],
+            },
+        },
+    ),
+    ".workerGroupSpecs[].scaleStrategy.scaleGate": (
+        "kuberay#5094",
+        {
+            "type": "array",
+            "items": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+        },
+    ),
+    # kuberay#4910's `activePassiveHead`, renamed and given its CEL rules by #5289.
+    ".gcsFaultToleranceOptions.activePassiveOptions": (
+        "kuberay#4910, #5289",
+        {
+            "type": "object",
+            "properties": {
+                "leaseDurationSeconds": {**INT32, "default": 15, "minimum": 1},
+                "renewDeadlineSeconds": {**INT32, "default": 10, "minimum": 1},
+                "retryPeriodSeconds": {**INT32, "default": 2, "minimum": 1},
+            },
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.leaseDurationSeconds > self.renewDeadlineSeconds",
+                    "message": "leaseDurationSeconds must be greater than renewDeadlineSeconds",
+                },
+                {
+                    "rule": "self.renewDeadlineSeconds > self.retryPeriodSeconds",
+                    "message": "renewDeadlineSeconds must be greater than retryPeriodSeconds",
+                },
+            ],
+        },
+    ),
+}
+# Where each CRD's v1 schema embeds a RayClusterSpec.
+CLUSTER_SPECS = {
+    "ray.io_rayclusters.yaml": ".spec",
+    "ray.io_rayjobs.yaml": ".spec.rayClusterSpec",
+    "ray.io_rayservices.yaml": ".spec.rayClusterConfig",
+    "ray.io_raycronjobs.yaml": ".spec.jobTemplate.rayClusterSpec",
+}
+
+
+def _parent_and_name(root: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+    """The schema holding the last property of `path` (`.a[].b`: properties, `[]` items) and its name."""
+    *steps, name = re.findall(r"\.(\w+)(\[\])?", path)
+    node = root
+    for step, items in steps:
+        node = node["properties"][step]
+        if items:
+            node = node["items"]
+    if name[1]:
+        raise ValueError(f"{path} ends in items")
+    return node, name[0]
+
+
+def v1_8_additions(name: str, manifest: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each v1.8 addition of a CRD's v1 schema: its full path and its schema."""
+    root = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path in V1_8_ADDITIONS:
+        parent, prop = _parent_and_name(root, CLUSTER_SPECS[name] + path)
+        yield CLUSTER_SPECS[name] + path, parent["properties"].get(prop, {})
+
+
+def without_v1_8_additions(name: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the manifest without the v1.8 additions (each must be there): what v1.7.0 generates."""
+    stripped = copy.deepcopy(manifest)
+    root = stripped["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path in V1_8_ADDITIONS:
+        parent, prop = _parent_and_name(root, CLUSTER_SPECS[name] + path)
+        assert prop in parent["properties"], f"{name}: v1.8 addition {path} missing"
+        del parent["properties"][prop]
+    return stripped
 
 
 def test_committed_files_are_current() -> None:
@@ -73,7 +165,7 @@ def test_schema_differences_sees_every_kind_of_change() -> None:
 @pytest.mark.parametrize("name", sorted(MANIFESTS))
 def test_same_as_upstream(name: str) -> None:
     upstream = upstream_crd(name)
-    ours = MANIFESTS[name]
+    ours = without_v1_8_additions(name, MANIFESTS[name])
     assert (ours["apiVersion"], ours["kind"], ours["metadata"]["name"]) == (
         upstream["apiVersion"],
         upstream["kind"],
@@ -96,12 +188,23 @@ def test_same_as_upstream(name: str) -> None:
 
 
 def test_rendered_like_controller_gen() -> None:
-    # Upstream's files differ from ours only by controller-gen's version annotation.
-    for name, text in crd.render_files().items():
+    # Upstream's files differ from ours only by controller-gen's version annotation (and v1.8's additions).
+    for name, manifest in MANIFESTS.items():
         upstream = (UPSTREAM / name).read_text()
-        assert text == upstream.replace(
+        assert crd.render_manifest(without_v1_8_additions(name, manifest)) == upstream.replace(
             "  annotations:\n    controller-gen.kubebuilder.io/version: v0.16.5\n", ""
         )
+
+
+@pytest.mark.parametrize("name", sorted(MANIFESTS))
+def test_v1_8_additions_have_the_shapes_of_their_prs(name: str) -> None:
+    for path, schema in v1_8_additions(name, MANIFESTS[name]):
+        pr, expected = V1_8_ADDITIONS[path.removeprefix(CLUSTER_SPECS[name])]
+        assert schema == expected, f"{name} {path} ({pr})"
+    # v1alpha1 is frozen: no v1.8 field reaches it.
+    for version in MANIFESTS[name]["spec"]["versions"][1:]:
+        text = repr(version["schema"])
+        assert not [word for word in ("labelMappings", "scaleGate", "activePassiveOptions") if word in text]
 
 
 # --- structural schemas ----------------------------------------------------------------------------------

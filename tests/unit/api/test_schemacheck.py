@@ -183,6 +183,56 @@ def test_list_map_keys_must_be_unique() -> None:
     ]
 
 
+def active_passive(**timings: int) -> dict[str, Any]:
+    return cluster(gcsFaultToleranceOptions={"redisAddress": "r:6379", "activePassiveOptions": timings})
+
+
+@pytest.mark.parametrize(
+    ("timings", "expected"),
+    [
+        ({}, []),
+        ({"leaseDurationSeconds": 60, "renewDeadlineSeconds": 40, "retryPeriodSeconds": 5}, []),
+        # Each rule compares defaults (15, 10, 2) where a timing is absent.
+        ({"leaseDurationSeconds": 10}, ["leaseDurationSeconds must be greater than renewDeadlineSeconds"]),
+        ({"retryPeriodSeconds": 10}, ["renewDeadlineSeconds must be greater than retryPeriodSeconds"]),
+        (
+            {"leaseDurationSeconds": 5, "renewDeadlineSeconds": 5, "retryPeriodSeconds": 5},
+            [
+                "leaseDurationSeconds must be greater than renewDeadlineSeconds",
+                "renewDeadlineSeconds must be greater than retryPeriodSeconds",
+            ],
+        ),
+    ],
+)
+def test_active_passive_lease_timings(timings: dict[str, int], expected: list[str]) -> None:
+    at = 'spec.gcsFaultToleranceOptions.activePassiveOptions: Invalid value: "object": '
+    assert messages(active_passive(**timings)) == [at + reason for reason in expected]
+    stored = schemacheck.defaulted(active_passive(), "RayCluster")["spec"]["gcsFaultToleranceOptions"]
+    assert stored["activePassiveOptions"] == {
+        "leaseDurationSeconds": 15,
+        "renewDeadlineSeconds": 10,
+        "retryPeriodSeconds": 2,
+    }
+
+
+def test_v1_8_worker_group_fields() -> None:
+    group = {"groupName": "g", "template": HEAD["template"]}
+    gates = [{"name": "kueue.k8s.io/quota-exceeded"}, {"name": "example.com/maintenance"}]
+    fine = {
+        **group,
+        "labelMappings": [{"nodeLabel": "a/b", "mapTo": "c"}],
+        "scaleStrategy": {"scaleGate": gates},
+    }
+    assert messages(cluster(workerGroupSpecs=[fine])) == []
+    twice = {**group, "scaleStrategy": {"scaleGate": [gates[0], gates[0]]}}
+    assert messages(cluster(workerGroupSpecs=[twice])) == [
+        'spec.workerGroupSpecs[0].scaleStrategy.scaleGate[1]: Duplicate value: {"name":"kueue.k8s.io/quota-exceeded"}'
+    ]
+    assert messages(cluster(workerGroupSpecs=[{**group, "labelMappings": [{"mapTo": "c"}]}])) == [
+        "spec.workerGroupSpecs[0].labelMappings[0].nodeLabel: Required value"
+    ]
+
+
 def test_transition_rules_are_skipped_offline() -> None:
     # `self == oldSelf` (managedBy, gcsFaultToleranceOptions.backend) needs an old object.
     assert (

@@ -4,7 +4,8 @@ worker-group names.
 
 `cluster_spec` is also run by the RayJob, RayService and RayCronJob rules on their embedded cluster spec,
 so every path it reports is relative to the `at` it is given. Its history-server checks are
-`historyserver.py`'s, its network-policy and TLS checks `netsecurity.py`'s.
+`historyserver.py`'s, its network-policy and TLS checks `netsecurity.py`'s, those of upstream v1.8's gated
+fields `alphafields.py`'s.
 
 Order and continuation: rules yield in upstream's order. Upstream stops at the first failure; these rules
 go on wherever a later rule still means something, and stop only where upstream's later rules depend on
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from kuberay.api import constants as c
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.raycluster import RayClusterConditionType
-from kuberay.api.validation import historyserver, names, netsecurity, wire
+from kuberay.api.validation import alphafields, historyserver, names, netsecurity, wire
 from kuberay.api.validation.field import Errors, FieldError
 from kuberay.api.validation.wire import JSON
 from kubesemantics import goparse
@@ -381,6 +382,8 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
         )
     if has_ft_options:
         yield from _gcs_fault_tolerance(spec, at, head, head_at, head_container, annotations, gates)
+        yield from alphafields.active_passive(spec, at, gates)
+    yield from alphafields.label_mappings(spec, at, gates)
     username_param = wire.strings(head, "rayStartParams").get("redis-username")
     username_env = wire.env_index(head_container, c.REDIS_USERNAME)
     if username_param or username_env is not None:
