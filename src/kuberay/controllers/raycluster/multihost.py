@@ -4,7 +4,7 @@ host at a time.
 
 Order within a pass: delete incomplete replicas (and stop), delete every replica with a pod that must go,
 delete the replicas named in `workersToDelete` (and stop), then create the missing replicas at the lowest
-free replica indices, or (when allowed) delete surplus replicas.
+free replica indices (unless the group's `scaleGate` holds it), or (when allowed) delete surplus replicas.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from kuberay.api import constants
 from kuberay.api.raycluster import WorkerGroupSpec
 from kuberay.builders import pod
-from kuberay.controllers.raycluster import podstate, replicas
+from kuberay.controllers.raycluster import podstate, replicas, scalegate
 from kuberay.controllers.raycluster.podwrites import PodsError, PodWriter
 from kubesemantics.names import random_suffix
 
@@ -96,6 +96,8 @@ class MultiHostGroup:
             )
         missing = expected // self.hosts - len(valid)
         why = f"{len(valid)} replicas running, {expected} Pods wanted ({why})"
+        if scalegate.holds_creation(self.writer.cluster, self.model, missing * self.hosts, why):
+            return
         if missing > 0:
             await self.writer.check_mtls()
             used = {

@@ -4,9 +4,9 @@ group in spec order.
 Order within a pass (upstream's `reconcilePods`): suspension (delete everything while Suspending), the Recreate upgrade,
 the head pod (create one, delete a dead one, refuse two), then per group: skip while its scale
 expectations are unsatisfied, delete a suspended group, multi-host groups as whole replicas
-(`multihost`), delete dead pods (`podstate.should_delete_pod`), `workersToDelete`, then create or
-(randomly, when allowed) delete the difference. The writes, their expectations and Events are
-`podwrites.PodWriter`'s.
+(`multihost`), delete dead pods (`podstate.should_delete_pod`), `workersToDelete`, then create (unless the
+group's `scaleGate` holds it: `scalegate`) or (randomly, when allowed) delete the difference. The writes,
+their expectations and Events are `podwrites.PodWriter`'s.
 
 A group whose scale expectations the cache has not caught up with is skipped, so a stale cache never makes
 a pod twice or deletes one twice. The pass stops at the first error (`PodsError`, or `ReplicaFailureError`
@@ -27,7 +27,7 @@ from kuberay.api.raycluster import (
     WorkerGroupSpec,
 )
 from kuberay.builders import pod
-from kuberay.controllers.raycluster import conditions, podstate, recreate, replicas, status
+from kuberay.controllers.raycluster import conditions, podstate, recreate, replicas, scalegate, status
 from kuberay.controllers.raycluster.context import Context
 from kuberay.controllers.raycluster.multihost import MultiHostGroup
 from kuberay.controllers.raycluster.podwrites import CREATE, PodsError, PodWriter
@@ -230,6 +230,8 @@ class PodReconciler:
         running = [p for p in found if podstate.pod_name(p) not in deleted]
         diff = expected - len(running)
         why = f"{len(running)} running, {expected} wanted ({replicas.explain_desired(wire)})"
+        if scalegate.holds_creation(self.cluster, group, diff, why):
+            return
         if diff > 0:
             await self.writer.check_mtls()
             used = {

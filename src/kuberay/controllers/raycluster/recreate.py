@@ -1,9 +1,9 @@
 """The Recreate upgrade strategy: the spec hash stamped on the head pod, and when a change means
 "delete every pod and start over".
 
-The hash covers the spec minus what the autoscaler or admission controllers change on their own
-(replicas, min/max, `workersToDelete`, template tolerations and scheduling gates) and minus the strategy
-itself, so only a user's real change to the cluster's shape recreates it. It is a SHA-1 of the muted spec's
+The hash covers the spec minus what the autoscaler, Kueue or admission controllers change on their own
+(replicas, min/max, `workersToDelete`, `scaleGate`, template tolerations and scheduling gates) and minus the
+strategy itself, so only a user's real change to the cluster's shape recreates it. It is a SHA-1 of the muted spec's
 canonical JSON in base32 "extended hex" (upstream's encoding); the JSON is ours, not Go's, so a head pod
 made by another implementation is recognised by its `ray.io/kuberay-version` annotation and re-stamped
 instead of recreated. Upstream hashes Go's JSON of its spec struct, where a value field tagged `omitempty`
@@ -41,9 +41,10 @@ OMITEMPTY: Mapping[tuple[str, ...], frozenset[str]] = {
     ("networkPolicy", "workerGroups", "*"): frozenset({"ingressRules", "egressRules"}),
     ("headGroupSpec",): frozenset({"resources", "labels", "serviceType"}),
     ("headGroupSpec", "ingressOptions"): frozenset({"tls"}),
-    ("workerGroupSpecs", "*"): frozenset({"resources", "labels", "numOfHosts"}),
+    ("workerGroupSpecs", "*"): frozenset({"resources", "labels", "numOfHosts", "labelMappings"}),
 }
 _EMPTY: tuple[Any, ...] = (None, "", 0, [], {})
+SCALE_STRATEGY_MUTED = frozenset({"workersToDelete", "scaleGate"})
 
 
 def _holders(spec: Any, path: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -79,8 +80,11 @@ def spec_hash(spec: Mapping[str, Any]) -> str:
     for group in muted.get("workerGroupSpecs") or ():
         for key in ("replicas", "minReplicas", "maxReplicas"):
             group.pop(key, None)
-        # Upstream's scaleStrategy is a struct: absent and empty hash alike.
-        strategy = {k: v for k, v in (group.get("scaleStrategy") or {}).items() if k != "workersToDelete"}
+        # Upstream's scaleStrategy is a struct: absent and empty hash alike. Its lists are other
+        # controllers' (the autoscaler's workersToDelete, Kueue's scaleGate), never a change of shape.
+        strategy = {
+            k: v for k, v in (group.get("scaleStrategy") or {}).items() if k not in SCALE_STRATEGY_MUTED
+        }
         group["scaleStrategy"] = strategy
         _mute_template(group)
     _omit_empty(muted)

@@ -1,6 +1,7 @@
 import pytest
 
-from kuberay.controllers.raycluster import podstate, recreate
+from kuberay.api.raycluster import RayCluster
+from kuberay.controllers.raycluster import podstate, recreate, scalegate
 from kuberay.controllers.raycluster.podstate import should_delete_pod
 
 
@@ -66,7 +67,10 @@ def test_recreate_hash_ignores_scaling_tolerations_and_strategy_but_not_images()
                 **SPEC["workerGroupSpecs"][0],  # type: ignore[index]
                 "replicas": 3,
                 "maxReplicas": 9,
-                "scaleStrategy": {"workersToDelete": ["x"]},
+                "scaleStrategy": {
+                    "workersToDelete": ["x"],
+                    "scaleGate": [{"name": "kueue.k8s.io/quota-exceeded"}],
+                },
                 "template": {
                     "spec": {"containers": [{"name": "ray", "image": "ray:1"}], "tolerations": [{}]}
                 },
@@ -147,3 +151,24 @@ def test_pod_problem(pod_status: dict[str, object], reason: str | None) -> None:
     assert (problem.reason if problem else None) == reason
     if problem is not None:
         assert problem.describe("ns").startswith(f"Pod ns/w-1 is failing: {reason}")
+
+
+def test_scale_gate_holds_only_creation() -> None:
+    cluster = RayCluster.parse(
+        {
+            "metadata": {"name": "c", "namespace": "n"},
+            "spec": {
+                "headGroupSpec": {"template": {}},
+                "workerGroupSpecs": [
+                    {"groupName": "gated", "template": {}, "scaleStrategy": {"scaleGate": [{"name": "k/q"}]}},
+                    {"groupName": "open", "template": {}, "scaleStrategy": {"scaleGate": []}},
+                ],
+            },
+        }
+    )
+    gated, open_group = cluster.spec.worker_group_specs or []
+    assert scalegate.gates(gated) == ["k/q"] and scalegate.gates(open_group) == []
+    assert scalegate.holds_creation(cluster, gated, 2, "why")
+    assert not scalegate.holds_creation(cluster, gated, 0, "why")  # nothing to create
+    assert not scalegate.holds_creation(cluster, gated, -1, "why")  # scale-down goes on
+    assert not scalegate.holds_creation(cluster, open_group, 2, "why")  # an empty list gates nothing
