@@ -201,6 +201,52 @@ def test_configuration_file(helm: Helm) -> None:
     assert pod_annotations != find(changed, "Deployment")["spec"]["template"]["metadata"]["annotations"]
 
 
+def test_upstream_v1_8_settings_reach_the_operator(helm: Helm) -> None:
+    # configuration.allowedNodeLabels (kuberay#5260) and nodeEventForwarder.* (kuberay#4978), as flags
+    # without the configuration file and as its fields with it.
+    labels = ["topology.kubernetes.io/zone", "nvidia.com/gpu.clique"]
+    lists = {"sources": ["kubelet"], "reasons": ["NodeNotReady", "Rebooted"], "types": ["Warning"]}
+    values = {
+        "configuration": {"allowedNodeLabels": labels},
+        "nodeEventForwarder": {"enabled": True, **lists},
+    }
+    objects = helm.template(CHART, values)
+    validate_all(objects)
+    assert [a for a in container(objects)["args"] if a.startswith(("--allowed", "--node-event"))] == [
+        "--allowed-node-labels=topology.kubernetes.io/zone,nvidia.com/gpu.clique",
+        "--node-event-forwarder-reasons=NodeNotReady,Rebooted",
+        "--node-event-forwarder-sources=kubelet",
+        "--node-event-forwarder-types=Warning",
+    ]
+    flags = operator_settings(objects).config
+    assert flags.allowed_node_labels == labels
+    assert (
+        flags.node_event_forwarder_sources,
+        flags.node_event_forwarder_reasons,
+        flags.node_event_forwarder_types,
+    ) == (lists["sources"], lists["reasons"], lists["types"])
+
+    filed = helm.template(CHART, {**values, "configuration": {"enabled": True, "allowedNodeLabels": labels}})
+    config = Configuration.from_yaml(
+        find(filed, "ConfigMap", "kuberay-operator-config")["data"]["config.yaml"]
+    )
+    assert container(filed)["args"][:2] == ["--config", "/etc/kuberay/config.yaml"]
+    assert config.allowed_node_labels == labels
+    assert (
+        config.node_event_forwarder_sources,
+        config.node_event_forwarder_reasons,
+        config.node_event_forwarder_types,
+    ) == (lists["sources"], lists["reasons"], lists["types"])
+
+    # The lists wait for nodeEventForwarder.enabled; nothing is passed by default.
+    for quiet in ({"nodeEventForwarder": lists}, {}):
+        args = container(helm.template(CHART, quiet))["args"]
+        assert not [a for a in args if a.startswith(("--allowed", "--node-event"))]
+    quiet_file = helm.template(CHART, {"configuration": {"enabled": True}, "nodeEventForwarder": lists})
+    text = find(quiet_file, "ConfigMap", "kuberay-operator-config")["data"]["config.yaml"]
+    assert "nodeEventForwarder" not in text and "allowedNodeLabels" not in text
+
+
 def test_service_monitor(helm: Helm) -> None:
     assert not [o for o in helm.template(CHART) if o["kind"] == "ServiceMonitor"]
     values = {"metrics": {"serviceMonitor": {"enabled": True, "namespace": "monitoring", "interval": "15s",

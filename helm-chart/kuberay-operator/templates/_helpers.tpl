@@ -64,6 +64,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The node event forwarder's non-empty lists by name (sources, reasons, types), as YAML; none unless
+enabled. */}}
+{{- define "kuberay-operator.nodeEventForwarder" -}}
+{{- $lists := dict -}}
+{{- with .Values.nodeEventForwarder -}}
+{{- if .enabled -}}
+{{- range $name := list "sources" "reasons" "types" -}}
+{{- with index $.Values.nodeEventForwarder $name }}{{ $_ := set $lists $name . }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $lists -}}
+{{- end -}}
+
 {{/* Refuses values the operator would refuse at start-up, with the value's path. */}}
 {{- define "kuberay-operator.validate" -}}
 {{- if hasKey .Values "reconcileConcurrency" -}}
@@ -114,6 +128,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with .Values.kubeClient -}}
 {{- if hasKey . "qps" -}}{{- $args = append $args (printf "--qps=%v" .qps) -}}{{- end -}}
 {{- if hasKey . "burst" -}}{{- $args = append $args (printf "--burst=%v" .burst) -}}{{- end -}}
+{{- end -}}
+{{- with .Values.configuration.allowedNodeLabels -}}
+{{- $args = append $args (printf "--allowed-node-labels=%s" (join "," .)) -}}
+{{- end -}}
+{{- range $flag, $list := include "kuberay-operator.nodeEventForwarder" . | fromYaml -}}
+{{- $args = append $args (printf "--node-event-forwarder-%s=%s" $flag (join "," $list)) -}}
 {{- end -}}
 {{- end -}}
 {{- with include "kuberay-operator.featureGates" . -}}

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kuberay.api.errors import InputError
 from kuberay.api.features import Feature, FeatureGates
 from kuberay.api.meta import Container, EnvVar, GoFloat
+from kuberay.api.validation import names
 
 DEFAULT_METRICS_ADDR: Final = ":8080"
 DEFAULT_PROBE_ADDR: Final = ":8082"
@@ -67,6 +68,14 @@ class Configuration(BaseModel):
     use_kubernetes_proxy: bool = Field(default=False, alias="useKubernetesProxy")
     delete_ray_job_after_job_finishes: bool = Field(default=False, alias="deleteRayJobAfterJobFinishes")
     enable_metrics: bool = Field(default=False, alias="enableMetrics")
+    # Upstream v1.8's (kuberay#5260): the node label keys Node Label Delivery may hand to Ray; none when empty.
+    # Accepted and checked; the delivery itself is not implemented here.
+    allowed_node_labels: list[str] = Field(default_factory=list, alias="allowedNodeLabels")
+    # Upstream v1.8's node-event forwarder filters (kuberay#4978): the Node Events' sources, reasons and types
+    # to forward to the Ray custom resources. Accepted; nothing forwards yet.
+    node_event_forwarder_sources: list[str] = Field(default_factory=list, alias="nodeEventForwarderSources")
+    node_event_forwarder_reasons: list[str] = Field(default_factory=list, alias="nodeEventForwarderReasons")
+    node_event_forwarder_types: list[str] = Field(default_factory=list, alias="nodeEventForwarderTypes")
 
     @field_validator("metrics_addr")
     @classmethod
@@ -89,6 +98,21 @@ class Configuration(BaseModel):
         if value and value not in LOG_ENCODERS:
             raise ValueError(f"invalid encoder \"{value}\" (must be 'json' or 'console')")
         return value
+
+    @field_validator("allowed_node_labels")
+    @classmethod
+    def _label_keys(cls, keys: list[str]) -> list[str]:
+        return check_label_keys(keys)
+
+    @field_validator(
+        "node_event_forwarder_sources", "node_event_forwarder_reasons", "node_event_forwarder_types"
+    )
+    @classmethod
+    def _no_empty_items(cls, items: list[str]) -> list[str]:
+        # The flags join these with commas: an empty item, or one with a comma, could not round-trip.
+        if bad := [item for item in items if not item.strip() or "," in item]:
+            raise ValueError(f"items must be non-empty and without commas, got {bad!r}")
+        return items
 
     @classmethod
     def parse(cls, data: Any) -> Configuration:
@@ -125,6 +149,14 @@ class Configuration(BaseModel):
             )
         if self.batch_scheduler and self.batch_scheduler not in BATCH_SCHEDULERS:
             raise ConfigError(f"scheduler is not supported, name={self.batch_scheduler}")
+
+
+def check_label_keys(keys: list[str]) -> list[str]:
+    """`keys` when each is a Kubernetes label key; else ValueError naming the first that is not."""
+    for key in keys:
+        if problems := names.label_key(key):
+            raise ValueError(f"invalid node label key {key!r}: {'; '.join(problems)}")
+    return keys
 
 
 def _describe(error: ValidationError) -> str:

@@ -34,6 +34,7 @@ from kuberay.api.config import (
     DEFAULT_RECONCILE_CONCURRENCY,
     ConfigError,
     Configuration,
+    check_label_keys,
 )
 from kuberay.api.features import ALL_ALPHA, ENV_PREFIX, SPECS, FeatureGateError, GateRequests, Stage
 from kuberay.api.settings import (
@@ -72,6 +73,18 @@ def _positive_seconds(value: str) -> float:
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
     return seconds
+
+
+def _csv(value: str) -> list[str]:
+    # A comma-separated list flag: items trimmed, empty ones dropped (`--x=` is the empty list).
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _label_keys(value: str) -> list[str]:
+    try:
+        return check_label_keys(_csv(value))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _shown(default: object) -> str:
@@ -178,6 +191,20 @@ def _parser() -> _Parser:
         default=DEFAULT_BURST,
         help="The maximum burst for throttling requests to the Kubernetes API server, per resource kind.",
     )
+    # Upstream v1.8's: accepted, checked and kept in the configuration; nothing acts on them yet.
+    flag(
+        "allowed-node-labels",
+        type=_label_keys,
+        default=[],
+        help="Comma-separated node label keys that Node Label Delivery may copy to Ray nodes.",
+    )
+    for what in ("sources", "reasons", "types"):
+        flag(
+            f"node-event-forwarder-{what}",
+            type=_csv,
+            default=[],
+            help=f"Comma-separated {what} of the Node Events the node event forwarder forwards.",
+        )
     flag("kubeconfig", default="", help="Path to a kubeconfig (else KUBECONFIG, in-cluster, ~/.kube/config).")
     flag("zap-log-level", default="info", choices=LOG_LEVELS, help="Minimum level logged.")
     timings = LeaderElectionSettings()
@@ -243,6 +270,10 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Oper
                 enable_metrics=args.enable_metrics,
                 qps=args.qps,
                 burst=args.burst,
+                allowed_node_labels=args.allowed_node_labels,
+                node_event_forwarder_sources=args.node_event_forwarder_sources,
+                node_event_forwarder_reasons=args.node_event_forwarder_reasons,
+                node_event_forwarder_types=args.node_event_forwarder_types,
             )
         config.validate_batch_scheduler(gates)
     except ConfigError as e:

@@ -34,6 +34,22 @@ defaultPodLabels: {team: ray}
     assert config.head_sidecar_containers[0]["name"] == "fluentbit"
 
 
+def test_upstream_v1_8_settings_are_read() -> None:
+    config = Configuration.from_yaml(
+        """
+allowedNodeLabels: [topology.kubernetes.io/zone, nvidia.com/gpu.clique]
+nodeEventForwarderSources: [kubelet]
+nodeEventForwarderReasons: [NodeNotReady, Rebooted]
+nodeEventForwarderTypes: [Warning]
+"""
+    )
+    assert config.allowed_node_labels == ["topology.kubernetes.io/zone", "nvidia.com/gpu.clique"]
+    assert config.node_event_forwarder_sources == ["kubelet"]
+    assert config.node_event_forwarder_reasons == ["NodeNotReady", "Rebooted"]
+    assert config.node_event_forwarder_types == ["Warning"]
+    assert Configuration.from_yaml("").allowed_node_labels == []
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -44,6 +60,13 @@ defaultPodLabels: {team: ray}
         ("apiVersion: config.ray.io/v1", "apiVersion:"),
         ("logStdoutEncoder: text", "invalid encoder \"text\" (must be 'json' or 'console')"),
         ("[1, 2]", "must be a mapping"),
+        ("allowedNodeLabels: [a/b/c]", "allowedNodeLabels: Value error, invalid node label key 'a/b/c'"),
+        ("allowedNodeLabels: topology.kubernetes.io/zone", "allowedNodeLabels: Input should be a valid list"),
+        ("nodeEventForwarderTypes: ['']", "nodeEventForwarderTypes: Value error, items must be non-empty"),
+        (
+            "nodeEventForwarderReasons: ['A,B']",
+            "nodeEventForwarderReasons: Value error, items must be non-empty",
+        ),
         ("a: [", "not valid YAML"),
     ],
 )

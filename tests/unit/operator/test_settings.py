@@ -38,6 +38,25 @@ def test_go_style_flags():
     assert settings.watch_namespaces == ["a", "b"]
 
 
+def test_upstream_v1_8_list_flags():
+    config = parse(
+        [
+            "--allowed-node-labels=topology.kubernetes.io/zone, nvidia.com/gpu.clique",
+            "--node-event-forwarder-sources=kubelet",
+            "--node-event-forwarder-reasons",
+            "NodeNotReady,,Rebooted",
+            "-node-event-forwarder-types=Warning",
+        ],
+        environ={},
+    ).config
+    assert config.allowed_node_labels == ["topology.kubernetes.io/zone", "nvidia.com/gpu.clique"]
+    assert config.node_event_forwarder_sources == ["kubelet"]
+    assert config.node_event_forwarder_reasons == ["NodeNotReady", "Rebooted"]
+    assert config.node_event_forwarder_types == ["Warning"]
+    defaults = parse([], environ={}).config
+    assert defaults.allowed_node_labels == defaults.node_event_forwarder_types == []
+
+
 def test_a_config_file_wins_over_flags_but_feature_gates_still_apply(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("apiVersion: config.ray.io/v1alpha1\nkind: Configuration\nreconcileConcurrency: 3\n")
@@ -57,6 +76,10 @@ def test_a_config_file_wins_over_flags_but_feature_gates_still_apply(tmp_path):
         (["--batch-scheduler=volcano", "--enable-batch-scheduler"], "Please use batch-scheduler only"),
         (["--reconcile-concurrency=-1"], "reconcile concurrency -1"),
         (["--config=/does/not/exist"], "failed to read config file /does/not/exist"),
+        (
+            ["--allowed-node-labels=zone,-bad"],
+            "argument --allowed-node-labels/-allowed-node-labels: invalid node label key '-bad'",
+        ),
     ],
 )
 def test_bad_settings_name_the_culprit(argv, message):
