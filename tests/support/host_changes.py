@@ -17,6 +17,7 @@ The record is also written to a file, so that a run killed before `restore()` is
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ import signal
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from support.eventually import eventually
 
 SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
 # Paths a kubelet, containerd or a CNI plugin may create whatever their configuration says.
@@ -42,6 +45,8 @@ POD_NETNS = Path("/run/netns")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # The cgroups kubelet (cgroupfs driver) and containerd make at a hierarchy's top.
 CGROUP_NAMES = ("kubepods", "k8s.io")
+# A bound on a killed container's processes leaving their cgroup on a loaded machine, not a measurement.
+CGROUP_EMPTY_TIMEOUT = 30.0
 
 
 def _sysctl_path(name: str) -> Path:
@@ -136,10 +141,28 @@ class HostChanges:
             _kill_cgroup_processes(top)
             # rmdir, deepest first: a cgroup goes only once its children and processes have.
             for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-                directory.rmdir()
-            top.rmdir()
+                _remove_cgroup(directory)
+            _remove_cgroup(top)
             undone.append(f"removed cgroup {top}")
         return undone
+
+
+def _remove_cgroup(directory: Path) -> None:
+    """rmdir of an emptied cgroup; busy (EBUSY) for the moment its killed processes take to exit."""
+
+    def removed() -> bool:
+        try:
+            directory.rmdir()
+        except FileNotFoundError:
+            return True
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                raise
+            _kill_cgroup_processes(directory)
+            return False
+        return True
+
+    eventually(removed, CGROUP_EMPTY_TIMEOUT, f"cgroup {directory} emptied", every=0.2, blocking=True)
 
 
 def _kill(pid: int) -> None:
