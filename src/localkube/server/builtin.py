@@ -8,6 +8,7 @@
 - Namespaces start `Active` and carry the `kubernetes.io/metadata.name` label.
 - Jobs get their scalar defaults on create; Deployments, ReplicaSets, StatefulSets and DaemonSets get theirs
   (and their pod template's) on every write.
+- HorizontalPodAutoscalers get the autoscaling/v2 defaults on every write (`autoscaling`).
 - A Secret's write-only `stringData` is folded into `data` (base64) on every write.
 - A pod bound to a node is deleted gracefully: it keeps a deletionTimestamp until its node agent (or a
   delete with gracePeriodSeconds=0) removes it.
@@ -22,6 +23,8 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from localkube.server import autoscaling
 
 _SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
 _NODE_PORTS = range(30000, 32768)
@@ -108,6 +111,7 @@ SET_BY_REGISTRY: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "Pod": (("status",),),
     "Namespace": (("status",),),
+    "HorizontalPodAutoscaler": (("status",),),
 }
 
 
@@ -126,6 +130,8 @@ def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
         # Defaulted on every write, as the real server defaults every decoded object: a workload's
         # template must read the same whether it came in through a create, a replace or a patch.
         _default_workload(kind, obj.setdefault("spec", {}))
+    if kind == "HorizontalPodAutoscaler" and obj.get("apiVersion") == autoscaling.V2:
+        autoscaling.default_v2(obj)
     if kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         _default_webhook_configuration(obj, mutating=kind.startswith("Mutating"))
     if kind == "Secret" and isinstance(obj.get("stringData"), dict):

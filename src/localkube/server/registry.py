@@ -6,7 +6,8 @@ CRDs whenever one changes (`Registry.sync_crds`), so a CRD's resources are serve
 
 Storage keys are version-independent (`/registry/<group or core>/<plural>/[<namespace>/]<name>`): every
 served version of a resource reads and writes the same objects, as with a CRD whose conversion is `None`.
-events.k8s.io Events are stored as the core Events they are views of (`stored_as`).
+events.k8s.io Events are stored as the core Events they are views of, autoscaling/v1 HorizontalPodAutoscalers
+as the autoscaling/v2 ones (`stored_as`: the stored resource's group, version and plural).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[PrinterColumn, ...] = ()
     # Stored as another resource's objects and converted on the way (events.k8s.io Events are core ones).
-    stored_as: tuple[str, str] | None = None
+    stored_as: tuple[str, str, str] | None = None
     # A custom resource's storage version (discovery hashes it).
     storage_version: str = ""
 
@@ -71,7 +72,7 @@ class ResourceType:
         return self.kind + "List"
 
     def _base(self) -> str:
-        group, plural = self.stored_as or (self.group, self.plural)
+        group, _, plural = self.stored_as or (self.group, self.version, self.plural)
         return f"/registry/{group or 'core'}/{plural}/"
 
     def prefix(self, namespace: str | None) -> str:
@@ -142,9 +143,10 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("batch", "v1", "Job", "jobs", categories=("all",), sub=("status",)),
     _builtin("batch", "v1", "CronJob", "cronjobs", short=("cj",), categories=("all",), sub=("status",)),
     _builtin("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",), categories=("all",), sub=("status",)),
+    replace(_builtin("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",), categories=("all",), sub=("status",)), stored_as=("autoscaling", "v2", "horizontalpodautoscalers")),
     _builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", short=("pdb",), sub=("status",)),
     _builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
-    replace(_builtin("events.k8s.io", "v1", "Event", "events", short=("ev",)), stored_as=("", "events")),
+    replace(_builtin("events.k8s.io", "v1", "Event", "events", short=("ev",)), stored_as=("", "v1", "events")),
     _builtin("networking.k8s.io", "v1", "Ingress", "ingresses", short=("ing",), sub=("status",)),
     _builtin("networking.k8s.io", "v1", "IngressClass", "ingressclasses", namespaced=False),
     _builtin("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short=("netpol",)),

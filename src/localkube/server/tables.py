@@ -20,6 +20,7 @@ from typing import Any
 from kubesemantics import times
 from kubesemantics.goparse import human_duration
 from kubesemantics.selectors import selector_text
+from localkube.server import autoscaling
 from localkube.server.registry import PrinterColumn, ResourceType
 
 Cell = str | int | float | bool | None
@@ -229,6 +230,48 @@ def _column(name: str, compute: Callable[[dict[str, Any]], Cell], kind: str = "s
 
 
 _AGE_COLUMN = _column("Age", _created)
+
+
+def _hpa(obj: dict[str, Any]) -> dict[str, Any]:
+    """The v2 form the HPA columns read (kubectl's printer reads the internal, v2-shaped object)."""
+    return autoscaling.from_v1(obj) if obj.get("apiVersion") == autoscaling.V1 else obj
+
+
+def _metric_text(spec: dict[str, Any], status: dict[str, Any] | None) -> str:
+    """One metric of the Targets column, `current/target` as kubectl prints it (`cpu: <unknown>/80%`)."""
+    kind = spec.get("type")
+    field = {"ContainerResource": "containerResource"}.get(str(kind), str(kind).lower())
+    source, current_source = spec.get(field) or {}, (status or {}).get(field)
+    target, current = source.get("target") or {}, (current_source or {}).get("current") or {}
+    if kind in ("Resource", "ContainerResource"):
+        prefix = f"{source.get('name', '')}: "
+        if target.get("averageValue") is not None:
+            shown = current.get("averageValue") if current_source else None
+            return f"{prefix}{shown or '<unknown>'}/{target['averageValue']}"
+        utilization = current.get("averageUtilization")
+        shown = f"{utilization}%" if current_source and utilization is not None else "<unknown>"
+        wanted = target.get("averageUtilization")
+        return f"{prefix}{shown}/{'<auto>' if wanted is None else f'{wanted}%'}"
+    if kind == "Pods":
+        return f"{current.get('averageValue') or '<unknown>'}/{target.get('averageValue', '')}"
+    if kind in ("Object", "External"):
+        if target.get("averageValue") is not None:
+            return f"{current.get('averageValue') or '<unknown>'}/{target['averageValue']} (avg)"
+        return f"{current.get('value') or '<unknown>'}/{target.get('value', '')}"
+    return "<unknown type>"
+
+
+def _hpa_targets(obj: dict[str, Any]) -> str:
+    hpa = _hpa(obj)
+    specs = _get(hpa, "spec", "metrics") or []
+    statuses = _get(hpa, "status", "currentMetrics") or []
+    if not specs:
+        return "<none>"
+    shown = [_metric_text(s, statuses[i] if i < len(statuses) else None) for i, s in enumerate(specs)]
+    more = f" + {len(shown) - 2} more..." if len(shown) > 2 else ""
+    return ", ".join(shown[:2]) + more
+
+
 # The wide (`-o wide`) columns of the workload kinds.
 _TEMPLATE_COLUMNS = (
     _column(
@@ -338,6 +381,14 @@ _BUILTIN_COLUMNS: dict[str, list[tuple[PrinterColumn, Callable[[dict[str, Any]],
         _column("Status", lambda o: _get(o, "status", "phase") or "Pending"),
         _column("Volume", lambda o: _get(o, "spec", "volumeName") or ""),
         _column("Capacity", lambda o: _get(o, "status", "capacity", "storage") or ""),
+        _AGE_COLUMN,
+    ],
+    "HorizontalPodAutoscaler": [
+        _column("Reference", lambda o: f"{_get(_hpa(o), 'spec', 'scaleTargetRef', 'kind') or ''}/{_get(_hpa(o), 'spec', 'scaleTargetRef', 'name') or ''}"),
+        _column("Targets", _hpa_targets),
+        _column("MinPods", lambda o: str(m) if (m := _get(o, "spec", "minReplicas")) is not None else "<unset>"),
+        _column("MaxPods", lambda o: _get(o, "spec", "maxReplicas") or 0, "integer"),
+        _column("Replicas", lambda o: _get(o, "status", "currentReplicas") or 0, "integer"),
         _AGE_COLUMN,
     ],
     "Lease": [_column("Holder", lambda o: _get(o, "spec", "holderIdentity") or ""), _AGE_COLUMN],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -19,7 +20,7 @@ import orjson
 from kubesemantics import times
 from localkube.admission import schema
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
-from localkube.server import builtin, crds, errors, events
+from localkube.server import autoscaling, builtin, crds, errors, events
 from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
 from localkube.server.podvalidation import validate_pod
@@ -34,6 +35,18 @@ SYSTEM_NAMESPACES = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     for name in ("default", "kube-system", "kube-public", "kube-node-lease")
 ]
+
+
+Conversion = Callable[[dict[str, Any]], dict[str, Any]]
+# The resources served as views of another resource's stored objects: (to the stored form, from it).
+_VIEWS: dict[tuple[str, str, str], tuple[Conversion, Conversion]] = {
+    ("events.k8s.io", "v1", "Event"): (events.to_core, events.from_core),
+    ("autoscaling", "v1", "HorizontalPodAutoscaler"): (autoscaling.from_v1, autoscaling.to_v1),
+}
+
+
+def _view(resource_type: ResourceType) -> tuple[Conversion, Conversion]:
+    return _VIEWS[(resource_type.group, resource_type.version, resource_type.kind)]
 
 
 def clone(obj: dict[str, Any]) -> dict[str, Any]:
@@ -143,19 +156,19 @@ class Core:
     def output(self, resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """The object as this version serves it (several CRD versions share one stored object)."""
         if resource_type.stored_as is not None:
-            return events.from_core(obj)
+            return _view(resource_type)[1](obj)
         obj["apiVersion"] = resource_type.api_version
         obj["kind"] = resource_type.kind
         return obj
 
     @staticmethod
     def stored_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        return events.to_core(obj) if resource_type.stored_as is not None else obj
+        return _view(resource_type)[0](obj) if resource_type.stored_as is not None else obj
 
     @staticmethod
     def served_form(resource_type: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """What a patch applies to: the stored object, or its view for a resource stored as another."""
-        return events.from_core(obj) if resource_type.stored_as is not None else obj
+        return _view(resource_type)[1](obj) if resource_type.stored_as is not None else obj
 
     def existing(self, resource_type: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         obj = self.store.get(resource_type.key(namespace, name))
@@ -197,6 +210,8 @@ class Core:
             if resource_type.kind == "Pod" and not resource_type.group and old is None:
                 causes += validate_pod(obj)
             causes += validate_webhook_configuration(resource_type.kind, obj)
+            if resource_type.kind == "HorizontalPodAutoscaler" and resource_type.group == "autoscaling":
+                causes += autoscaling.validate(obj)
         if causes:
             raise self.refuse(resource_type, name, causes)
         return obj
@@ -208,11 +223,13 @@ class Core:
         return unknown_builtin_fields(self._stored_gvk(resource_type), obj)
 
     def _stored_gvk(self, resource_type: ResourceType) -> tuple[str, str, str]:
-        """The kind an object is admitted as: its stored kind (an events.k8s.io Event is a core one)."""
+        """The kind an object is admitted as: its stored kind (an events.k8s.io Event is a core one, an
+        autoscaling/v1 HorizontalPodAutoscaler a v2 one)."""
         stored = resource_type
         if resource_type.stored_as is not None:
-            group, plural = resource_type.stored_as
-            stored = next(t for t in self.registry.resources(group, "v1") if t.plural == plural)
+            found = self.registry.get(*resource_type.stored_as)
+            assert found is not None
+            stored = found
         return stored.group, stored.version, stored.kind
 
     def check_namespace(self, resource_type: ResourceType, namespace: str | None, name: str) -> None:

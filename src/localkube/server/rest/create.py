@@ -69,7 +69,8 @@ class Creates:
             path
             for path in builtin.SET_BY_REGISTRY.get(resource_type.kind, ())
             if not resource_type.custom
-            if _value_at(obj, path) is None
+            # A status the request carries is dropped all the same (a status subresource owns it).
+            if _value_at(obj, path) is None or path == ("status",)
         ]
         obj = self._prepare_create(resource_type, namespace, obj)
         obj = self.core.admit(resource_type, obj, None, query)
