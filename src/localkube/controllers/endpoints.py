@@ -149,6 +149,7 @@ def _kept(pod: dict[str, Any]) -> dict[str, Any]:
         },
         "spec": {
             "nodeName": spec.get("nodeName"),
+            **{key: spec[key] for key in ("hostname", "subdomain") if spec.get(key)},
             "containers": [{"ports": c["ports"]} for c in spec.get("containers") or [] if c.get("ports")],
         },
         "status": {
@@ -191,10 +192,19 @@ def _target_port(port: dict[str, Any], pod: dict[str, Any]) -> int | None:
     return None
 
 
-def _address(pod: dict[str, Any]) -> dict[str, Any]:
+def _hostname(pod: dict[str, Any], service: dict[str, Any]) -> dict[str, str]:
+    """The pod's hostname, where the pod names the Service as its subdomain (its DNS name under it)."""
+    spec = pod.get("spec") or {}
+    if spec.get("hostname") and spec.get("subdomain") == service["metadata"]["name"]:
+        return {"hostname": spec["hostname"]}
+    return {}
+
+
+def _address(pod: dict[str, Any], service: dict[str, Any]) -> dict[str, Any]:
     metadata = pod["metadata"]
     return {
         "ip": pod["status"]["podIP"],
+        **_hostname(pod, service),
         "nodeName": (pod.get("spec") or {}).get("nodeName"),
         "targetRef": {
             "kind": "Pod",
@@ -213,7 +223,7 @@ def _endpoints(service: dict[str, Any], pods: list[dict[str, Any]], owner: dict[
         for pod in pods:
             if _target_port(port, pod) is None:
                 continue
-            (ready if _counts_ready(service, pod) else not_ready).append(_address(pod))
+            (ready if _counts_ready(service, pod) else not_ready).append(_address(pod, service))
         if not ready and not not_ready:
             continue
         subset: dict[str, Any] = {"ports": [_endpoint_port(port, pods)]}
@@ -242,13 +252,14 @@ def _slice(
     endpoints = [
         {
             "addresses": [pod["status"]["podIP"]],
+            **_hostname(pod, service),
             "conditions": {
                 "ready": _counts_ready(service, pod),
                 "serving": _counts_ready(service, pod),
                 "terminating": False,
             },
             "nodeName": (pod.get("spec") or {}).get("nodeName"),
-            "targetRef": _address(pod)["targetRef"],
+            "targetRef": _address(pod, service)["targetRef"],
         }
         for pod in pods
     ]

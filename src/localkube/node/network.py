@@ -15,7 +15,9 @@ Two networks for process mode, chosen by `pod_network()`:
   address by the route to a public address (Ray does) find the pod's address; packets to anything off
   the bridge find no one to answer. Service names resolve through a hosts file per pod
   (`/etc/netns/<namespace>/hosts`, bind-mounted over `/etc/hosts` by `ip netns exec`), rewritten in place
-  (same inode, so running processes see the change) whenever Endpoints change.
+  (same inode, so running processes see the change) whenever Endpoints change, and through the node's
+  cluster DNS (`dns.py`, on the bridge's address), which the pod's resolv.conf names and which forwards
+  every other name to the host's resolvers.
 - `HostNetwork` (no root): processes share the host's network. Each pod still gets a distinct loopback
   address (127.244.0.0/16) as its `status.podIP`, which a process can bind explicitly; anything that binds
   all interfaces (Ray's GCS does) collides with the same port of any other pod. Where unprivileged user
@@ -171,6 +173,10 @@ class PodNetwork(Protocol):
 
     def write_hosts(self, key: str, content: str) -> None: ...
 
+    def write_resolv(self, key: str, content: str) -> None:
+        """Sets the pod's /etc/resolv.conf, where the pod has one of its own (before its first process)."""
+        ...
+
     async def destroy(self, key: str) -> None: ...
 
     async def close(self) -> None: ...
@@ -241,6 +247,9 @@ class HostNetwork:
         if key in self._hosts:
             _rewrite_in_place(self._hosts[key], content)
 
+    def write_resolv(self, key: str, content: str) -> None:
+        pass  # the host's network and so its resolv.conf, whose resolvers the pods reach as the host does
+
     async def destroy(self, key: str) -> None:
         self._pool.release(key)
         hosts = self._hosts.pop(key, None)
@@ -305,8 +314,8 @@ class NamespaceNetwork:
             self._netns[key] = netns
             await self._remove_netns(netns)  # a namespace left half-made by an earlier attempt
             (NETNS_DIR / netns).mkdir(parents=True, exist_ok=True)
-            # No DNS server is reachable from a pod: names come from the hosts file, and a query for anything
-            # else fails at once on loopback instead of waiting for a server that is not there.
+            # Until the kubelet writes the pod's own (`write_resolv`): a query fails at once on loopback
+            # instead of waiting for a server that is not there.
             (NETNS_DIR / netns / "resolv.conf").write_text("nameserver 127.0.0.1\n")
             (NETNS_DIR / netns / "hosts").touch()
             prefix_length = self._network.prefixlen
@@ -325,6 +334,11 @@ class NamespaceNetwork:
         netns = self._netns.get(key)
         if netns is not None:
             _rewrite_in_place(NETNS_DIR / netns / "hosts", content)
+
+    def write_resolv(self, key: str, content: str) -> None:
+        netns = self._netns.get(key)
+        if netns is not None:
+            _rewrite_in_place(NETNS_DIR / netns / "resolv.conf", content)
 
     async def destroy(self, key: str) -> None:
         netns = self._netns.pop(key, None)
@@ -454,7 +468,7 @@ def hosts_file(
         f"{pod_ip}\t{hostname}",
     ]
     for endpoint in sorted(endpoints, key=lambda e: (e["metadata"]["namespace"], e["metadata"]["name"])):
-        address = _service_address(endpoint)
+        address = service_address(endpoint)
         if address is None:
             continue
         name, ns = endpoint["metadata"]["name"], endpoint["metadata"]["namespace"]
@@ -465,7 +479,8 @@ def hosts_file(
     return "\n".join(lines) + "\n"
 
 
-def _service_address(endpoints: Mapping[str, Any]) -> str | None:
+def service_address(endpoints: Mapping[str, Any]) -> str | None:
+    """The one address a Service's name stands for: its first ready endpoint, else its first not-ready one."""
     for field in ("addresses", "notReadyAddresses"):
         for subset in endpoints.get("subsets") or []:
             for address in subset.get(field) or []:

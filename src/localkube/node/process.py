@@ -26,7 +26,8 @@ is started afresh (restart counts begin at 0).
 Volumes (`podvolumes.py`) are set up after the sandbox and before any container and kept in sync every
 `volume_sync` seconds; a volume that cannot be set up is a FailedMount Warning Event (`controllers.events`).
 Pods get their ServiceAccount's credentials and the `KUBERNETES_SERVICE_*` variables when the node is given
-the API server (`ProcessOptions.api`); on the bridge a forwarder (`apiaccess.py`) takes them to it.
+the API server (`ProcessOptions.api`); on the bridge a forwarder (`apiaccess.py`) takes them to it, and
+the node's cluster DNS (`dns.py`) answers their queries.
 """
 
 from __future__ import annotations
@@ -49,10 +50,18 @@ from kubesemantics import times
 from localkube.controllers import events
 from localkube.node import logs
 from localkube.node.apiaccess import ApiAccess, Forwarder
+from localkube.node.dns import ClusterDns, HostResolvers, resolv_conf, service_records
 from localkube.node.exec import ContainerProcess
 from localkube.node.kubelet import PODS_PREFIX, NodeOptions, finish_deletion, register_node
 from localkube.node.launch import Launcher, PodState, after_setup, stamp
-from localkube.node.network import PodNetwork, Sandbox, hosts_file, pod_network
+from localkube.node.network import (
+    CLUSTER_DOMAIN,
+    PodNetwork,
+    Sandbox,
+    hosts_file,
+    pod_network,
+    service_address,
+)
 from localkube.node.podstatus import PodView, failed, pod_status
 from localkube.node.podvolumes import PodVolumes, unmount_leftovers
 from localkube.node.probes import Prober, run_hook, tick_run
@@ -125,6 +134,8 @@ class ProcessKubelet:
         api = process_options.api
         gateway = self._network.host_address
         self._forwarder = Forwarder(api, gateway) if api is not None and gateway is not None else None
+        self._host_resolvers = HostResolvers(exclude=gateway)
+        self._dns = self._cluster_dns(gateway)
         self._launcher = Launcher(
             process_options.data_dir,
             self._options,
@@ -136,6 +147,18 @@ class ProcessKubelet:
         self.prefixes: tuple[str, ...] = (
             (PODS_PREFIX, ENDPOINTS_PREFIX) if self._network.resolves_services else (PODS_PREFIX,)
         )
+
+    def _cluster_dns(self, gateway: str | None) -> ClusterDns | None:
+        """The DNS server pods on the bridge use; none on the host's network, whose resolvers they reach."""
+        if gateway is None or not self._network.isolated:
+            return None
+        try:
+            return ClusterDns(gateway, self._network.cidr, upstreams=self._host_resolvers.nameservers)
+        except OSError as err:
+            log.warning(
+                "cluster DNS cannot listen on %s:53 (%s): pods resolve Service names only", gateway, err
+            )
+            return None
 
     @property
     def node_options(self) -> NodeOptions:
@@ -239,6 +262,8 @@ class ProcessKubelet:
             unmount_leftovers(self._process_options.data_dir / "kubelet" / "pods")
         if self._forwarder is not None:
             await self._forwarder.close()
+        if self._dns is not None:
+            await self._dns.close()
         await self._network.close()
 
     # Admission and the sandbox.
@@ -290,19 +315,31 @@ class ProcessKubelet:
             self._launcher.scratch(state).mkdir(parents=True, exist_ok=True)
             self._launcher.scratch(state).chmod(0o1777)
         self._network.write_hosts(state.key, self._hosts(pod, state.ip))
+        if self._dns is not None:
+            resolv = resolv_conf(pod, self._dns.address[0], self._host_resolvers, CLUSTER_DOMAIN)
+            self._network.write_resolv(state.key, resolv)
         return True
 
     async def _create_sandbox(self, state: PodState) -> Sandbox:
         sandbox = await self._network.create(state.key, state.uid)
         if self._forwarder is not None:
             await self._forwarder.start()  # the bridge exists from now on
+        if self._dns is not None:
+            self._dns.records = self._dns_records(self._store.list(ENDPOINTS_PREFIX)[0])
+            await self._dns.start()
         return sandbox
+
+    @staticmethod
+    def _dns_records(endpoints: list[dict[str, Any]]) -> dict[str, str]:
+        return service_records(endpoints, service_address, CLUSTER_DOMAIN)
 
     def _hosts(self, pod: dict[str, Any], ip: str) -> str:
         return hosts_file(pod, ip, self._store.list(ENDPOINTS_PREFIX)[0])
 
     def _refresh_hosts(self) -> None:
         endpoints = self._store.list(ENDPOINTS_PREFIX)[0]  # once for every pod, not once per pod
+        if self._dns is not None:
+            self._dns.records = self._dns_records(endpoints)
         for key, state in self._pods.items():
             pod = self._store.get(key)
             if state.sandbox is not None and pod is not None:

@@ -39,6 +39,7 @@ from localkube.server.registry import Registry, ResourceType
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
 from localkube.storage import Store
 from support.eventually import eventually
+from support.outside_name import outside_name
 
 # Slow: real processes, probes and restarts back-off in real time (~55 s).
 # Marked so, it starts early, and its waiting overlaps the files that keep the cores busy.
@@ -421,6 +422,74 @@ async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
     client = await cluster.until("client", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
     ip = head["status"]["podIP"]
     assert cluster.log(client) == f"{ip} {ip} {ip}\n200\n"
+
+
+async def test_pods_resolve_names_outside_the_cluster_and_still_its_services(cluster: Cluster) -> None:
+    if not cluster.private_files:
+        pytest.skip("Service names resolve only with network or user namespaces")
+    outside = outside_name()
+    cluster.create("pods", _pod("backend", _python("import time; time.sleep(60)")))
+    service = {
+        "metadata": {"name": "backend-svc"},
+        "spec": {"selector": {"app": "backend"}, "ports": [{"port": 80}]},
+    }
+    cluster.create("services", service)
+    backend = await cluster.until("backend", _ready)
+    code = (
+        "import socket, time\n"
+        "for _ in range(100):\n"
+        "    try:\n"
+        "        service = socket.gethostbyname('backend-svc.default.svc.cluster.local')\n"
+        "        break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.1)\n"
+        f"print(service, socket.gethostbyname({outside!r}))\n"
+    )
+    cluster.create("pods", _pod("resolver", _python(code), restartPolicy="Never"))
+    done = await cluster.until("resolver", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
+    service_ip, outside_ip = cluster.log(done).split()
+    assert service_ip == backend["status"]["podIP"]
+    ipaddress.IPv4Address(outside_ip)  # an address, whichever of the name's the answer held
+
+
+async def test_the_cluster_dns_answers_the_cluster_domain_itself(cluster: Cluster) -> None:
+    """Queries a tool like `dig` sends: to the nameserver of the pod's resolv.conf, past its hosts file."""
+    if not cluster.isolated:
+        pytest.skip("pods on the host's network use the host's resolvers")
+    cluster.create(
+        "pods", _pod("db", _python("import time; time.sleep(60)"), hostname="db-0", subdomain="db")
+    )
+    cluster.create(
+        "services",
+        {
+            "metadata": {"name": "db"},
+            "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]},
+        },
+    )
+    db = await cluster.until("db", _ready)
+    code = (
+        "import dns.message, dns.query, dns.rcode, time\n"
+        "server = [l.split()[1] for l in open('/etc/resolv.conf') if l.startswith('nameserver')][0]\n"
+        "def ask(name):\n"
+        "    reply = dns.query.udp(dns.message.make_query(name, 'A'), server, timeout=5)\n"
+        "    return dns.rcode.to_text(reply.rcode()), [r.address for rrset in reply.answer for r in rrset]\n"
+        "for _ in range(100):\n"
+        "    if ask('db-0.db.default.svc.cluster.local')[1]:\n"
+        "        break\n"
+        "    time.sleep(0.1)\n"
+        "print(ask('db-0.db.default.svc.cluster.local'), ask('db.default.svc.cluster.local'))\n"
+        "print(ask('10-1-2-3.default.pod.cluster.local'), ask('nothing.default.svc.cluster.local'))\n"
+        "print(open('/etc/resolv.conf').read().split('\\n')[0])\n"
+    )  # the search list: the pod's namespace first, then any of the host's
+    cluster.create("pods", _pod("asker", _python(code), restartPolicy="Never"))
+    done = await cluster.until("asker", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
+    ip = db["status"]["podIP"]
+    log = cluster.log(done).splitlines()
+    assert log[:2] == [
+        f"('NOERROR', ['{ip}']) ('NOERROR', ['{ip}'])",
+        "('NOERROR', ['10.1.2.3']) ('NXDOMAIN', [])",
+    ]
+    assert log[2].startswith("search default.svc.cluster.local svc.cluster.local cluster.local")
 
 
 async def test_a_new_kubelet_stops_the_processes_an_unclean_predecessor_left(cluster: Cluster) -> None:
