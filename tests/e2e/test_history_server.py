@@ -25,9 +25,16 @@ from typing import Any
 import pytest
 import yaml
 
-from support.browser import CHROMIUM, chromium_page
+from support.browser import CHROMIUM
 from support.eventually import eventually
-from support.history_processes import REPO, HistoryServer, S3Proxy, running_s3proxy
+from support.history_processes import (
+    ARTIFACTS,
+    REPO,
+    HistoryServer,
+    S3Proxy,
+    dashboard_shows_the_job,
+    running_s3proxy,
+)
 from support.local_instance import EXAMPLES, KUBECTL_POLL, LocalInstance
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -36,8 +43,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 JOB_TIMEOUT = 420.0
 BIN = str(Path(sys.executable).parent)
 DEPLOY = REPO / "deploy" / "history-server"
-ARTIFACTS = Path(os.environ.get("KUBERAY_TEST_ARTIFACTS", REPO / "test-artifacts"))
 GREETING = "history says hello from the driver"
+# What Ray's job page shows of the example's job: its status, its driver's output and its task counts.
+FAILED_JOB_PAGE = ("FAILED", GREETING, "Total: 5", "Failed: 1")
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +138,10 @@ async def test_a_failed_rayjob_is_answered_after_its_cluster_is_gone(
         try:
             results[storage] = answers = _answers(server, namespace, name, status["jobId"])
             if storage == "local" and CHROMIUM is not None:
-                await _dashboard_shows_the_failed_job(server, namespace, name, status["jobId"], tmp_path)
+                await dashboard_shows_the_job(
+                    server.url, f"{namespace}/rayjob/{name}", status["jobId"], FAILED_JOB_PAGE,
+                    profile=tmp_path / "profile", screenshot=ARTIFACTS / "history-server-failed-job.png",
+                )  # fmt: skip
         finally:
             server.stop()
         assert answers["job"]["status"] == "FAILED"
@@ -187,22 +198,3 @@ def _deploy_history_server(local: LocalInstance, namespace: str, directory: Path
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [secret, *docs]})
     )
     local.kubectl("rollout", "status", "deployment/kuberay-history-server", "-n", namespace, "--timeout=180s")
-
-
-async def _dashboard_shows_the_failed_job(
-    server: HistoryServer, namespace: str, name: str, submission: str, tmp_path: Path
-) -> None:
-    """Ray's dashboard frontend, served by the History Server, on the job's page."""
-    async with chromium_page(tmp_path / "profile", "--window-size=1400,1000") as page:
-        await page.send("Page.enable")
-        await page.send("Page.navigate", url=f"{server.url}/enter_cluster/{namespace}/rayjob/{name}")
-        await page.until("document.body.innerText.includes('success')")
-        await page.send("Page.navigate", url=f"{server.url}/#/jobs/{submission}")
-        # The job's status, its driver's output and its task counts, each loaded by its own request.
-        wanted = ("FAILED", GREETING, "Total: 5", "Failed: 1")
-        text = await page.until(
-            " && ".join(f"document.body.innerText.includes({json.dumps(w)})" for w in wanted)
-            + " && document.body.innerText"
-        )
-        await page.screenshot(ARTIFACTS / "history-server-failed-job.png")
-    assert submission in text

@@ -5,6 +5,7 @@ it. Each is a child process of the test, stopped by its pid."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -17,9 +18,12 @@ import httpx
 import pytest
 
 from kuberay.local.ports import free_port
+from support.browser import chromium_page
 from support.eventually import eventually
 
 REPO = Path(__file__).resolve().parents[2]
+# Where the tests keep what a person may want to look at after a run (the dashboard's screenshots).
+ARTIFACTS = Path(os.environ.get("KUBERAY_TEST_ARTIFACTS", REPO / "test-artifacts"))
 BIN = Path(sys.executable).parent
 # Bounds on a loaded machine, not measurements: a JVM's start is several seconds on two busy cores.
 START_TIMEOUT = 90.0
@@ -144,3 +148,22 @@ def running_s3proxy(directory: Path) -> Iterator[S3Proxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+async def dashboard_shows_the_job(
+    url: str, cluster: str, submission: str, wanted: tuple[str, ...], profile: Path, screenshot: Path
+) -> None:
+    """Ray's dashboard frontend, served by the History Server at `url`, on the page of the job `submission`
+    of the stored `cluster` ("NAMESPACE/KIND/NAME"), until it shows each of `wanted` (each loaded by its own
+    request); a screenshot of it kept at `screenshot`."""
+    async with chromium_page(profile, "--window-size=1400,1000") as page:
+        await page.send("Page.enable")
+        await page.send("Page.navigate", url=f"{url}/enter_cluster/{cluster}")
+        await page.until("document.body.innerText.includes('success')")
+        await page.send("Page.navigate", url=f"{url}/#/jobs/{submission}")
+        text = await page.until(
+            " && ".join(f"document.body.innerText.includes({json.dumps(w)})" for w in wanted)
+            + " && document.body.innerText"
+        )
+        await page.screenshot(screenshot)
+    assert submission in text
