@@ -7,12 +7,14 @@ extra flags and environment variables per instance.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from kuberay.local.ports import free_port
 from support import stopping
+from support.eventually import eventually
 
 ALPHA_GATES = (
     "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,"
@@ -44,6 +46,22 @@ class OperatorProcess:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env)
         return self
+
+    def wait_listening(self, port: int, timeout: float = 60) -> None:
+        """Until the operator accepts connections on `port` (its webhook server, say); fails at once if it
+        exited, with its log."""
+
+        def opened() -> bool:
+            assert self.process is not None and self.process.poll() is None, self.log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            except OSError:
+                return False
+            return True
+
+        eventually(
+            opened, timeout, lambda: f"port {port} open:\n{self.log.read_text()}", every=0.2, blocking=True
+        )
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -1,8 +1,6 @@
-"""Go's text encodings, reproduced byte for byte where upstream's output is part of the contract.
+"""Go's text encodings, reproduced byte for byte where upstream's output is part of the contract
+(`strconv.Quote` is `kubesemantics.goparse.quote`).
 
-- `quote` is `strconv.Quote`: double quotes; `\\` and `"` escaped; `\\a \\b \\f \\n \\r \\t \\v` as such; other
-  non-printable characters as `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`; printable non-ASCII kept. Go's
-  `unicode.IsPrint` (letters, marks, numbers, punctuation, symbols, ASCII space) is Python's `isprintable`.
 - `json` is `encoding/json.Marshal` of the equivalent generic value: compact, object keys sorted, `<`, `>`, `&`,
   U+2028 and U+2029 escaped, floats in Go's shortest form (`1`, `0.5`, `1e-7`, `1e+21`).
 - `yaml_to_json` is `sigs.k8s.io/yaml.YAMLToJSON`: YAML 1.1 scalars (`yes` is true), keys turned into strings,
@@ -21,17 +19,6 @@ import yaml
 
 from kuberay.builders.errors import BuildError
 
-_QUOTE_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    '"': '\\"',
-    "\\": "\\\\",
-}
 _JSON_HTML_ESCAPES = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 )
@@ -39,25 +26,6 @@ _JSON_HTML_ESCAPES = str.maketrans(
 
 class GoEncodingError(BuildError):
     """The value has no Go encoding (NaN, infinity, or a type JSON cannot carry)."""
-
-
-def quote(text: str) -> str:
-    """`strconv.Quote(text)`."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char in _QUOTE_ESCAPES:
-            out.append(_QUOTE_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def json_float(value: float) -> str:

@@ -29,6 +29,7 @@ from kuberay.api.raycluster import RayCluster, RayClusterSpec
 from kuberay.api.rayjob import JobSubmissionMode, RayJob
 from kuberay.builders import auth, container, goformat, ownership
 from kuberay.builders.errors import BuildError
+from kubesemantics import goparse
 
 JSON = dict[str, Any]
 
@@ -75,7 +76,7 @@ def build_submit_command(job: RayJob, mode: str, gates: FeatureGates) -> list[st
     spec = job.spec
     job_id = (job.status.job_id if job.status else None) or ""
     health = HEALTH_COMMAND.format(url=health_url, timeout=GCS_HEALTH_TIMEOUT_SECONDS)
-    waiting = goformat.quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ...")
+    waiting = goparse.quote(f"Waiting for Ray Dashboard GCS to become healthy at {address} ...")
     tokens = [
         "until",
         health,
@@ -114,9 +115,9 @@ def build_submit_command(job: RayJob, mode: str, gates: FeatureGates) -> list[st
     if check_status:
         tokens.append("--no-wait")
     if spec.runtime_env_yaml:
-        tokens += ["--runtime-env-json", goformat.quote(_runtime_env_json(spec.runtime_env_yaml))]
+        tokens += ["--runtime-env-json", goparse.quote(_runtime_env_json(spec.runtime_env_yaml))]
     if spec.metadata:
-        tokens += ["--metadata-json", goformat.quote(_metadata_json(job))]
+        tokens += ["--metadata-json", goparse.quote(_metadata_json(job))]
     if job_id:
         tokens += ["--submission-id", job_id]
     if (cpus := _float32(spec.entrypoint_num_cpus)) > 0:
@@ -124,7 +125,7 @@ def build_submit_command(job: RayJob, mode: str, gates: FeatureGates) -> list[st
     if (gpus := _float32(spec.entrypoint_num_gpus)) > 0:
         tokens += ["--entrypoint-num-gpus", f"{gpus:f}"]
     if spec.entrypoint_resources:
-        tokens += ["--entrypoint-resources", goformat.quote(spec.entrypoint_resources)]
+        tokens += ["--entrypoint-resources", goparse.quote(spec.entrypoint_resources)]
     tokens += ["--", (spec.entrypoint or "").strip(), ";"]
     if check_status:
         tokens += ["fi", ";", "ray", "job", "logs", "--address", address, "--follow", job_id]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,6 @@ import yaml
 from conformance.support import run_kubectl
 from conformance.webhookserver import make_certificates
 from kuberay.local.ports import free_port
-from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 from support.operator_process import OperatorProcess
 
@@ -34,21 +32,6 @@ REPO = Path(__file__).resolve().parents[3]
 MINIMAL = REPO / "examples" / "ray-cluster.minimal.yaml"
 WEBHOOK = REPO / "deploy" / "webhook"
 CONFIGURATION = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-
-
-def _wait_for_port(port: int, operator: OperatorProcess, timeout: float = 60) -> None:
-
-    def opened() -> bool:
-        assert operator.process is not None and operator.process.poll() is None, operator.log.read_text()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except OSError:
-            return False
-        return True
-
-    eventually(
-        opened, timeout, lambda: f"the webhook port {port} open:\n{operator.log.read_text()}", every=0.2
-    )
 
 
 @pytest.fixture
@@ -81,7 +64,7 @@ def setup(localkube: LocalKubeProcess, tmp_path: Path) -> Iterator[tuple[httpx.C
             env={"ENABLE_WEBHOOKS": "true"},
         ).start()  # fmt: skip
         try:
-            _wait_for_port(port, operator)
+            operator.wait_listening(port)
             yield api, namespace, port, operator
         finally:
             operator.stop()

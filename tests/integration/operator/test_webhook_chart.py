@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,18 +80,6 @@ def _issued(api: httpx.Client, namespace: str, name: str) -> dict[str, str] | No
     return data if {"tls.crt", "tls.key", "ca.crt"} <= data.keys() else None
 
 
-def _wait_for_port(port: int, operator: OperatorProcess) -> None:
-    def opened() -> bool:
-        assert operator.process is not None and operator.process.poll() is None, operator.log.read_text()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except OSError:
-            return False
-        return True
-
-    eventually(opened, 60, lambda: f"the webhook port {port} open:\n{operator.log.read_text()}", every=0.2)
-
-
 @pytest.fixture(scope="module")
 def installed(localkube: LocalKubeProcess, helm: Helm, cert_manager_installed: CertManager, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:  # fmt: skip
     namespace = f"webhooks-{int(time.time() * 1000) % 10**8}"
@@ -131,7 +118,7 @@ def installed(localkube: LocalKubeProcess, helm: Helm, cert_manager_installed: C
                 f"--webhook-port={port}", f"--webhook-cert-dir={certs}", f"--watch-namespace={namespace}",
                 env={e["name"]: e["value"] for e in container["env"]},
             ).start()  # fmt: skip
-            _wait_for_port(port, operator)
+            operator.wait_listening(port)
             yield Installed(api, namespace)
         finally:
             if operator is not None:

@@ -30,21 +30,6 @@ def test_json_rejects_nan() -> None:
         goformat.json(float("nan"))
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ('echo "x"', '"echo \\"x\\""'),
-        ("a\\b", '"a\\\\b"'),
-        ("tab\tnl\n", '"tab\\tnl\\n"'),
-        ("\x01\x7f", '"\\x01\\x7f"'),
-        ("é\u200b", '"é\\u200b"'),
-        ("\U000e0001", '"\\U000e0001"'),
-    ],
-)
-def test_quote_is_strconv_quote(text: str, expected: str) -> None:
-    assert goformat.quote(text) == expected
-
-
 def test_yaml_to_json_keeps_go_scalars() -> None:
     text = "pip:\n  - requests==2.26.0\nenv_vars:\n  n: 1\nday: 2020-01-01\non: yes\n"
     assert (

@@ -54,6 +54,7 @@ def test_duration_errors(text: str, message: str) -> None:
         ("a\nb\tc\x00\x7f", '"a\\nb\\tc\\x00\\x7f"'),
         ("caf\u00e9 \u00a0\u2028", '"caf\u00e9 \\u00a0\\u2028"'),
         ("\U000e0001", '"\\U000e0001"'),
+        ("é\u200b", '"é\\u200b"'),
         (b"\xff".decode("utf-8", "surrogateescape"), '"\\xff"'),
     ],
 )
