@@ -8,6 +8,9 @@ expectations are unsatisfied, delete a suspended group, multi-host groups as who
 group's `scaleGate` holds it: `scalegate`) or (randomly, when allowed) delete the difference. The writes,
 their expectations and Events are `podwrites.PodWriter`'s.
 
+Beyond upstream: between the head and the groups, the pods of groups the spec no longer names are drained
+(`orphans`): deleted like any worker, after one Warning Event per group.
+
 A group whose scale expectations the cache has not caught up with is skipped, so a stale cache never makes
 a pod twice or deletes one twice. The pass stops at the first error (`PodsError`, or `ReplicaFailureError`
 for the errors upstream marks for the ReplicaFailure condition); the reconciler writes status and requeues.
@@ -27,7 +30,15 @@ from kuberay.api.raycluster import (
     WorkerGroupSpec,
 )
 from kuberay.builders import pod
-from kuberay.controllers.raycluster import conditions, podstate, recreate, replicas, scalegate, status
+from kuberay.controllers.raycluster import (
+    conditions,
+    orphans,
+    podstate,
+    recreate,
+    replicas,
+    scalegate,
+    status,
+)
 from kuberay.controllers.raycluster.context import Context
 from kuberay.controllers.raycluster.multihost import MultiHostGroup
 from kuberay.controllers.raycluster.podwrites import CREATE, PodsError, PodWriter
@@ -86,8 +97,30 @@ class PodReconciler:
             raise PodsError(str(e)) from e
         if await self._reconcile_head():
             return
+        await self._drain_orphans()
         for group in self.cluster.spec.worker_group_specs or ():
             await self._reconcile_group(group)
+
+    async def _drain_orphans(self) -> None:
+        """Deletes the pods of worker groups removed from the spec, which no group pass would ever visit.
+        Each group is keyed in the scale expectations under its own name, as while it was in the spec, so a
+        stale cache never deletes a pod twice."""
+        known = [g.group_name for g in self.cluster.spec.worker_group_specs or ()]
+        found = self.writer.pods(**{constants.RAY_NODE_TYPE_LABEL: constants.WORKER_NODE})
+        for group in orphans.find(known, found):
+            if not group.to_delete or not self._caught_up(group.name):
+                continue
+            self.writer.event(
+                WARNING, orphans.EVENT_REASON, orphans.event_message(group, self.namespace, self.name)
+            )
+            deleted: list[str] = []
+            try:
+                for name in group.to_delete:
+                    if await self.writer.delete_named(name, group.name, "Pod", count_missing=False):
+                        deleted.append(name)
+            finally:
+                if deleted:
+                    self.writer.scale_event(group.name, "deleted", deleted, orphans.WHY)
 
     async def _delete_for(self, note: str, failure: str) -> None:
         """Deletes every pod of the cluster; `note` is the Normal Event's text, `failure` the Warning's

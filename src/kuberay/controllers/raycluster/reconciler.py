@@ -4,6 +4,8 @@
 2. `spec.managedBy` naming another controller → nothing at all.
 3. Validation in upstream's order (metadata, spec, the autoscaler-v1 warning, mTLS without cert-manager,
    upgrade strategy, status); a failure is a Warning Event with upstream's text and no pods.
+   Beyond upstream (kuberay#4975): the refused generation is observed too, with `Valid=False` and the
+   same text (`validity`); a status that fails validation is not written over.
 4. The GCS FT finalizer (may end the pass); a deleting cluster stops here.
 5. The owned objects in order (`dependents.STEPS`), then the pods (`pods.PodReconciler`); the first error
    stops the chain but not the status.
@@ -20,7 +22,9 @@ validation checks the wire form, with the same rules admission applies.
 
 Beyond upstream: a pod that cannot make progress gets a Warning Event `PodFailure` naming it and its
 reason (the status condition of the same name is set by `calculate_status`); with in-tree autoscaling, an
-autoscaler sidecar that is not running gets a Warning Event `AutoscalerFailure` (and the condition).
+autoscaler sidecar that is not running gets a Warning Event `AutoscalerFailure` (and the condition). Every
+status written after validation carries `Valid=True` (`validity`) and, while pods of worker groups removed
+from the spec remain, `OrphanedWorkerGroup` (`orphans`; the pods step drains them).
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ from kuberay.controllers.raycluster import (
     dependents,
     finalizer,
     mtls,
+    orphans,
     podstate,
     status,
+    validity,
 )
 from kuberay.controllers.raycluster.context import SHORT_REQUEUE_SECONDS, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
@@ -55,6 +61,7 @@ from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING
 from kuberay.runtime.resources import ObjectKey
 from kuberay.runtime.steps import step
+from kubesemantics import times
 from kubesemantics.conditions import is_condition_true
 
 log = logging.getLogger(__name__)
@@ -94,14 +101,15 @@ class RayClusterReconciler:
         try:
             model = RayCluster.parse(cluster)
         except ValidationError as e:
-            self._invalid(cluster, "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {e}")
-            return Result()
+            message = f"The RayCluster spec is invalid {key}: {e}"
+            self._invalid(cluster, "InvalidRayClusterSpec", message)
+            return await self._write_invalid(cluster, message)
         with step("validate"):
             if mtls.enabled(self.ctx, model):
                 await mtls.cert_manager_installed(self.ctx)
-            invalid = self._validate(cluster, model, key)
-        if invalid is not None:
-            return invalid
+            refusal = self._validate(cluster, model, key)
+        if refusal is not None:
+            return await self._write_invalid(cluster, refusal)
 
         with step("finalizer"):
             done = await finalizer.handle_finalizer(self.ctx, model)
@@ -139,44 +147,69 @@ class RayClusterReconciler:
     def _invalid(self, cluster: Obj, reason: str, message: str) -> None:
         self.ctx.event(cluster, WARNING, reason, message, VALIDATE)
 
-    def _validate(self, cluster: Obj, model: RayCluster, key: ObjectKey) -> Result | None:
-        """Upstream's validation sequence; a Result ends the pass."""
-        meta, spec = wire.obj(cluster, "metadata"), wire.obj(cluster, "spec")
-        for error in rules.metadata(meta):
-            self._invalid(
-                cluster,
-                "InvalidRayClusterMetadata",
-                f"The RayCluster metadata is invalid {key}: {error.message}",
-            )
-            return Result()
-        gates = self.ctx.options.gates
-        for error in rules.cluster_spec(spec, wire.strings(meta, "annotations"), gates, "spec"):
-            self._invalid(
-                cluster, "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {error.message}"
-            )
-            return Result()
-        if (warning := autoscaler_v1_restart_policy_warning(model)) is not None:
-            self._invalid(cluster, "InvalidRayClusterSpec", f"RayCluster spec warning {key}: {warning}")
-        if tls.is_enabled(spec, gates) and not self.ctx.cert_manager:
-            self._invalid(
-                cluster,
-                "InvalidRayClusterSpec",
-                f"The RayCluster spec is invalid {key}: tlsOptions requires cert-manager, but cert-manager is not installed",
-            )
-            return Result()
-        for error in rules.upgrade_options(spec, wire.strings(meta, "labels")):
-            self._invalid(
-                cluster,
-                "InvalidRayClusterSpec",
-                f"The RayCluster UpgradeStrategy is invalid {key}: {error.message}",
-            )
-            return Result()
+    def _validate(self, cluster: Obj, model: RayCluster, key: ObjectKey) -> str | None:
+        """Upstream's validation sequence; a refusal (sent as an Event) ends the pass, with its text."""
+        refusal = self._refusal(cluster, model, key)
+        if refusal is not None:
+            self._invalid(cluster, *refusal)
+            return refusal[1]
         for error in rules.status(wire.obj(cluster, "status")):
             self._invalid(
                 cluster, "InvalidRayClusterStatus", f"The RayCluster status is invalid {key}, {error.message}"
             )
             raise TemporaryError(error.message)
         return None
+
+    def _refusal(self, cluster: Obj, model: RayCluster, key: ObjectKey) -> tuple[str, str] | None:
+        """The first failing check of upstream's sequence, as (Event reason, message)."""
+        meta, spec = wire.obj(cluster, "metadata"), wire.obj(cluster, "spec")
+        for error in rules.metadata(meta):
+            return "InvalidRayClusterMetadata", f"The RayCluster metadata is invalid {key}: {error.message}"
+        gates = self.ctx.options.gates
+        for error in rules.cluster_spec(spec, wire.strings(meta, "annotations"), gates, "spec"):
+            return "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {error.message}"
+        if (warning := autoscaler_v1_restart_policy_warning(model)) is not None:
+            self._invalid(cluster, "InvalidRayClusterSpec", f"RayCluster spec warning {key}: {warning}")
+        if tls.is_enabled(spec, gates) and not self.ctx.cert_manager:
+            return (
+                "InvalidRayClusterSpec",
+                f"The RayCluster spec is invalid {key}: tlsOptions requires cert-manager, but cert-manager is not installed",
+            )
+        for error in rules.upgrade_options(spec, wire.strings(meta, "labels")):
+            return (
+                "InvalidRayClusterSpec",
+                f"The RayCluster UpgradeStrategy is invalid {key}: {error.message}",
+            )
+        return None
+
+    async def _write_invalid(self, cluster: Obj, message: str) -> Result:
+        """Writes a refused cluster's status (`validity.invalid_status`); no requeue, as nothing changes
+        until the spec does, and a spec change is an event of its own."""
+        old = wire.obj(cluster, "status")
+        generation = int(wire.obj(cluster, "metadata").get("generation") or 0)
+        new = validity.invalid_status(
+            old,
+            generation,
+            message,
+            conditions_enabled=self.ctx.options.conditions_enabled,
+            stamp=times.format_time(self.ctx.clock.now()),
+        )
+        if not validity.invalid_status_changed(old, new):
+            return Result()
+        with step("status"):
+            try:
+                await self.ctx.client.update_status(RAYCLUSTER, {**cluster, "status": new})
+            except errors.ConflictError:
+                # The cache had not yet seen a newer write; look again once it has.
+                return Result(requeue=True)
+            except errors.Invalid as e:
+                # A status the server refuses (it failed validation) is not ours to mend: retrying would
+                # only refuse again. The Event has said why the cluster is refused.
+                log.warning("status of invalid RayCluster not written: %s", e)
+                return Result()
+            except errors.KubeError as e:
+                raise TemporaryError(str(e)) from e
+        return Result()
 
     async def _write_status(
         self, cluster: RayCluster, reconcile_error: Exception | None
@@ -185,6 +218,7 @@ class RayClusterReconciler:
         namespace, name = cluster.namespace, cluster.name
         pods = self.ctx.pods.list(namespace, {"ray.io/cluster": name})
         services = self.ctx.services.list(namespace, status.head_service_selector(name))
+        now = self.ctx.clock.now()
         try:
             new = status.calculate_status(
                 cluster,
@@ -192,10 +226,15 @@ class RayClusterReconciler:
                 services,
                 reconcile_error=reconcile_error,
                 conditions_enabled=self.ctx.options.conditions_enabled,
-                now=self.ctx.clock.now(),
+                now=now,
             )
         except status.StatusError as e:
             return False, e
+        if self.ctx.options.conditions_enabled:
+            stamp = times.format_time(now)
+            validity.mark_valid(new, stamp)
+            groups = [g.group_name for g in cluster.spec.worker_group_specs or ()]
+            orphans.set_orphan_condition(new, orphans.find(groups, pods), stamp)
         old: Obj = cluster.status.dump() if cluster.status is not None else {}
         for problem in podstate.failing_pods(pods):
             self.ctx.event(
