@@ -5,7 +5,7 @@ One root per package, each deriving from this one:
 - `localkube.errors.LocalkubeError`
   - `admission.errors.AdmissionControlError`
   - `patch.errors.PatchingError`
-  - `storage.store.StoreError`
+  - `storage.errors.StoreError`
   - `server.errors.ServingError`
   - `node.errors.NodeError`
   - `controllers.errors.ControllerManagerError`

@@ -17,6 +17,11 @@ Writes never wait (a reconcile must not): they are queued and sent in order by o
   of the same name is never touched); the cache drops it at once.
 - `create` posts an object (the kubelet's Events); a failure is logged and dropped, as the kubelet's events
   are best-effort.
+
+The cache's objects are frozen (`localkube.storage.frozen`): every reader gets the same object, from a read
+or in an event, so changing one in place raises instead of changing it for all. What a caller writes is
+frozen on the way in (a new top level over values read from the cache costs only the new part), so the
+caller's own object stays the caller's: changing it afterwards changes neither the cache nor what is sent.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 from localkube.node.apiclient import ApiClient, RequestFailed
 from localkube.storage import Event, NotFound, Watch
+from localkube.storage.frozen import freeze
 
 log = logging.getLogger(__name__)
 
@@ -128,18 +134,20 @@ class RemoteStore:
     # StoreView: writes.
 
     def create(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
-        self._writes.put_nowait(_Write("POST", key, obj))
-        return obj
+        frozen: dict[str, Any] = freeze(obj)
+        self._writes.put_nowait(_Write("POST", key, frozen))
+        return frozen
 
     def update(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> dict[str, Any]:
         if key not in self._objects:
             raise NotFound(key)
-        body = obj
+        frozen: dict[str, Any] = freeze(obj)
+        body = frozen
         if expected_rv is not None:
-            body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(expected_rv)}}
-        self._objects[key] = obj
+            body = {**frozen, "metadata": {**frozen["metadata"], "resourceVersion": str(expected_rv)}}
+        self._objects[key] = frozen
         self._writes.put_nowait(_Write("PUT", key, body))
-        return obj
+        return frozen
 
     def replace(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> int | None:
         self.update(key, obj, expected_rv)
@@ -157,6 +165,7 @@ class RemoteStore:
 
     def _apply(self, kind: str, key: str, obj: dict[str, Any]) -> None:
         self._revision += 1
+        obj = freeze(obj)
         if kind == "DELETED":
             self._objects.pop(key, None)
         else:

@@ -1,24 +1,24 @@
 """localkube's storage: a SQLite revision log (kine's design) with the live state in memory and watches."""
 
-from localkube.storage.store import (
+from localkube.storage.errors import (
     AlreadyExists,
     Compacted,
     Conflict,
-    Event,
+    FrozenObjectError,
     NotFound,
     SpaceExceeded,
-    Store,
     StoreError,
     TooLarge,
-    Watch,
     WatchOverflow,
 )
+from localkube.storage.store import Event, Store, Watch
 
 __all__ = [
     "AlreadyExists",
     "Compacted",
     "Conflict",
     "Event",
+    "FrozenObjectError",
     "NotFound",
     "SpaceExceeded",
     "Store",

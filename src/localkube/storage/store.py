@@ -20,10 +20,14 @@ Invariants:
 - `watch(prefix, from_rv)` yields every event under `prefix` with revision > `from_rv`, in revision
   order, with no gap and no duplicate between the backlog and the live stream. A `from_rv` older than
   the compacted revision raises `Compacted` (HTTP 410 Gone).
-- Objects returned by reads are fresh copies: callers may mutate them.
-- A write takes the object it is given: the object of its event (what watchers and controllers read) is
-  built from it without a JSON round trip, sharing its nested values, so the caller must not change it
-  afterwards. (Decoding each written object again for the event was a tenth of localkube's time.)
+- What reads and writes return is the caller's alone: `get`, `list` and `delete` return fresh copies;
+  `create` and `update` return the object they were given (a top level and metadata of their own over its
+  values) carrying its resourceVersion, and their events are decoded from the stored bytes. So a caller
+  may change either without changing what is stored or what watchers see. An event's object is decoded
+  once and shared by all its watchers (the controllers in the process, every watch request), who treat it
+  as read-only: freezing it (`frozen.py`) would cost four times the decode, on every write.
+- `replace` is the exception, for speed: its event is built from the object it is given, sharing its
+  nested values, so its caller must not change that object afterwards (see `replace`).
 - No stored value is larger than `max_value_bytes` (1.5 MiB by default, etcd's `--max-request-bytes`):
   a bigger create or update raises `TooLarge` and writes nothing.
 - A write the disk has no room for raises `SpaceExceeded` and changes nothing, in SQLite or in memory
@@ -54,7 +58,15 @@ from typing import Any, Literal
 
 import orjson
 
-from localkube.errors import LocalkubeError
+from localkube.storage.errors import (
+    AlreadyExists,
+    Compacted,
+    Conflict,
+    NotFound,
+    SpaceExceeded,
+    TooLarge,
+    WatchOverflow,
+)
 from localkube.storage.group_commit import GroupCommit, Row, insert
 
 log = logging.getLogger(__name__)
@@ -87,66 +99,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS kine_name_prev_revision_uindex ON kine (name, 
 CREATE INDEX IF NOT EXISTS kine_name_id_index ON kine (name, id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-
-
-class StoreError(LocalkubeError):
-    """Base of the store's errors; each names the key it concerns."""
-
-
-class AlreadyExists(StoreError):
-    def __init__(self, key: str) -> None:
-        super().__init__(f"{key} already exists")
-        self.key = key
-
-
-class NotFound(StoreError):
-    def __init__(self, key: str) -> None:
-        super().__init__(f"{key} not found")
-        self.key = key
-
-
-class Conflict(StoreError):
-    """The caller's resourceVersion is not the object's current one."""
-
-    def __init__(self, key: str, expected: int, actual: int) -> None:
-        super().__init__(f"{key}: resourceVersion {expected} is stale (current {actual})")
-        self.key = key
-        self.expected = expected
-        self.actual = actual
-
-
-class TooLarge(StoreError):
-    """The object would be larger than the store keeps (etcd's own limit, in etcd's words)."""
-
-    def __init__(self, key: str, size: int, limit: int) -> None:
-        super().__init__("etcdserver: request is too large")
-        self.key = key
-        self.size = size
-        self.limit = limit
-
-
-class SpaceExceeded(StoreError):
-    """The disk holding the database is full (etcd's "mvcc: database space exceeded", in our case)."""
-
-    def __init__(self, path: Path, cause: sqlite3.Error) -> None:
-        super().__init__(
-            f"database space exceeded: no space left on the device holding {path} ({cause}); "
-            "free space there and retry"
-        )
-        self.path = path
-
-
-class Compacted(StoreError):
-    """The requested revision is older than the history the store keeps."""
-
-    def __init__(self, requested: int, compacted: int) -> None:
-        super().__init__(f"revision {requested} has been compacted (oldest available: {compacted + 1})")
-        self.requested = requested
-        self.compacted = compacted
-
-
-class WatchOverflow(StoreError):
-    """The watcher fell too far behind and was dropped; resume from the last revision seen."""
 
 
 @dataclass(slots=True)
@@ -357,35 +309,45 @@ class Store:
     def create(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
         """Stores a new object and returns it as stored; raises AlreadyExists if the key is live.
 
-        What `create` and `update` return has a top level and metadata of its own; the values below them are
-        `obj`'s, as in the write's event, which nobody changes (a writer that edits a stored object edits a
-        copy). Decoding the stored bytes again for it was 3 % of localkube's CPU."""
+        What `create` and `update` return is `obj` carrying its resourceVersion: a top level and metadata of
+        its own over `obj`'s values, so it is the caller's, as `obj` was, to change or not. The write's
+        event, which every watcher shares, is decoded from the stored bytes instead (once, by its first
+        reader), so nothing the caller holds is in it: one decode per write, where returning the decoded
+        bytes and building the event of `obj` would leave the caller's `obj` in what watchers read."""
         if key in self._live:
             raise AlreadyExists(key)
         revision = self._revision + 1
         stamped = _stamp(obj, revision)
         value = self._sized(key, orjson.dumps(stamped))
         row = (revision, key, 1, 0, revision, self._tombstones.get(key, 0), value)
-        self._write(
-            row, Event("ADDED", key, revision, value, stamped), _Live(revision, revision, value), None
-        )
-        return _stamp(obj, revision)
+        self._write(row, Event("ADDED", key, revision, value), _Live(revision, revision, value), None)
+        return stamped
 
     def update(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> dict[str, Any]:
         """Replaces a live object; with `expected_rv`, only if it is still the current revision. Returns it
         as stored (see `create`)."""
-        return _stamp(obj, self.replace(key, obj, expected_rv))
+        return self._modify(key, obj, expected_rv, event_of_obj=False)
 
     def replace(self, key: str, obj: dict[str, Any], expected_rv: int | None = None) -> int:
-        """As `update`, returning only the revision written (the scheduler and the simulated kubelet)."""
+        """As `update`, returning only the revision written: the writes of the scheduler and the simulated
+        kubelet, which build `obj` anew for each (a new top level over a fresh read) and never read it back.
+        Its event is made of `obj` rather than decoded again (decoding every write's event was a tenth of
+        localkube's CPU in the replay), so it shares `obj`'s values: the caller must not change `obj`
+        afterwards."""
+        self._modify(key, obj, expected_rv, event_of_obj=True)
+        return self._revision
+
+    def _modify(
+        self, key: str, obj: dict[str, Any], expected_rv: int | None, *, event_of_obj: bool
+    ) -> dict[str, Any]:
         live = self._require(key, expected_rv)
         revision = self._revision + 1
         stamped = _stamp(obj, revision)
         value = self._sized(key, orjson.dumps(stamped))
         row = (revision, key, 0, 0, live.create_revision, live.revision, value)
-        event = Event("MODIFIED", key, revision, value, stamped)
+        event = Event("MODIFIED", key, revision, value, stamped if event_of_obj else None)
         self._write(row, event, _Live(revision, live.create_revision, value), live)
-        return revision
+        return stamped
 
     def delete(self, key: str, expected_rv: int | None = None) -> dict[str, Any]:
         """Removes a live object; returns its last state carrying the deletion's revision."""

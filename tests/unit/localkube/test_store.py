@@ -78,9 +78,50 @@ async def test_replace_writes_as_update_does_and_returns_the_revision_it_wrote(t
 
 def test_reads_are_copies(tmp_path: Path) -> None:
     store = Store(tmp_path / "db")
-    store.create("/k", _pod("a"))
+    store.create("/k", _pod("a", spec={"containers": [{"name": "c"}]}))
     store.get("/k")["metadata"]["name"] = "changed"  # type: ignore[index]
+    store.get("/k")["spec"]["containers"][0]["name"] = "changed"  # type: ignore[index]
+    listed, _ = store.list("/")
+    listed[0]["spec"]["containers"].append({"name": "extra"})
+    assert store.get("/k") == store.list("/")[0][0]
     assert store.get("/k")["metadata"]["name"] == "a"  # type: ignore[index]
+    assert store.get("/k")["spec"] == {"containers": [{"name": "c"}]}  # type: ignore[index]
+
+
+@pytest.mark.parametrize("group_commit", [False, True], ids=["commit-each", "group-commit"])
+async def test_what_a_write_returns_and_what_it_was_given_are_not_what_its_watchers_see(
+    tmp_path: Path, group_commit: bool
+) -> None:
+    """A writer that changes the object create or update returned, or the one it passed in, changes neither
+    the write's event (shared by every watcher: the controllers in the process, every watch request) nor the
+    stored object."""
+    store = Store(tmp_path / "db", group_commit=group_commit)
+    watch = store.watch("/pods/", 0)
+    given = _pod("a", spec={"containers": [{"name": "c", "args": ["x"]}]})
+    given["metadata"]["labels"] = {"app": "a"}
+    created = store.create("/pods/a", given)
+    created["spec"]["containers"][0]["args"].append("from-the-return")
+    created["metadata"]["labels"]["app"] = "from-the-return"
+    given["spec"]["containers"][0]["name"] = "from-the-input"
+    given["metadata"]["labels"]["extra"] = "from-the-input"
+    change = store.get("/pods/a")
+    assert change is not None
+    change["spec"]["containers"][0]["args"] = ["y"]
+    updated = store.update("/pods/a", change)
+    updated["spec"]["containers"][0]["args"].append("from-the-return")
+    change["spec"]["containers"][0]["args"].append("from-the-input")
+    await store.settled()
+    added, modified = await asyncio.wait_for(_take(watch, 2), 5)
+    assert added.object["spec"] == {"containers": [{"name": "c", "args": ["x"]}]}
+    assert added.object["metadata"]["labels"] == {"app": "a"}
+    assert modified.object["spec"] == {"containers": [{"name": "c", "args": ["y"]}]}
+    assert store.get("/pods/a") == modified.object
+    assert (added.object["metadata"]["resourceVersion"], modified.object["metadata"]["resourceVersion"]) == (
+        "1",
+        "2",
+    )
+    watch.close()
+    store.close()
 
 
 def test_list_by_prefix_with_pages(tmp_path: Path) -> None:
