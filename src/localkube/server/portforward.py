@@ -15,6 +15,14 @@
 
 Either way the pod's port is reached at `localhost` inside the pod's network namespace
 (`localkube.node.exec.dial`), and everything ends with the WebSocket: no connection to the pod outlives it.
+
+What a client sends waits in its connection's `_Upload` until the pod reads it. Once one holds
+`UPLOAD_HIGH_WATER` bytes, the session reads nothing more from its WebSocket until that upload is down to
+`UPLOAD_LOW_WATER`: uvicorn then stops reading the socket, and TCP slows the client to the pod's pace, as a
+kubelet's SPDY session does (spdystream's frame queues are bounded, and its reader waits when one is full).
+Without that, a client faster than its pod grew localkube's memory by whatever it sent. As there, the
+connections of one session share its WebSocket: one whose pod does not read holds up the others' uploads
+(never their downloads) until it drains or ends.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +47,72 @@ TUNNEL_PROTOCOLS = ("SPDY/3.1+portforward.k8s.io", "v2.portforward.k8s.io", "por
 CHANNEL_PROTOCOLS = ("v4.channel.k8s.io",)
 PROTOCOLS = (*TUNNEL_PROTOCOLS, *CHANNEL_PROTOCOLS)
 READ_SIZE = 32 * 1024
+# A connection's bytes from the client not yet read by its pod: reading the WebSocket pauses at the high mark
+# and resumes at the low one (a few socket buffers' worth: enough to keep a pod that reads fast busy).
+UPLOAD_HIGH_WATER = 1024 * 1024
+UPLOAD_LOW_WATER = UPLOAD_HIGH_WATER // 2
 Dial = Callable[[int], Awaitable[Connection]]
+
+
+class _Upload:
+    """The bytes a client sent on one connection that its pod has not read yet, then the client's end.
+
+    `put` and `end` never wait: one loop receives for every connection of a session. That loop awaits
+    `room()` before it reads the WebSocket again, which is how a slow pod slows its client down. `close()`
+    is for a connection whose pod side is over: what is left is dropped, as is what comes after, so the
+    loop never waits on a buffer nobody reads."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+        self._ended = False
+        self._closed = False
+        self._readable = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+
+    @property
+    def full(self) -> bool:
+        """At its high mark: the session must wait for `room()` before it reads its WebSocket again."""
+        return not self._room.is_set()
+
+    def put(self, data: bytes) -> None:
+        if self._closed or not data:
+            return
+        self._chunks.append(data)
+        self._size += len(data)
+        self._readable.set()
+        if self._size >= UPLOAD_HIGH_WATER:
+            self._room.clear()
+
+    def end(self) -> None:
+        """The client's half is over (FIN, or the stream reset): `get` returns None once it is drained."""
+        self._ended = True
+        self._readable.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._chunks.clear()
+        self._size = 0
+        self._readable.set()
+        self._room.set()
+
+    async def get(self) -> bytes | None:
+        """The next bytes in the order they came; None at the client's end."""
+        while not self._chunks:
+            if self._ended or self._closed:
+                return None
+            self._readable.clear()
+            await self._readable.wait()
+        data = self._chunks.popleft()
+        self._size -= len(data)
+        if self._size <= UPLOAD_LOW_WATER:
+            self._room.set()
+        return data
+
+    async def room(self) -> None:
+        """Returns once this upload is below its high mark again (at once while it is)."""
+        await self._room.wait()
 
 
 def ports(values: list[str]) -> list[int]:
@@ -69,7 +143,7 @@ class _Stream:
     kind: str
     port: int
     request: str
-    inbound: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)  # None: the client's FIN
+    inbound: _Upload = field(default_factory=_Upload)
 
 
 class _Tunnel:
@@ -84,6 +158,8 @@ class _Tunnel:
         self._streams: dict[int, _Stream] = {}
         self._requests: dict[str, dict[str, _Stream]] = {}
         self._forwards: set[asyncio.Task[None]] = set()
+        # The uploads the last message filled: the WebSocket is read again once each has room.
+        self._full: list[_Upload] = []
 
     async def run(self) -> None:
         try:
@@ -91,6 +167,8 @@ class _Tunnel:
                 for frame in self._reader.feed(await self._socket.receive()):
                     if not await self._handle(frame):
                         return
+                while self._full:
+                    await self._full.pop().room()
         except (Disconnected, spdy.ProtocolError) as ended:
             if isinstance(ended, spdy.ProtocolError):
                 log.warning("port-forward to %s: %s", self._pod, ended)
@@ -104,16 +182,17 @@ class _Tunnel:
         if frame.kind == 0:
             stream = self._streams.get(frame.stream)
             if stream is not None:
-                if frame.payload:
-                    stream.inbound.put_nowait(frame.payload)
+                stream.inbound.put(frame.payload)
+                if stream.inbound.full:
+                    self._full.append(stream.inbound)
                 if frame.fin:
-                    stream.inbound.put_nowait(None)
+                    stream.inbound.end()
         elif frame.kind == spdy.SYN_STREAM:
             await self._open(frame)
         elif frame.kind == spdy.RST_STREAM:
             stream = self._streams.pop(frame.stream, None)
             if stream is not None:
-                stream.inbound.put_nowait(None)
+                stream.inbound.end()
         elif frame.kind == spdy.PING:
             await self._socket.send(self._writer.ping(frame.payload[:4]))
         elif frame.kind == spdy.GOAWAY:
@@ -128,6 +207,8 @@ class _Tunnel:
             await self._socket.send(self._writer.rst_stream(frame.stream, spdy.PROTOCOL_ERROR))
             return
         stream = _Stream(frame.stream, kind, int(port), request)
+        if kind == "error":
+            stream.inbound.close()  # only this side writes an error stream: what a client sends there is dropped
         self._streams[frame.stream] = stream
         await self._socket.send(self._writer.syn_reply(frame.stream, {}))
         pair = self._requests.setdefault(request, {})
@@ -153,6 +234,7 @@ class _Tunnel:
         except Disconnected:
             pass
         finally:
+            data.inbound.close()
             self._streams.pop(data.ident, None)
             self._streams.pop(error.ident, None)
 
@@ -174,11 +256,13 @@ class _Tunnel:
 async def _copy_both_ways(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
-    inbound: asyncio.Queue[bytes | None],
+    inbound: _Upload,
     send: Callable[[bytes], Awaitable[None]],
 ) -> None:
-    """Client bytes (from `inbound`, None at the client's end) to the pod, the pod's bytes to `send`, until
-    the pod's side has ended; the client's end half-closes the pod connection."""
+    """Client bytes (from `inbound`, until the client's end) to the pod, the pod's bytes to `send`, until
+    the pod's side has ended; the client's end half-closes the pod connection. A chunk is taken from
+    `inbound` only once the one before it has drained into the pod connection (`drain`), so what the pod
+    has not read waits in `inbound`, where it counts against the upload's bound."""
 
     async def upstream() -> None:
         while (chunk := await inbound.get()) is not None:
@@ -206,7 +290,7 @@ async def serve_tunnel(socket: WebSocket, dial: Dial, pod: str) -> None:
 
 async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[int]) -> None:
     """One connection per port, on channels 2i (data) and 2i+1 (error), for the WebSocket's lifetime."""
-    inbound: dict[int, asyncio.Queue[bytes | None]] = {}
+    inbound: dict[int, _Upload] = {}
     tasks: list[asyncio.Future[None]] = []
     try:
         for index, port in enumerate(wanted):
@@ -216,7 +300,7 @@ async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[i
     except Disconnected:
         return
     for index, port in enumerate(wanted):
-        inbound[2 * index] = asyncio.Queue()
+        inbound[2 * index] = _Upload()
         tasks.append(
             asyncio.ensure_future(_forward_channel(socket, dial, pod, index, port, inbound[2 * index]))
         )
@@ -235,25 +319,31 @@ async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[i
         await asyncio.gather(everything, receiving, return_exceptions=True)
 
 
-async def _receive_channels(socket: WebSocket, inbound: dict[int, asyncio.Queue[bytes | None]]) -> None:
+async def _receive_channels(socket: WebSocket, inbound: dict[int, _Upload]) -> None:
     while True:
         message = await socket.receive()
-        queue = inbound.get(message[0]) if message else None
-        if queue is not None and len(message) > 1:
-            queue.put_nowait(message[1:])
+        upload = inbound.get(message[0]) if message else None
+        if upload is not None:
+            upload.put(message[1:])
+            await upload.room()
 
 
 async def _forward_channel(
-    socket: WebSocket, dial: Dial, pod: str, index: int, port: int, inbound: asyncio.Queue[bytes | None]
+    socket: WebSocket, dial: Dial, pod: str, index: int, port: int, inbound: _Upload
 ) -> None:
     try:
-        reader, writer = await dial(port)
-    except Exception as failure:
-        await socket.send(bytes([2 * index + 1]) + _failure(port, pod, failure))
-        return
-    try:
-        await _copy_both_ways(reader, writer, inbound, lambda chunk: socket.send(bytes([2 * index]) + chunk))
-    except ConnectionError as lost:
-        await socket.send(bytes([2 * index + 1]) + _failure(port, pod, lost))
+        try:
+            reader, writer = await dial(port)
+        except Exception as failure:
+            await socket.send(bytes([2 * index + 1]) + _failure(port, pod, failure))
+            return
+        try:
+            await _copy_both_ways(
+                reader, writer, inbound, lambda chunk: socket.send(bytes([2 * index]) + chunk)
+            )
+        except ConnectionError as lost:
+            await socket.send(bytes([2 * index + 1]) + _failure(port, pod, lost))
+        finally:
+            writer.close()
     finally:
-        writer.close()
+        inbound.close()
