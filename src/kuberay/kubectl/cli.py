@@ -25,7 +25,6 @@ from typing import Any, TypeVar
 import click
 from click.shell_completion import ShellComplete
 
-from kuberay.builders import goformat
 from kuberay.kubectl import create as create_ops
 from kuberay.kubectl import delete as delete_ops
 from kuberay.kubectl import generation, job, kube, listing, session
@@ -179,7 +178,7 @@ class AliasGroup(click.Group):
             and not args[0].startswith("-")
             and self.get_command(ctx, args[0]) is None
         ):
-            click.echo(f"unknown command(s) {goformat.quote(' '.join(_words(args)))}")
+            click.echo(f"unknown command(s) {goparse.quote(' '.join(_words(args)))}")
             click.echo(ctx.get_help())
             ctx.exit(0)
         name, command, rest = super().resolve_command(ctx, args)
