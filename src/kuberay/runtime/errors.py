@@ -1,7 +1,8 @@
 """The root of the runtime's errors, `ControllerRuntimeError` (a `kuberay.errors.KubeRayError`), and under it
 `KubeError`, the errors of the Kubernetes API boundary, mapped from HTTP status and the `Status` body's reason.
 The runtime's other errors derive from the root: `client.ConfigurationError`, `controller.TemporaryError` and
-`TerminalError`, `leaderelection.LeadershipLost`, `workqueue.ShutDown`, `frozen.ReadOnlyError` (a TypeError).
+`TerminalError`, `leaderelection.LeadershipLost`, `workqueue.ShutDown`. A cached object changed in place raises
+`frozen.ReadOnlyError`, kubesemantics' `FrozenValueError` (a TypeError), shared with localkube's caches.
 
 Callers branch on the class (`except NotFoundError`), never on numbers. Every error keeps the HTTP status, the
 Status reason and message, and chains the transport error that caused it (`raise ... from cause`).

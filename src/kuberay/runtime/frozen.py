@@ -1,10 +1,5 @@
-"""Read-only JSON values for the cache: `freeze` once on the way in, `thaw` (or `copy.deepcopy`) to edit.
-
-Cached objects are shared by every reader, so a reconciler that edited one in place would corrupt the
-cache for everyone (the Go runtime lives with this by convention; here it is enforced). `FrozenDict` and
-`FrozenList` are `dict` and `list` subclasses with every mutating method refused, so reading costs
-nothing, orjson and pydantic accept them as they are, and they take no more memory than plain containers
-(`__slots__ = ()`). `copy.deepcopy` and `thaw` return plain, mutable containers.
+"""The operator's cache values: frozen (`kubesemantics.frozen`, whose `thaw` or `copy.deepcopy` gives an
+editable copy) and with their repeated strings interned.
 
 `freeze` also interns the strings it stores: the pods of one group repeat the same images, commands,
 environment values and label values thousands of times, and a decoder makes a new string for each. Shared,
@@ -20,54 +15,17 @@ one, and there are at most one a second.
 from __future__ import annotations
 
 from sys import intern
-from typing import Any, NoReturn
+from typing import Any
 
-from kuberay.runtime.errors import ControllerRuntimeError
+from kubesemantics.frozen import FrozenDict, FrozenList, thaw
+from kubesemantics.frozen import FrozenValueError as ReadOnlyError
+
+__all__ = ["FrozenDict", "FrozenList", "ReadOnlyError", "freeze", "thaw"]
 
 # Longer strings (a serve config, a script) are rarely repeated and would only grow the intern table.
 _INTERNED_MAX_LENGTH = 256
 # Members whose values change with each version of an object or are unique to it.
 _PER_VERSION_KEYS = frozenset({"resourceVersion", "containerID", "podIP", "ip"})
-
-
-class ReadOnlyError(ControllerRuntimeError, TypeError):
-    """A cached object was about to be changed in place; `thaw` it (or `copy.deepcopy`) first."""
-
-
-def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise ReadOnlyError("cached objects are read-only; thaw() or copy.deepcopy() before changing them")
-
-
-class FrozenDict(dict[str, Any]):
-    __slots__ = ()
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    clear = pop = popitem = setdefault = update = _refuse
-
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        thawed: dict[str, Any] = thaw(self)
-        return thawed
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenDict, (dict(self),))
-
-
-class FrozenList(list[Any]):
-    __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-    append = clear = extend = insert = pop = remove = reverse = sort = _refuse
-
-    def __copy__(self) -> list[Any]:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        thawed: list[Any] = thaw(self)
-        return thawed
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenList, (list(self),))
 
 
 def freeze(value: Any) -> Any:
@@ -81,13 +39,4 @@ def freeze(value: Any) -> Any:
         return FrozenList(freeze(v) for v in value)
     if isinstance(value, str) and len(value) <= _INTERNED_MAX_LENGTH:
         return intern(value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """A mutable deep copy of a JSON-shaped value (frozen or not)."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [thaw(v) for v in value]
     return value

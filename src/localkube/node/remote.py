@@ -18,7 +18,7 @@ Writes never wait (a reconcile must not): they are queued and sent in order by o
 - `create` posts an object (the kubelet's Events); a failure is logged and dropped, as the kubelet's events
   are best-effort.
 
-The cache's objects are frozen (`localkube.storage.frozen`): every reader gets the same object, from a read
+The cache's objects are frozen (`kubesemantics.frozen`): every reader gets the same object, from a read
 or in an event, so changing one in place raises instead of changing it for all. What a caller writes is
 frozen on the way in (a new top level over values read from the cache costs only the new part), so the
 caller's own object stays the caller's: changing it afterwards changes neither the cache nor what is sent.
@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubesemantics.frozen import freeze
 from localkube.node.apiclient import ApiClient, RequestFailed
 from localkube.storage import Event, NotFound, Watch
-from localkube.storage.frozen import freeze
 
 log = logging.getLogger(__name__)
 

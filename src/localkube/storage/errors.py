@@ -66,7 +66,3 @@ class Compacted(StoreError):
 
 class WatchOverflow(StoreError):
     """The watcher fell too far behind and was dropped; resume from the last revision seen."""
-
-
-class FrozenObjectError(StoreError, TypeError):
-    """A read-only object (`frozen.py`) was about to be changed in place."""

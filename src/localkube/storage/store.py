@@ -25,7 +25,7 @@ Invariants:
   values) carrying its resourceVersion, and their events are decoded from the stored bytes. So a caller
   may change either without changing what is stored or what watchers see. An event's object is decoded
   once and shared by all its watchers (the controllers in the process, every watch request), who treat it
-  as read-only: freezing it (`frozen.py`) would cost four times the decode, on every write.
+  as read-only: freezing it (`kubesemantics.frozen`) would cost four times the decode, on every write.
 - `replace` is the exception, for speed: its event is built from the object it is given, sharing its
   nested values, so its caller must not change that object afterwards (see `replace`).
 - No stored value is larger than `max_value_bytes` (1.5 MiB by default, etcd's `--max-request-bytes`):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from kuberay.runtime.resources import EVENT, POD
+from kubesemantics.frozen import FrozenValueError
 from localkube.node.apiclient import ApiClient, load_config
 from localkube.node.remote import Kind, RemoteStore
-from localkube.storage import FrozenObjectError
 from support.eventually import eventually
 
 from ..runtime.kube import client_for, new_namespace
@@ -35,12 +35,12 @@ async def test_what_the_cache_hands_out_is_read_only_and_what_it_is_given_is_cop
         key = f"/registry/core/pods/{namespace}/p"
         read = remote.get(key)
         assert read is not None
-        with pytest.raises(FrozenObjectError):
+        with pytest.raises(FrozenValueError):
             read["spec"]["containers"][0]["image"] = "changed"
-        with pytest.raises(FrozenObjectError):
+        with pytest.raises(FrozenValueError):
             read["metadata"]["labels"] = {"changed": "true"}
         (listed,), _ = remote.list(f"/registry/core/pods/{namespace}/")
-        with pytest.raises(FrozenObjectError):
+        with pytest.raises(FrozenValueError):
             listed["spec"]["containers"].append(container)
 
         watch = remote.watch("/registry/core/pods/", remote.revision)
@@ -59,7 +59,7 @@ async def test_what_the_cache_hands_out_is_read_only_and_what_it_is_given_is_cop
         await eventually(sent, 30, "the status as the update was given, on the server")
         event = await asyncio.wait_for(anext(aiter(watch)), 30)
         assert event.object["status"]["phase"] == "Running"
-        with pytest.raises(FrozenObjectError):
+        with pytest.raises(FrozenValueError):
             event.object["status"]["phase"] = "changed"
         watch.close()
 

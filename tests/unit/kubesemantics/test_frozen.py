@@ -1,4 +1,4 @@
-"""Read-only JSON values (`localkube.storage.frozen`): every way of changing one in place is refused, copies of
+"""Read-only JSON values (`kubesemantics.frozen`): every way of changing one in place is refused, copies of
 one are plain and mutable, and freezing keeps what is frozen already."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import pickle
 import orjson
 import pytest
 
-from localkube.storage import FrozenObjectError
-from localkube.storage.frozen import FrozenDict, FrozenList, freeze, thaw
+from kubesemantics.frozen import FrozenDict, FrozenList, FrozenValueError, freeze, thaw
 
 POD = {
     "metadata": {"name": "p", "labels": {"a": "1"}},
@@ -29,7 +28,7 @@ def test_changing_a_frozen_value_in_place_is_refused_at_every_depth() -> None:
         lambda: frozen["spec"]["containers"][0]["args"].sort(),
     ]
     for change in changes:
-        with pytest.raises(FrozenObjectError):
+        with pytest.raises(FrozenValueError):
             change()
     assert frozen == POD
 

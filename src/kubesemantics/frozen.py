@@ -1,25 +1,31 @@
 """Read-only JSON values: what a cache shares between its readers without letting one change it for all.
 
-`FrozenDict` and `FrozenList` are `dict` and `list` subclasses whose mutating methods raise
-`FrozenObjectError`, so reading one costs what reading a plain container costs, orjson encodes them as it
-encodes plain ones, and `{**obj, "status": ...}` (how the kubelets write) makes a plain top level over the
-frozen values. `copy.copy` and `copy.deepcopy` give plain, mutable containers back (`thaw`).
+The Go runtimes live with shared cache objects by convention; here it is enforced, for the operator's caches
+(`kuberay.runtime.cache`) and the node agent's (`localkube.node.remote`). `FrozenDict` and `FrozenList` are
+`dict` and `list` subclasses whose mutating methods raise `FrozenValueError`, so reading one costs what
+reading a plain container costs, orjson and pydantic take them as plain ones, they take no more memory
+(`__slots__ = ()`), and `{**obj, "status": ...}` makes a plain top level over the frozen values.
+`copy.copy`, `copy.deepcopy` and `thaw` give plain, mutable containers back.
 
-`freeze` copies a value once, on its way into the cache; a container that is frozen already is kept as it
-is, so freezing a new top level over values read from the cache walks only what is new.
+`freeze` copies a value once, on its way into a cache; a container that is frozen already is kept as it is,
+so freezing a new top level over values read from the cache walks only what is new.
 """
 
 from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from localkube.storage.errors import FrozenObjectError
+from kubesemantics.errors import SemanticsError
+
+
+class FrozenValueError(SemanticsError, TypeError):
+    """A value shared by every reader of a cache was about to be changed in place."""
 
 
 def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise FrozenObjectError(
+    raise FrozenValueError(
         f"a {type(self).__name__} is shared by every reader of the cache it came from: copy it "
-        "(copy.deepcopy) and change the copy"
+        "(thaw() or copy.deepcopy()) and change the copy"
     )
 
 
