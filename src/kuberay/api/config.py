@@ -72,7 +72,8 @@ class Configuration(BaseModel):
     # Accepted and checked; the delivery itself is not implemented here.
     allowed_node_labels: list[str] = Field(default_factory=list, alias="allowedNodeLabels")
     # Upstream v1.8's node-event forwarder filters (kuberay#4978): the Node Events' sources, reasons and types
-    # to forward to the Ray custom resources. Accepted; nothing forwards yet.
+    # to forward to the Ray custom resources (empty: all). Types are Normal or Warning. Forwarded by
+    # `kuberay.controllers.nodeevents` while any of the three is set.
     node_event_forwarder_sources: list[str] = Field(default_factory=list, alias="nodeEventForwarderSources")
     node_event_forwarder_reasons: list[str] = Field(default_factory=list, alias="nodeEventForwarderReasons")
     node_event_forwarder_types: list[str] = Field(default_factory=list, alias="nodeEventForwarderTypes")
@@ -112,6 +113,14 @@ class Configuration(BaseModel):
         # The flags join these with commas: an empty item, or one with a comma, could not round-trip.
         if bad := [item for item in items if not item.strip() or "," in item]:
             raise ValueError(f"items must be non-empty and without commas, got {bad!r}")
+        return items
+
+    @field_validator("node_event_forwarder_types")
+    @classmethod
+    def _event_types(cls, items: list[str]) -> list[str]:
+        # Upstream refuses to start on another type: it would match no Event and silently forward nothing.
+        if bad := [item for item in items if item not in ("Normal", "Warning")]:
+            raise ValueError(f"invalid event types {bad!r}: must be 'Normal' or 'Warning'")
         return items
 
     @classmethod

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
 from kuberay.controllers import networkpolicy, unhandled
+from kuberay.controllers.nodeevents import setup as nodeevents_setup
 from kuberay.controllers.raycluster import setup as raycluster_setup
 from kuberay.controllers.raycronjob import setup as raycronjob_setup
 from kuberay.controllers.rayjob import setup as rayjob_setup
@@ -46,6 +47,7 @@ BUILTIN: tuple[ControllerSetup, ...] = (
     ControllerSetup("rayservice", rayservice_setup.install),
     ControllerSetup("raycronjob", raycronjob_setup.install, raycronjob_setup.enabled),
     ControllerSetup("networkpolicy", networkpolicy.install, _network_policy_gate),
+    ControllerSetup("node-event-forwarder", nodeevents_setup.install, nodeevents_setup.enabled),
     ControllerSetup("unhandled", unhandled.install),
 )
 

@@ -191,7 +191,8 @@ def _parser() -> _Parser:
         default=DEFAULT_BURST,
         help="The maximum burst for throttling requests to the Kubernetes API server, per resource kind.",
     )
-    # Upstream v1.8's: accepted, checked and kept in the configuration; nothing acts on them yet.
+    # Upstream v1.8's: the node labels are accepted and checked (nothing delivers them yet); any forwarder list
+    # set runs the node event forwarder (`kuberay.controllers.nodeevents`).
     flag(
         "allowed-node-labels",
         type=_label_keys,
