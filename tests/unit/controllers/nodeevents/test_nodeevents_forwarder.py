@@ -4,9 +4,10 @@ nothing for history or for a Node without Ray pods; and when the operator runs i
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kuberay.api.config import ConfigError, Configuration
 from kuberay.api.settings import OperatorSettings
@@ -14,8 +15,11 @@ from kuberay.controllers.nodeevents import setup
 from kuberay.controllers.nodeevents.reconciler import NODE_NAME_INDEX, NodeEventForwarder, node_name_index
 from kuberay.controllers.nodeevents.selection import EventFilter
 from kuberay.runtime.cache import Store, prepare
+from kuberay.runtime.client import Client
 from kuberay.runtime.clock import FakeClock
-from kuberay.runtime.resources import ObjectKey
+from kuberay.runtime.manager import Manager
+from kuberay.runtime.metrics import RuntimeMetrics
+from kuberay.runtime.resources import EVENT, POD, ObjectKey
 
 START = datetime(2026, 1, 1, 12, 0, 0, 500000, tzinfo=UTC)
 KEY = ObjectKey("default", "n1.1")
@@ -122,6 +126,15 @@ async def test_an_event_that_left_the_cache_is_forgotten() -> None:
 def test_an_event_type_other_than_normal_or_warning_is_refused() -> None:
     with pytest.raises(ConfigError, match="must be 'Normal' or 'Warning'"):
         Configuration.parse({"nodeEventForwarderTypes": ["Error"]})
+
+
+def test_install_field_selects_node_events_and_indexes_pods_by_node() -> None:
+    manager = Manager(cast(Client, None), RuntimeMetrics(CollectorRegistry()), clock=FakeClock(START))
+    setup.install(manager, OperatorSettings(config=Configuration(node_event_forwarder_types=["Warning"])))
+    assert manager.informer(EVENT).field_selector == "involvedObject.kind=Node"
+    manager.cache(POD).upsert(prepare(pod("a-head", "a", "n1")))
+    assert [p["metadata"]["name"] for p in manager.cache(POD).by_index(NODE_NAME_INDEX, "n1")] == ["a-head"]
+    assert [c.name for c in manager.controllers] == ["node-event-forwarder"]
 
 
 def test_it_runs_only_when_a_filter_list_is_set() -> None:
