@@ -163,6 +163,7 @@ async def forward_in_background(
         await stop(process)
         raise PluginError("Timed out waiting for port forwarding")
     address = f"http://localhost:{line.split(' -> ')[0].rsplit(':', 1)[1]}"
+    _keep_draining(process)
     if progress:
         print("Waiting for port forwarding...", end="", flush=True)
     deadline = time.monotonic() + timeout
@@ -194,7 +195,7 @@ class DashboardForward:
         """Forwards the dashboard (one try, `PluginError` when it does not answer) and returns its URL."""
         await self.stop()
         self._process, self.address = await forward_dashboard(self.flags, self.kube, self.service)
-        self._ended = asyncio.create_task(self._drained(self._process))
+        self._ended = asyncio.create_task(self._process.wait())
         return self.address
 
     @property
@@ -204,15 +205,6 @@ class DashboardForward:
             raise RuntimeError("the dashboard forward was not started")
         return self._ended
 
-    @staticmethod
-    async def _drained(process: asyncio.subprocess.Process) -> int:
-        # kubectl writes a line per forwarded connection; left unread over a long-lived forward, the pipe
-        # fills and kubectl blocks on it with every connection through it stalled.
-        assert process.stdout is not None
-        while await process.stdout.read(65536):
-            pass
-        return await process.wait()
-
     async def stop(self) -> None:
         if self._process is not None:
             await stop(self._process)
@@ -220,6 +212,27 @@ class DashboardForward:
             # With kubectl gone it ends by itself at its pipe's end; waited for rather than cancelled.
             await asyncio.wait({self._ended})
         self._process = self._ended = None
+
+
+# The drains of the forwards running in the background, held until each ends (a task only the event loop
+# refers to may be collected while it waits).
+_DRAINS: set[asyncio.Task[None]] = set()
+
+
+def _keep_draining(process: asyncio.subprocess.Process) -> None:
+    """Reads kubectl's output for the forward's whole life: it writes a line per forwarded connection, and
+    left unread the pipe and asyncio's buffer fill (~6,600 connections) and kubectl blocks on it, stalling every
+    connection through the forward."""
+    assert process.stdout is not None
+    stdout = process.stdout
+
+    async def drain() -> None:
+        while await stdout.read(65536):
+            pass
+
+    task = asyncio.create_task(drain())
+    _DRAINS.add(task)
+    task.add_done_callback(_DRAINS.discard)
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
