@@ -37,8 +37,13 @@ async def test_a_refused_spec_is_observed_with_valid_false_and_a_fix_turns_it_tr
     found = await kube.cluster("refused")
     valid = conditions(found)["Valid"]
     assert (valid["reason"], valid["message"]) == ("ValidationFailed", message)
+
     # The Event upstream sends is still sent, with the same text.
-    (event,) = [e for e in await kube.events("refused") if e["reason"] == "InvalidRayClusterSpec"]
+    # Recorded after the status write, so perhaps not yet there when the condition is.
+    async def refusals() -> list[dict[str, Any]]:
+        return [e for e in await kube.events("refused") if e["reason"] == "InvalidRayClusterSpec"]
+
+    (event,) = await eventually(refusals)
     assert (event["type"], event["message"]) == ("Warning", message)
     assert await kube.pods("refused") == []
 
