@@ -42,11 +42,6 @@ ISSUER = Resource(certificates.API_VERSION, certificates.ISSUER_KIND, "issuers")
 CERTIFICATE = Resource(certificates.API_VERSION, certificates.CERTIFICATE_KIND, "certificates")
 RECONCILE, UPDATE = "Reconcile", "Update"
 EXPIRY_WARNING = timedelta(hours=24)
-# Upstream's mtlsDefaultRequeueDuration and mtlsPeriodicCheckDuration (raycluster_mtls_controller.go): a
-# cluster waiting for cert-manager is looked at again after 30 s, a ready one every minute, so a renewal
-# or a deleted Secret is noticed without waiting for the periodic resync.
-NOT_READY_REQUEUE_SECONDS = 30.0
-READY_REQUEUE_SECONDS = 60.0
 NODE_TYPES = (constants.HEAD_NODE, constants.WORKER_NODE)
 
 Obj = Mapping[str, Any]
@@ -56,12 +51,6 @@ def enabled(ctx: Context, cluster: RayCluster) -> bool:
     # The gate first: with it off (its default), no reconcile pays for a dump of the spec.
     gates = ctx.options.gates
     return gates.enabled(Feature.RAY_CLUSTER_MTLS) and tls.is_enabled(cluster.spec.dump(), gates)
-
-
-def requeue_seconds(certificates_ready: bool) -> float:
-    """When an mTLS cluster's next pass is due, as upstream's mTLS controller decides it: 30 s while its
-    leaf certificates are not Ready, 60 s once they are."""
-    return READY_REQUEUE_SECONDS if certificates_ready else NOT_READY_REQUEUE_SECONDS
 
 
 async def cert_manager_installed(ctx: Context) -> bool:
