@@ -46,7 +46,9 @@ from support.realkube_process import KUBELET_NODE_NAME, RealKubeProcess, serve_u
 
 NETNS = "kuberay-node"
 HOST_LINK, NODE_LINK = "kuberay-host", "kuberay-node"
-HOST_ADDRESS, NODE_ADDRESS = "10.247.0.1", "10.247.0.2"
+# Off every localkube bridge (10.246.0.0/16 and below, the process tests' 10.247.0.0/16): a containers test
+# runs while process-mode tests set up their bridges on other workers.
+HOST_ADDRESS, NODE_ADDRESS = "10.249.0.1", "10.249.0.2"
 POD_CIDR = "10.248.0.0/24"
 SERVICE_CIDR = "10.96.0.0/12"
 DNS_ADDRESS = "10.96.0.10"

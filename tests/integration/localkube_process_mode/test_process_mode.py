@@ -47,6 +47,9 @@ pytestmark = pytest.mark.slow
 
 ROOT = os.geteuid() == 0 and shutil.which("ip") is not None
 NETNS_PREFIX = "lkt-"
+# Beside localkube's own bridges (lk0 on 10.246.0.0/16, then downwards) and the containers backend's node
+# link (10.249.0.0/30), which a containers test may hold at the same time on another worker.
+TEST_BRIDGE, TEST_PODS = "lkt0", ipaddress.IPv4Network("10.247.0.0/16")
 PYTHON = "python"  # resolved through the PATH the kubelet gives containers
 
 
@@ -106,7 +109,7 @@ async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
     resources.seed(SYSTEM_NAMESPACES)
     api = ControllerApi(resources)
     network: PodNetwork = (
-        NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
+        NamespaceNetwork(TEST_BRIDGE, TEST_PODS, NETNS_PREFIX)
         if request.param == "netns"
         else HostNetwork(files=tmp_path / "hosts")
     )
@@ -382,17 +385,17 @@ async def test_the_bridges_mac_stays_as_pods_come_and_go(cluster: Cluster) -> No
     MAC under the ARP caches of the other pods (Ray's autoscaler then hung dialling the API server)."""
     if not cluster.isolated:
         pytest.skip("bridges exist only with network namespaces (root)")
-    address = Path("/sys/class/net/lkt0/address")
+    address = Path(f"/sys/class/net/{TEST_BRIDGE}/address")
     sleeper = _python("import time; time.sleep(300)")
     cluster.create("pods", _pod("first", sleeper))
     await cluster.until("first", _phase("Running"))
-    assert address.read_text().strip() == bridge_mac("lkt0")
+    assert address.read_text().strip() == bridge_mac(TEST_BRIDGE)
     for name in ("second", "third"):
         cluster.create("pods", _pod(name, sleeper))
         await cluster.until(name, _phase("Running"))
     cluster.delete_pod("second")
     await eventually(lambda: cluster.pod("second") is None, 30, "pod second gone", every=0.1)
-    assert address.read_text().strip() == bridge_mac("lkt0")
+    assert address.read_text().strip() == bridge_mac(TEST_BRIDGE)
 
 
 async def test_service_names_resolve_inside_pods(cluster: Cluster) -> None:
@@ -505,7 +508,7 @@ async def test_a_bridge_belongs_to_one_localkube_at_a_time(cluster: Cluster) -> 
     if not cluster.isolated:
         pytest.skip("bridges exist only with network namespaces (root)")
     with pytest.raises(BridgeInUse, match="bridge lkt0 is used by another localkube"):
-        NamespaceNetwork("lkt0", ipaddress.IPv4Network("10.247.0.0/16"), NETNS_PREFIX)
+        NamespaceNetwork(TEST_BRIDGE, TEST_PODS, NETNS_PREFIX)
 
 
 async def test_shutdown_caps_the_grace_of_a_pod_being_deleted_and_the_next_start_removes_it(
