@@ -101,9 +101,53 @@ def supported_values(allowed: Sequence[Any]) -> str:
 @lru_cache(maxsize=1024)
 def pattern(text: str) -> re.Pattern[str]:
     """A Go (RE2) pattern as a Python one: `$` and `\\z` end the text (Python's `$` also matches before a
-    final newline), and the character classes are ASCII, as in RE2."""
+    final newline), the character classes are ASCII, as in RE2, and a flag group past the start (`^(?i)...`,
+    which RE2 applies to the rest of its group and Python refuses) is that rest in a scoped group."""
     translated = re.sub(r"(?<!\\)\$$", r"\\Z", text).replace(r"\z", r"\Z")
-    return re.compile(translated, re.ASCII)
+    return re.compile(_scoped_flags(translated), re.ASCII)
+
+
+_FLAG_GROUP = re.compile(r"\(\?([imsU-]+)\)")
+
+
+def _scoped_flags(text: str) -> str:
+    """`(?flags)` anywhere but the very start as `(?flags:`, closed where its alternative ends (`|`, reopened
+    for the next one, as RE2's flags hold to the end of the group) and where its enclosing group closes."""
+    out: list[str] = []
+    # Per open group (the outermost is the whole text): the flags of the scoped groups opened in it.
+    scopes: list[list[str]] = [[]]
+    i, in_class = 0, False
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            member = 3 if text.startswith("^]", i + 1) else 2 if text.startswith("]", i + 1) else 0
+            if member:  # a leading `]` is a member, not the class's end
+                out.append(text[i : i + member])
+                i += member
+                continue
+        elif (flags := _FLAG_GROUP.match(text, i)) and i > 0:
+            out.append(f"(?{flags[1]}:")
+            scopes[-1].append(flags[1])
+            i = flags.end()
+            continue
+        elif char == "(":
+            scopes.append([])
+        elif char == ")" and len(scopes) > 1:
+            out.append(")" * len(scopes.pop()))
+        elif char == "|" and scopes[-1]:
+            out.append(")" * len(scopes[-1]) + "|" + "".join(f"(?{f}:" for f in scopes[-1]))
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out) + ")" * len(scopes[0])
 
 
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")

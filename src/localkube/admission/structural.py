@@ -14,7 +14,7 @@ import re
 from typing import Any, Final
 
 from kubesemantics import cellib
-from kubesemantics.schema import supported_values
+from kubesemantics.schema import pattern, supported_values
 from localkube.admission import errors
 from localkube.admission.errors import FieldError
 
@@ -190,7 +190,7 @@ def _check_generic(node: dict[str, Any], path: str, found: list[FieldError]) -> 
         found.append(FieldError(f"{path}.uniqueItems", errors.FORBIDDEN, detail=detail))
     if "pattern" in node:
         try:
-            re.compile(node["pattern"])
+            pattern(node["pattern"])
         except re.error as error:
             detail = f"must be a valid regular expression, but isn't: {error}"
             found.append(FieldError(f"{path}.pattern", errors.INVALID, node["pattern"], detail))

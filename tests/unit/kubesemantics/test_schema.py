@@ -32,6 +32,25 @@ def test_patterns_read_as_re2() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "matches", "misses"),
+    [
+        # Kueue's CRDs (AdmissionCheck's parameters.kind): RE2 takes flags past the start, Python only scoped.
+        ("^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$", ["ProvisioningRequestConfig", "a-1"], ["-a", "a-", "a\n"]),
+        ("(?i)abc", ["ABC"], ["ab"]),  # at the start: as Python reads it
+        ("a(b(?i)c)d", ["abCd"], ["aBcd", "abcD"]),  # the rest of the enclosing group only
+        ("x(?i)y|z", ["xY", "Z"], ["Xy"]),  # to the end of the text, across the alternation
+        (r"[(?i)]\((?i)a", ["((A", "i(a"], ["I(a"]),  # not inside a class, nor after an escaped parenthesis
+    ],
+)
+def test_flag_groups_past_the_start_apply_to_the_rest_of_their_group(
+    text: str, matches: list[str], misses: list[str]
+) -> None:
+    compiled = schema.pattern(text)
+    assert [m for m in matches if compiled.fullmatch(m) is None] == []
+    assert [m for m in misses if compiled.fullmatch(m) is not None] == []
+
+
+@pytest.mark.parametrize(
     ("text", "valid"),
     [
         ("2026-01-01T00:00:00Z", True),
