@@ -20,6 +20,7 @@ from localkube.controllers.garbagecollector import GarbageCollector
 from localkube.controllers.job import JobController
 from localkube.controllers.namespaces import NamespaceFinalizer
 from localkube.controllers.replicaset import ReplicaSetController
+from localkube.controllers.resourcequota import ResourceQuotaController
 from localkube.controllers.rootca import RootCAPublisher
 from localkube.controllers.runner import Controller, Runner
 from localkube.controllers.scheduler import DEFAULT_SCHEDULER, Scheduler
@@ -103,6 +104,7 @@ def cluster_controllers(
             NamespaceFinalizer(api),
             EndpointsController(store, api),
             ServiceAccountController(store, api),
+            ResourceQuotaController(store, api, resources.registry),
             # The CA is known only where the server's address is (pods reach it with it).
             *([RootCAPublisher(store, api, api_access.ca_cert)] if api_access is not None else []),
         ],

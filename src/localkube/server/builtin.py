@@ -200,7 +200,6 @@ def _default_pod_spec(spec: dict[str, Any]) -> None:
     account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
     spec["serviceAccountName"] = spec["serviceAccount"] = account
     spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if not isinstance(container, dict):
             continue

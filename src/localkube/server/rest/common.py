@@ -18,11 +18,12 @@ from typing import Any
 import orjson
 
 from kubesemantics import times
-from localkube.admission import schema
+from localkube.admission import quota, schema
 from localkube.admission.errors import AdmissionError, FieldError, SchemaInvalid
 from localkube.server import autoscaling, builtin, crds, errors, events
 from localkube.server import warnings as recorded_warnings
 from localkube.server.errors import ApiError
+from localkube.server.plugins import AdmissionPlugins
 from localkube.server.podvalidation import validate_pod
 from localkube.server.registry import Registry, ResourceType
 from localkube.server.validation import unknown_builtin_fields, validate_metadata
@@ -139,6 +140,7 @@ class Core:
         self.store = store
         self.registry = registry
         self.service_allocations: builtin.ServiceAllocations | None = None
+        self.plugins = AdmissionPlugins(store, registry)
         self.registry.sync_crds(self.crd_objects())
 
     # -- helpers ----------------------------------------------------------------------------------------
@@ -212,8 +214,11 @@ class Core:
             causes += validate_webhook_configuration(resource_type.kind, obj)
             if resource_type.kind == "HorizontalPodAutoscaler" and resource_type.group == "autoscaling":
                 causes += autoscaling.validate(obj)
+            if resource_type.kind == "ResourceQuota" and not resource_type.group:
+                causes += quota.validate(obj)
         if causes:
             raise self.refuse(resource_type, name, causes)
+        self.plugins.validate_write(resource_type, obj, creating=old is None)
         return obj
 
     def unknown_fields(self, resource_type: ResourceType, obj: dict[str, Any]) -> list[str]:

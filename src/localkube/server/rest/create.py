@@ -74,6 +74,8 @@ class Creates:
         ]
         obj = self._prepare_create(resource_type, namespace, obj)
         obj = self.core.admit(resource_type, obj, None, query)
+        # ResourceQuota is the last of admission: it sees the object as it will be stored.
+        charges = self.core.plugins.charge(resource_type, namespace, obj)
         if query.get("fieldManager") and "managedFields" not in obj["metadata"]:
             obj = self._record_creator(resource_type, obj, query["fieldManager"], registry_set)
         name = obj["metadata"]["name"]
@@ -85,6 +87,7 @@ class Creates:
             created = self.core.store.create(resource_type.key(namespace, name), obj)
         except AlreadyExists:
             raise errors.already_exists(resource_type.plural, resource_type.group, name) from None
+        self.core.plugins.record(charges)
         self.core.after_write(resource_type)
         return self.core.output(resource_type, created)
 
@@ -121,6 +124,7 @@ class Creates:
         self.core.check_namespace(
             resource_type, namespace, str(metadata.get("name") or metadata.get("generateName") or "")
         )
+        requested_name = str(metadata.get("name") or metadata.get("generateName") or "")
         if not metadata.get("name") and metadata.get("generateName"):
             metadata["name"] = generated_name(str(metadata["generateName"]), _RNG)
         metadata["uid"] = str(uuid.uuid4())
@@ -133,6 +137,8 @@ class Creates:
             metadata.pop("generation", None)
         if resource_type.has_status():
             obj.pop("status", None)
+        # Built-in mutating admission (LimitRanger, Priority) comes before the kind's defaults here.
+        self.core.plugins.mutate_create(resource_type, namespace, obj, requested_name)
         builtin.default_on_create(resource_type.kind, obj, self.core.services)
         builtin.normalize_on_write(resource_type.kind, obj)
         if resource_type.kind == "CustomResourceDefinition":
