@@ -152,6 +152,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short=("netpol",)),
     _builtin("coordination.k8s.io", "v1", "Lease", "leases"),
     _builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False, short=("pc",)),
+    # Served, as kube-apiserver does, for its readers (Kueue's workload controller watches it for pod overhead);
+    # the simulated and process nodes run every pod under the one runtime and read no handler.
+    _builtin("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", namespaced=False),
     _builtin("storage.k8s.io", "v1", "StorageClass", "storageclasses", namespaced=False, short=("sc",)),
     _builtin("rbac.authorization.k8s.io", "v1", "Role", "roles"),
     _builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
