@@ -405,7 +405,8 @@ def counted_resource(name: str) -> tuple[str, str] | None:
 
 def validate(obj: Mapping[str, Any]) -> list[FieldError]:
     """A ResourceQuota's spec as upstream validates it: each `spec.hard` entry a quota resource name and a
-    non-negative quantity (whole for the counted resources), each scope a known one."""
+    non-negative quantity (whole for the counted resources), each scope a known one. Values print in their
+    canonical form (`1.5` as `1500m`)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
@@ -413,23 +414,22 @@ def validate(obj: Mapping[str, Any]) -> list[FieldError]:
     for name, value in sorted((spec.get("hard") or {}).items()):
         path = f"spec.hard[{name}]"
         if "/" not in name and name not in _STANDARD_NAMES and not name.startswith(_HUGEPAGES):
+            if name != "storage":  # a resource name, though not one quota counts
+                causes.append(
+                    FieldError(path, INVALID, name, "must be a standard resource type or fully qualified")
+                )
             causes.append(FieldError(path, INVALID, name, "must be a standard resource for quota"))
         try:
             amount = quantity.parse(value)
         except QuantityError:
             continue  # the schema's decoding refuses it first
+        text = quantity.canonical(amount, quantity.is_binary(value))
         if amount < 0:
-            causes.append(
-                FieldError(
-                    path,
-                    INVALID,
-                    quantity.canonical(amount, quantity.is_binary(value)),
-                    "must be greater than or equal to 0",
-                )
-            )
-        if (name in _INTEGER_NAMES or name.startswith("count/")) and (amount * 1000) % 1000 != 0:
-            causes.append(FieldError(path, INVALID, str(value), "must be an integer"))
-    for index, scope in enumerate(spec.get("scopes") or []):
+            causes.append(FieldError(path, INVALID, text, "must be greater than or equal to 0"))
+        if (name in _INTEGER_NAMES or name.startswith("count/")) and amount.denominator != 1:
+            causes.append(FieldError(path, INVALID, text, "must be an integer"))
+    scopes = list(spec.get("scopes") or [])
+    for scope in scopes:
         if scope not in _SCOPES:
-            causes.append(FieldError(f"spec.scopes[{index}]", INVALID, scope, "unsupported scope"))
+            causes.append(FieldError("spec.scopes", INVALID, scopes, "unsupported scope"))
     return causes

@@ -161,7 +161,12 @@ def test_a_negative_or_unknown_hard_is_invalid_with_its_field_path(cluster: Reso
     error = _refusal(cluster, "resourcequotas", _quota("worse", bogus="1", services="1.5"))
     assert error.message == (
         'ResourceQuota "worse" is invalid: [spec.hard[bogus]: Invalid value: "bogus": must be a standard resource '
-        'for quota, spec.hard[services]: Invalid value: "1.5": must be an integer]'
+        'type or fully qualified, spec.hard[bogus]: Invalid value: "bogus": must be a standard resource for quota, '
+        'spec.hard[services]: Invalid value: "1500m": must be an integer]'
+    )
+    scoped = {"metadata": {"name": "scoped"}, "spec": {"hard": {"pods": "1"}, "scopes": ["Nope"]}}
+    assert _refusal(cluster, "resourcequotas", scoped).message == (
+        'ResourceQuota "scoped" is invalid: spec.scopes: Invalid value: ["Nope"]: unsupported scope'
     )
 
 
