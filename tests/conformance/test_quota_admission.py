@@ -171,7 +171,9 @@ def test_limitrange_defaults_a_pods_containers(api: httpx.Client, namespace: str
 @pytest.fixture
 def priority_class(api: httpx.Client) -> Iterator[str]:
     name = f"quota-high-{os.getpid()}-{next(_counter)}"
-    api.post(_CLASSES, json={"metadata": {"name": name}, "value": 1000}).raise_for_status()
+    created = api.post(_CLASSES, json={"metadata": {"name": name}, "value": 1000})
+    created.raise_for_status()
+    assert created.json()["preemptionPolicy"] == "PreemptLowerPriority"
     yield name
     api.delete(f"{_CLASSES}/{name}")
 

@@ -119,6 +119,8 @@ def normalize_on_write(kind: str, obj: dict[str, Any]) -> None:
     """What the server does to a built-in object on every create and update, in place (the decoder's
     defaults among it)."""
     spec = obj.get("spec")
+    if kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     if kind == "NetworkPolicy" and isinstance(spec, dict) and not spec.get("policyTypes"):
         # Every policy implies Ingress; one with egress rules Egress too.
         spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
