@@ -6,7 +6,7 @@ controller. A pod costs `pods`, `count/pods` and its compute resources (`cpu`/`r
 largest init container, plus its overhead; a pod that has finished (or whose deletion grace period ran out)
 costs only `count/pods`. Any other object costs `count/<resource>[.<group>]`, and the kinds quota knew
 before object counts also their legacy name (`services`, `configmaps`, `secrets`, ...), a Service also
-`services.nodeports` and `services.loadbalancers`.
+`services.nodeports` and `services.loadbalancers`, a PersistentVolumeClaim its `requests.storage`.
 
 Admission reads a quota's `status`, as upstream does: a quota the controller has not yet published limits
 nothing, and one whose `status.used` lacks a resource of its `status.hard` refuses what would consume it.
@@ -105,6 +105,8 @@ def evaluated(plural: str, group: str, hard: Iterable[str]) -> list[str]:
         own.add(_LEGACY_COUNTS[plural])
     if not group and plural == "services":
         own |= {"services.nodeports", "services.loadbalancers"}
+    if not group and plural == "persistentvolumeclaims":
+        own.add("requests.storage")
     return sorted(names & own)
 
 
@@ -125,6 +127,10 @@ def usage(plural: str, group: str, obj: Mapping[str, Any], now: datetime.datetim
         )
         used["services.nodeports"] = Amount(Fraction(node_ports))
         used["services.loadbalancers"] = Amount(Fraction(1 if kind == "LoadBalancer" else 0))
+    if not group and plural == "persistentvolumeclaims":
+        storage = (((obj.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
+        if storage is not None:
+            used["requests.storage"] = Amount.of(storage)
     return used
 
 
@@ -398,6 +404,8 @@ def counted_resource(name: str) -> tuple[str, str] | None:
         return "", _LEGACY_COUNTS[name]
     if name in ("services.nodeports", "services.loadbalancers"):
         return "", "services"
+    if name == "requests.storage":
+        return "", "persistentvolumeclaims"
     if name in _POD_RESOURCES or name.startswith(_HUGEPAGES) or name.startswith("requests."):
         return "", PODS
     return None

@@ -90,6 +90,9 @@ class ResourceQuotaController:
         status = resource_quota.get("status") or {}
         used = {name: value for name, value in (status.get("used") or {}).items() if name in hard}
         used.update(quota.calculate(hard, resource_quota, objects, self._clock()))
+        # What no kind served here is charged for (`requests.storage` without a volume provisioner) uses none.
+        for name in hard:
+            used.setdefault(name, "0")
         desired = {"hard": hard, "used": used}
         if (
             _values(status.get("hard")) != _values(hard)

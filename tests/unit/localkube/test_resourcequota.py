@@ -293,3 +293,18 @@ def test_priority_resolution_without_a_class_store() -> None:
     pod: dict[str, Any] = {"spec": {"priorityClassName": "system-node-critical"}}
     priority.resolve(pod, [])
     assert pod["spec"]["priority"] == 2000001000
+
+
+def test_a_claim_costs_its_requested_storage() -> None:
+    claim = {"spec": {"resources": {"requests": {"storage": "5Gi"}}}}
+    used = {k: v.text() for k, v in quota.usage("persistentvolumeclaims", "", claim, NOW).items()}
+    assert used == {
+        "count/persistentvolumeclaims": "1",
+        "persistentvolumeclaims": "1",
+        "requests.storage": "5Gi",
+    }
+    hard = {"requests.storage": "10Gi", "persistentvolumeclaims": "2"}
+    published = quota.calculate(
+        hard, {"spec": {"hard": hard}}, {("", "persistentvolumeclaims"): [claim, claim]}, NOW
+    )
+    assert published == {"persistentvolumeclaims": "2", "requests.storage": "10Gi"}
