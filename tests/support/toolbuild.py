@@ -1,6 +1,7 @@
 """The real parts the suite runs beside kuberay and builds once per machine from their Go modules: Helm
-(`scripts/tools/helm`), the Kubernetes control plane (`scripts/realkube build`) and cert-manager
-(`scripts/tools/cert-manager/build`), each into the shared cache (see scripts/tools/gobuild.sh).
+(`scripts/tools/helm`), the Kubernetes control plane (`scripts/realkube build`), cert-manager
+(`scripts/tools/cert-manager/build`) and Kueue (`scripts/tools/kueue/build`), each into the shared cache (see
+scripts/tools/gobuild.sh).
 
 A build runs in a session of its own, with its output in files rather than pipes: a test stopped while it
 waits (its timeout, an interrupted run) leaves the build going, and the build still lands in the cache for
@@ -28,6 +29,8 @@ TOOLS: dict[str, Path] = {
     "realkube": REPO / "scripts" / "realkube",
     # The cert-manager controller and its CRDs; the key is the fixture that needs it (a name, no hyphen).
     "cert_manager": REPO / "scripts" / "tools" / "cert-manager" / "build",
+    # The Kueue manager and its manifests (tests/support/kueue.py); the key is its fixture's name too.
+    "kueue": REPO / "scripts" / "tools" / "kueue" / "build",
     # The containers backend: the control plane, the real node and the images (scripts/containerkube).
     "containerkube": REPO / "scripts" / "containerkube",
 }

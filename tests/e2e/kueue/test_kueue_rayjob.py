@@ -1,0 +1,199 @@
+"""RayJobs queued by the real Kueue (tests/support/kueue.py, v0.17.0) on localkube, run by our operator, as
+Kueue's own KubeRay tests hold KubeRay to (test/e2e/singlecluster/kuberay_test.go, "Should run a rayjob if
+admitted"; test/integration/.../jobs/rayjob, "Should schedule jobs as they fit in their ClusterQueue"):
+
+- a RayJob labelled `kueue.x-k8s.io/queue-name` is created suspended (Kueue's mutating webhook), gets a
+  Workload, is admitted and unsuspended by Kueue, and only then has its RayCluster made; its pods carry
+  the queue labels Kueue put in the templates; it ends SUCCEEDED and its Workload Finished;
+- with a ClusterQueue whose CPU quota fits one such job, a second RayJob waits suspended, with its
+  Workload not admitted, while the first runs, and starts once the first is done and its quota free.
+
+The jobs run on one real Ray head shared by the file (tests/e2e/conftest.py's `ray_head`), as in
+tests/e2e/rayjob/test_rayjob_ray.py: localkube simulates the head pod at 127.0.0.1, where that head's
+dashboard listens, and the operator (in this process) submits in HTTPMode through the API server's service
+proxy. Kueue counts the head template's requests, which the simulated pod does not need to hold.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from integration.rayjob.harness import Operator, operator
+from kuberay.runtime.resources import POD, Resource
+from support.kueue import QUEUE_LABEL
+from support.localkube_process import LocalKubeProcess
+from support.ray_process import RayHead
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+RESOURCE_FLAVOR = Resource(KUEUE, "ResourceFlavor", "resourceflavors", namespaced=False)
+CLUSTER_QUEUE = Resource(KUEUE, "ClusterQueue", "clusterqueues", namespaced=False)
+LOCAL_QUEUE = Resource(KUEUE, "LocalQueue", "localqueues")
+WORKLOAD = Resource(KUEUE, "Workload", "workloads")
+# The labels Kueue puts in an admitted job's pod templates (pkg/constants: ClusterQueueLabel, LocalQueueLabel).
+CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
+# A Ray job through its cluster on a loaded two-core machine: a bound, not a measurement.
+RUN_TIMEOUT = 180.0
+
+
+async def queues(op: Operator, cpu: str) -> tuple[str, str]:
+    """A ResourceFlavor, a ClusterQueue with `cpu` of quota in it and a LocalQueue `queue` in the test's
+    namespace; the ClusterQueue's and the LocalQueue's names."""
+    suffix = op.namespace
+    flavor, cluster_queue = f"flavor-{suffix}", f"cq-{suffix}"
+    await op.client.create(RESOURCE_FLAVOR, {"apiVersion": KUEUE, "kind": "ResourceFlavor",
+                                             "metadata": {"name": flavor}, "spec": {}})  # fmt: skip
+    quotas = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": "8Gi"}]
+    await op.client.create(CLUSTER_QUEUE, {
+        "apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cluster_queue},
+        "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": op.namespace}},
+                 "resourceGroups": [{"coveredResources": ["cpu", "memory"],
+                                     "flavors": [{"name": flavor, "resources": quotas}]}]},
+    })  # fmt: skip
+    await op.client.create(LOCAL_QUEUE, {"apiVersion": KUEUE, "kind": "LocalQueue",
+                                         "metadata": {"name": "queue", "namespace": op.namespace},
+                                         "spec": {"clusterQueue": cluster_queue}})  # fmt: skip
+
+    async def active() -> bool:
+        found = await op.client.get(LOCAL_QUEUE, "queue", op.namespace)
+        conditions = (found.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Active" and c["status"] == "True" for c in conditions)
+
+    await op.wait(active, timeout=60)
+    return cluster_queue, "queue"
+
+
+def queued_rayjob(
+    namespace: str, name: str, ray_head: RayHead, entrypoint: str, cpu: str = "1", queue: str = "queue"
+) -> dict[str, Any]:
+    """A RayJob in HTTPMode on the test's Ray head, in `queue`, its head asking for `cpu`; no workers."""
+    head = {
+        "metadata": {"annotations": {"localkube.io/pod-ip": "127.0.0.1"}},
+        "spec": {"containers": [{
+            "name": "ray-head", "image": "rayproject/ray:2.52.0",
+            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"cpu": cpu, "memory": "1Gi"}},
+            "ports": [{"name": "dashboard", "containerPort": ray_head.dashboard_port}],
+        }]},
+    }  # fmt: skip
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: queue}},
+        "spec": {
+            "submissionMode": "HTTPMode",
+            "entrypoint": entrypoint,
+            "shutdownAfterJobFinishes": True,  # Kueue's webhook refuses a queued RayJob without it
+            "rayClusterSpec": {
+                "rayVersion": "2.52.0",
+                "headGroupSpec": {"rayStartParams": {}, "template": head},
+                "workerGroupSpecs": [],
+            },
+        },
+    }
+
+
+async def workload_of(op: Operator, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The Workload Kueue made for the RayJob (owned by it)."""
+    uid = job["metadata"]["uid"]
+    listed = await op.client.list(WORKLOAD, op.namespace)
+    owned = [
+        w
+        for w in listed.items
+        if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
+    ]
+    return owned[0] if owned else None
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> str | None:
+    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if found["type"] == kind:
+            return str(found["status"])
+    return None
+
+
+def python(code: str) -> str:
+    """An entrypoint running this interpreter (which has Ray; `python` on the head's PATH need not)."""
+    return f"{sys.executable} -c '{code}'"
+
+
+async def test_a_queued_rayjob_is_created_suspended_admitted_and_succeeds(
+    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+) -> None:
+    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+        cluster_queue, local_queue = await queues(op, cpu="2")
+        created = await op.create(queued_rayjob(op.namespace, "queued", ray_head, python("print(6 * 7)")))
+        assert created["spec"]["suspend"] is True  # Kueue's webhook, on the create itself
+
+        async def admitted() -> dict[str, Any] | None:
+            workload = await workload_of(op, created)
+            return workload if condition(workload, "Admitted") == "True" else None
+
+        workload = await op.wait(admitted, timeout=60)
+        (pod_set,) = workload["spec"]["podSets"]
+        assert pod_set["count"] == 1
+        assert workload["status"]["admission"]["clusterQueue"] == cluster_queue
+
+        done = await op.wait_status("queued", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert done["status"]["jobStatus"] == "SUCCEEDED"
+        assert not done["spec"].get("suspend")  # Kueue unsuspended it (false, which Go omits)
+        assert done["status"]["rayClusterName"]
+        template = done["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]
+        labels = template["metadata"]["labels"]
+        assert (labels[CLUSTER_QUEUE_LABEL], labels[LOCAL_QUEUE_LABEL]) == (cluster_queue, local_queue)
+
+        async def finished() -> bool:
+            return condition(await workload_of(op, created), "Finished") == "True"
+
+        await op.wait(finished, timeout=60)
+
+
+async def test_a_second_rayjob_waits_suspended_for_the_quota_and_runs_once_it_is_free(
+    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+) -> None:
+    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+        await queues(op, cpu="1")  # one head of 1 CPU at a time
+        first = await op.create(
+            queued_rayjob(op.namespace, "first", ray_head, python("import time; time.sleep(15)"))
+        )
+        running = await op.wait_status("first", jobStatus="RUNNING", timeout=RUN_TIMEOUT)
+        assert not running["spec"].get("suspend")
+        # Its pods carry the queue labels Kueue put in the templates it admitted (as Kueue's e2e checks).
+        name = running["status"]["rayClusterName"]
+        pods = await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={name}")
+        assert pods.items
+        assert {p["metadata"]["labels"].get(LOCAL_QUEUE_LABEL) for p in pods.items} == {"queue"}
+        second = await op.create(queued_rayjob(op.namespace, "second", ray_head, python("print(2)")))
+
+        async def pending() -> dict[str, Any] | None:
+            workload = await workload_of(op, second)
+            return workload if condition(workload, "QuotaReserved") == "False" else None
+
+        waiting = await op.wait(pending, timeout=60)
+        assert condition(waiting, "Admitted") != "True"
+        held = await op.rayjob("second")
+        assert held is not None and held["spec"]["suspend"] is True
+        # Nothing of it runs while it waits: no RayCluster, no pod of its.
+        assert not (held.get("status") or {}).get("rayClusterName")
+        still = await op.rayjob("first")
+        assert still is not None and still["status"]["jobDeploymentStatus"] == "Running"
+
+        first_done = await op.wait_status("first", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert first_done["status"]["jobStatus"] == "SUCCEEDED"
+        second_done = await op.wait_status("second", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert second_done["status"]["jobStatus"] == "SUCCEEDED"
+        # It started only once the first had finished: its Workload was admitted after the first's finished.
+        first_finished = _transition(await workload_of(op, first), "Finished")
+        second_admitted = _transition(await workload_of(op, second), "Admitted")
+        assert first_finished <= second_admitted
+
+
+def _transition(obj: dict[str, Any] | None, kind: str) -> str:
+    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if found["type"] == kind and found["status"] == "True":
+            return str(found["lastTransitionTime"])
+    raise AssertionError(f"no {kind} condition in {obj}")
