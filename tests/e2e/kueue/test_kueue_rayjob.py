@@ -1,12 +1,16 @@
-"""RayJobs queued by the real Kueue (tests/support/kueue.py, v0.17.0) on localkube, run by our operator, as
-Kueue's own KubeRay tests hold KubeRay to (test/e2e/singlecluster/kuberay_test.go, "Should run a rayjob if
-admitted"; test/integration/.../jobs/rayjob, "Should schedule jobs as they fit in their ClusterQueue"):
+"""RayJobs and RayClusters queued by the real Kueue (tests/support/kueue.py, v0.17.0) on localkube, run by our
+operator, as Kueue's own KubeRay tests hold KubeRay to (test/e2e/singlecluster/kuberay_test.go; the RayJob
+tests of test/integration/singlecluster/controller/jobs/rayjob):
 
 - a RayJob labelled `kueue.x-k8s.io/queue-name` is created suspended (Kueue's mutating webhook), gets a
-  Workload, is admitted and unsuspended by Kueue, and only then has its RayCluster made; its pods carry
-  the queue labels Kueue put in the templates; it ends SUCCEEDED and its Workload Finished;
+  Workload, is admitted and unsuspended by Kueue, and only then has its RayCluster made; the queue labels
+  Kueue puts in the templates reach its pods; it ends SUCCEEDED and its Workload Finished;
 - with a ClusterQueue whose CPU quota fits one such job, a second RayJob waits suspended, with its
-  Workload not admitted, while the first runs, and starts once the first is done and its quota free.
+  Workload not admitted, while the first runs, and starts once the first is done and its quota free;
+- preemption by a WorkloadPriorityClass: a higher-priority RayJob has Kueue suspend a running one, whose
+  cluster our operator deletes and whose status it resets; it is admitted again later, on a new cluster;
+- a ResourceFlavor's nodeLabels and tolerations, injected by Kueue at admission, reach the pods;
+- a RayCluster with the label is created suspended, admitted and made ready; a second waits suspended.
 
 The jobs run on one real Ray head shared by the file (tests/e2e/conftest.py's `ray_head`), as in
 tests/e2e/rayjob/test_rayjob_ray.py: localkube simulates the head pod at 127.0.0.1, where that head's
@@ -21,9 +25,10 @@ from typing import Any
 
 import pytest
 
-from integration.rayjob.harness import Operator, operator
-from kuberay.runtime.resources import POD, Resource
-from support.kueue import QUEUE_LABEL
+from integration.rayjob.harness import Operator, cluster_spec, operator
+from kuberay.rayresources import RAYCLUSTER
+from kuberay.runtime.resources import NODE, POD, Resource
+from support.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from support.localkube_process import LocalKubeProcess
 from support.ray_process import RayHead
 
@@ -34,6 +39,9 @@ RESOURCE_FLAVOR = Resource(KUEUE, "ResourceFlavor", "resourceflavors", namespace
 CLUSTER_QUEUE = Resource(KUEUE, "ClusterQueue", "clusterqueues", namespaced=False)
 LOCAL_QUEUE = Resource(KUEUE, "LocalQueue", "localqueues")
 WORKLOAD = Resource(KUEUE, "Workload", "workloads")
+WORKLOAD_PRIORITY_CLASS = Resource(
+    KUEUE, "WorkloadPriorityClass", "workloadpriorityclasses", namespaced=False
+)
 # The labels Kueue puts in an admitted job's pod templates (pkg/constants: ClusterQueueLabel, LocalQueueLabel).
 CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
 LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
@@ -41,19 +49,22 @@ LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
 RUN_TIMEOUT = 180.0
 
 
-async def queues(op: Operator, cpu: str) -> tuple[str, str]:
-    """A ResourceFlavor, a ClusterQueue with `cpu` of quota in it and a LocalQueue `queue` in the test's
-    namespace; the ClusterQueue's and the LocalQueue's names."""
+async def queues(
+    op: Operator, cpu: str, preemption: dict[str, Any] | None = None, flavor: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    """A ResourceFlavor (`flavor` its spec), a ClusterQueue with `cpu` of quota in it (and `preemption`) and a
+    LocalQueue `queue` in the test's namespace; the ClusterQueue's and the LocalQueue's names."""
     suffix = op.namespace
-    flavor, cluster_queue = f"flavor-{suffix}", f"cq-{suffix}"
+    flavor_name, cluster_queue = f"flavor-{suffix}", f"cq-{suffix}"
     await op.client.create(RESOURCE_FLAVOR, {"apiVersion": KUEUE, "kind": "ResourceFlavor",
-                                             "metadata": {"name": flavor}, "spec": {}})  # fmt: skip
+                                             "metadata": {"name": flavor_name}, "spec": flavor or {}})  # fmt: skip
     quotas = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": "8Gi"}]
     await op.client.create(CLUSTER_QUEUE, {
         "apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cluster_queue},
         "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": op.namespace}},
                  "resourceGroups": [{"coveredResources": ["cpu", "memory"],
-                                     "flavors": [{"name": flavor, "resources": quotas}]}]},
+                                     "flavors": [{"name": flavor_name, "resources": quotas}]}],
+                 **({"preemption": preemption} if preemption else {})},
     })  # fmt: skip
     await op.client.create(LOCAL_QUEUE, {"apiVersion": KUEUE, "kind": "LocalQueue",
                                          "metadata": {"name": "queue", "namespace": op.namespace},
@@ -177,6 +188,7 @@ async def test_a_second_rayjob_waits_suspended_for_the_quota_and_runs_once_it_is
         assert condition(waiting, "Admitted") != "True"
         held = await op.rayjob("second")
         assert held is not None and held["spec"]["suspend"] is True
+        assert held["status"]["jobDeploymentStatus"] == "Suspended"
         # Nothing of it runs while it waits: no RayCluster, no pod of its.
         assert not (held.get("status") or {}).get("rayClusterName")
         still = await op.rayjob("first")
@@ -197,3 +209,120 @@ def _transition(obj: dict[str, Any] | None, kind: str) -> str:
         if found["type"] == kind and found["status"] == "True":
             return str(found["lastTransitionTime"])
     raise AssertionError(f"no {kind} condition in {obj}")
+
+
+async def test_a_higher_priority_rayjob_preempts_a_running_one_which_resumes_and_completes_later(
+    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+) -> None:
+    """Kueue's "Should preempt lower priority rayJobs when resource insufficient": the low one is suspended
+    by Kueue (its Workload evicted); our operator deletes its cluster and resets its status, as upstream's
+    Suspending state does; once the high one is done, the low one is admitted again and runs on a new cluster."""
+    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+        low, high = f"low-{op.namespace}", f"high-{op.namespace}"
+        for name, value in ((low, 100), (high, 1000)):
+            await op.client.create(WORKLOAD_PRIORITY_CLASS, {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
+                                                             "metadata": {"name": name}, "value": value})  # fmt: skip
+        await queues(op, cpu="1", preemption={"withinClusterQueue": "LowerPriority"})
+        body = queued_rayjob(op.namespace, "low", ray_head, python("import time; time.sleep(20)"))
+        body["metadata"]["labels"][PRIORITY_LABEL] = low
+        first = await op.create(body)
+        running = await op.wait_status("low", jobStatus="RUNNING", timeout=RUN_TIMEOUT)
+        preempted_cluster = running["status"]["rayClusterName"]
+
+        body = queued_rayjob(op.namespace, "high", ray_head, python("print(1)"))
+        body["metadata"]["labels"][PRIORITY_LABEL] = high
+        await op.create(body)
+
+        suspended = await op.wait_status("low", jobDeploymentStatus="Suspended", timeout=60)
+        assert suspended["spec"]["suspend"] is True  # Kueue's eviction
+        status = suspended["status"]
+        assert not {"rayClusterName", "jobId", "jobStatus"} & {k for k, v in status.items() if v}, status
+        evicted = await workload_of(op, first)
+        assert condition(evicted, "Evicted") == "True" or condition(evicted, "Admitted") != "True"
+
+        async def cluster_gone() -> bool:
+            return await op.cluster(preempted_cluster) is None
+
+        await op.wait(cluster_gone, timeout=60)
+
+        done = await op.wait_status("high", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert done["status"]["jobStatus"] == "SUCCEEDED"
+        resumed = await op.wait_status("low", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert resumed["status"]["jobStatus"] == "SUCCEEDED"
+        assert resumed["status"]["rayClusterName"] != preempted_cluster  # a cluster made again on resume
+
+
+async def test_a_flavors_node_labels_and_tolerations_reach_the_pods(
+    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+) -> None:
+    """Kueue injects the admitting ResourceFlavor's nodeLabels (as a nodeSelector) and tolerations into the
+    RayJob's pod templates when it unsuspends it; the pods our operator makes carry them and are scheduled on
+    the node that has the label."""
+    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+        label = f"kueue-e2e.example.com/{op.namespace}"
+        (node,) = (await op.client.list(NODE)).items
+        await op.client.patch(NODE, node["metadata"]["name"], {"metadata": {"labels": {label: "on-demand"}}})
+        toleration = {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
+        flavor = {"nodeLabels": {label: "on-demand"}, "tolerations": [toleration]}
+        await queues(op, cpu="2", flavor=flavor)
+        await op.create(
+            queued_rayjob(op.namespace, "placed", ray_head, python("import time; time.sleep(10)"))
+        )
+        running = await op.wait_status("placed", jobStatus="RUNNING", timeout=RUN_TIMEOUT)
+        head = running["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+        assert head["nodeSelector"] == {label: "on-demand"}
+        assert toleration in head["tolerations"]
+        name = running["status"]["rayClusterName"]
+        (pod,) = (await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={name}")).items
+        assert pod["spec"]["nodeSelector"] == {label: "on-demand"}
+        assert toleration in pod["spec"]["tolerations"]
+        assert pod["spec"]["nodeName"] == node["metadata"]["name"]
+        done = await op.wait_status("placed", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert done["status"]["jobStatus"] == "SUCCEEDED"
+
+
+def queued_raycluster(namespace: str, name: str) -> dict[str, Any]:
+    """A RayCluster in `queue`: a head and one worker, each asking for 1 CPU."""
+    spec = cluster_spec(workers=1)
+    for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
+        (container,) = group["template"]["spec"]["containers"]
+        container["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    spec["workerGroupSpecs"][0]["maxReplicas"] = 1
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: "queue"}},
+            "spec": spec}  # fmt: skip
+
+
+async def test_queued_rayclusters_are_created_suspended_and_admitted_as_the_quota_allows(
+    kueue_localkube: LocalKubeProcess,
+) -> None:
+    """Kueue's "Should run a RayCluster if admitted": suspended by the webhook on create, then admitted and
+    made ready, its pods in the queue; a second one, for which the quota has no room, stays suspended (our
+    operator's `suspended` state, no pods) until the first is deleted."""
+    async with operator(kueue_localkube) as op:
+        cluster_queue, _ = await queues(op, cpu="2")
+        created = await op.create(queued_raycluster(op.namespace, "queued"))
+        assert created["spec"]["suspend"] is True
+
+        async def in_state(name: str, state: str) -> dict[str, Any] | None:
+            found = await op.cluster(name)
+            return found if (found or {}).get("status", {}).get("state") == state else None
+
+        cluster = await op.wait(lambda: in_state("queued", "ready"), timeout=RUN_TIMEOUT)
+        assert not cluster["spec"].get("suspend")
+        workload = await workload_of(op, created)
+        assert workload is not None and condition(workload, "Admitted") == "True"
+        assert workload["status"]["admission"]["clusterQueue"] == cluster_queue
+        pods = (await op.client.list(POD, op.namespace, label_selector="ray.io/cluster=queued")).items
+        assert len(pods) == 2
+        assert {p["metadata"]["labels"].get(LOCAL_QUEUE_LABEL) for p in pods} == {"queue"}
+
+        waiting = await op.create(queued_raycluster(op.namespace, "waiting"))
+        held = await op.wait(lambda: in_state("waiting", "suspended"), timeout=60)
+        assert held["spec"]["suspend"] is True
+        pending = await workload_of(op, waiting)
+        assert condition(pending, "QuotaReserved") != "True"
+        assert not (await op.client.list(POD, op.namespace, label_selector="ray.io/cluster=waiting")).items
+
+        await op.client.delete(RAYCLUSTER, "queued", op.namespace)
+        await op.wait(lambda: in_state("waiting", "ready"), timeout=RUN_TIMEOUT)
