@@ -10,7 +10,8 @@ tests of test/integration/singlecluster/controller/jobs/rayjob):
 - preemption by a WorkloadPriorityClass: a higher-priority RayJob has Kueue suspend a running one, whose
   cluster our operator deletes and whose status it resets; it is admitted again later, on a new cluster;
 - a ResourceFlavor's nodeLabels and tolerations, injected by Kueue at admission, reach the pods;
-- a RayCluster with the label is created suspended, admitted and made ready; a second waits suspended.
+- a RayCluster with the label is created suspended, admitted and made ready; a second waits suspended;
+- a RayJob without the label is neither suspended nor given a Workload.
 
 The jobs run on one real Ray head shared by the file (tests/e2e/conftest.py's `ray_head`), as in
 tests/e2e/rayjob/test_rayjob_ray.py: localkube simulates the head pod at 127.0.0.1, where that head's
@@ -326,3 +327,18 @@ async def test_queued_rayclusters_are_created_suspended_and_admitted_as_the_quot
 
         await op.client.delete(RAYCLUSTER, "queued", op.namespace)
         await op.wait(lambda: in_state("waiting", "ready"), timeout=RUN_TIMEOUT)
+
+
+async def test_a_rayjob_without_a_queue_is_left_alone(
+    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+) -> None:
+    """Kueue's "Should reconcile jobs only when queue is set" (manageJobsWithoutQueueName is off): not
+    suspended on create, no Workload, run by our operator as without Kueue."""
+    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+        body = queued_rayjob(op.namespace, "unqueued", ray_head, python("print(3)"))
+        del body["metadata"]["labels"][QUEUE_LABEL]
+        created = await op.create(body)
+        assert not created["spec"].get("suspend")
+        done = await op.wait_status("unqueued", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+        assert done["status"]["jobStatus"] == "SUCCEEDED"
+        assert await workload_of(op, created) is None
