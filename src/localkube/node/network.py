@@ -8,12 +8,11 @@ Two networks for process mode, chosen by `pod_network()`:
   default; a second localkube on the machine takes `lk1` and 10.245.0.0/16, and so on: a lock file under
   /run/localkube says whose a bridge is; the bridge itself holds the first address, the node's address
   as the pods see it). Pods reach
-  each other and this host over the bridge and nothing else: the bridge has no uplink, no address of
-  it is routed or NATed off the machine, and bridged traffic bypasses the host's iptables
+  each other and this host over the bridge, and what the host reaches through the host's NAT (`egress.py`,
+  as a node's CNI bridge plugin with `ipMasq`); bridged traffic bypasses the host's iptables
   (`nf_call_iptables 0`) so a host firewall that drops forwarded packets does not split the pods. Inside a
-  pod the default route is the bridge itself (a device route, no gateway), so programs that find "their"
-  address by the route to a public address (Ray does) find the pod's address; packets to anything off
-  the bridge find no one to answer. Service names resolve through a hosts file per pod
+  pod the default route is via the bridge's address, so programs that find "their" address by the route
+  to a public address (Ray does) find the pod's address. Service names resolve through a hosts file per pod
   (`/etc/netns/<namespace>/hosts`, bind-mounted over `/etc/hosts` by `ip netns exec`), rewritten in place
   (same inode, so running processes see the change) whenever Endpoints change, and through the node's
   cluster DNS (`dns.py`, on the bridge's address), which the pod's resolv.conf names and which forwards
@@ -51,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from localkube.node.egress import Egress, other_bridges_held
 from localkube.node.errors import NodeError
 
 log = logging.getLogger(__name__)
@@ -282,6 +282,7 @@ class NamespaceNetwork:
         self._pool = AddressPool(network, reserved=[self._gateway])
         self._netns: dict[str, str] = {}
         self._bridge_ready = False
+        self._egress = Egress(bridge, network, LOCK_DIR)
         self._lock = asyncio.Lock()
         # Held for this network's life: a second localkube must not take the bridge over (and would, on
         # setup, remove this one's namespaces as leftovers).
@@ -326,7 +327,7 @@ class NamespaceNetwork:
                 ["-n", netns, "addr", "add", f"{address}/{prefix_length}", "dev", "eth0"],
                 ["-n", netns, "link", "set", "eth0", "up"],
                 ["-n", netns, "link", "set", "lo", "up"],
-                ["-n", netns, "route", "add", "default", "dev", "eth0"],
+                ["-n", netns, "route", "add", "default", "via", self._gateway, "dev", "eth0"],
             )
         return Sandbox(address, (self._ip, "netns", "exec", netns), private_mounts=True)
 
@@ -352,6 +353,7 @@ class NamespaceNetwork:
             await self.destroy(key)
         if self._bridge_ready:
             await self._run(["link", "del", self._bridge], check=False)
+            await self._egress.close(others_held=other_bridges_held(LOCK_DIR, self._bridge))
             self._bridge_ready = False
         if self._claim is not None:
             self._claim.close()
@@ -375,6 +377,7 @@ class NamespaceNetwork:
         # MAC changes as pods come and go, and pods that cached the old one in their ARP table lose the
         # node's address (the API server's forwarder) until the entry ages out: set one, and it stays.
         await self._run(["link", "set", self._bridge, "address", bridge_mac(self._bridge), "up"])
+        await self._egress.open()
 
     async def _remove_netns(self, netns: str) -> None:
         """Kills whatever still runs in the namespace, then deletes it (its veth goes with it)."""

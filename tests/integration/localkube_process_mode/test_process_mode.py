@@ -29,6 +29,7 @@ from localkube.controllers.runner import Runner
 from localkube.controllers.scheduler import Scheduler
 from localkube.node import exec as exec_in_container
 from localkube.node.apiaccess import ApiAccess, Forwarder
+from localkube.node.egress import Egress, other_bridges_held
 from localkube.node.kubelet import NodeOptions
 from localkube.node.logs import read_log
 from localkube.node.network import BridgeInUse, HostNetwork, NamespaceNetwork, PodNetwork, bridge_mac
@@ -453,6 +454,55 @@ async def test_pods_resolve_names_outside_the_cluster_and_still_its_services(clu
     service_ip, outside_ip = cluster.log(done).split()
     assert service_ip == backend["status"]["podIP"]
     ipaddress.IPv4Address(outside_ip)  # an address, whichever of the name's the answer held
+
+
+def _connects(host: str, port: int) -> str:
+    """`ok`, or why a TCP connection to the host's port failed (from wherever this runs)."""
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as error:
+        return repr(error)
+    return "ok"
+
+
+async def test_pods_reach_what_the_machine_reaches(cluster: Cluster) -> None:
+    """A Ray job's pip install needs the package index: a pod connects to it as the machine does."""
+    if not cluster.isolated:
+        pytest.skip("pods on the host's network are the host")
+    outside = outside_name()
+    if _connects(outside, 443) != "ok":
+        pytest.skip(f"this machine itself does not reach {outside}:443")
+    code = (
+        f"import socket\ntry:\n    socket.create_connection(({outside!r}, 443), timeout=10).close()\n"
+        "    print('ok')\nexcept OSError as error:\n    print(repr(error))\n"
+    )
+    cluster.create("pods", _pod("egress", _python(code), restartPolicy="Never"))
+    done = await cluster.until("egress", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
+    assert cluster.log(done).strip() == "ok"
+
+
+async def test_a_closed_bridge_leaves_no_rule_and_the_last_puts_forwarding_back(tmp_path: Path) -> None:
+    if not ROOT or shutil.which("iptables") is None:
+        pytest.skip("bridges and their NAT exist only as root, with iptables")
+    lock_dir = tmp_path / "locks"  # no other localkube's bridge: this one is the last to close
+    lock_dir.mkdir()
+    ip_forward = tmp_path / "ip_forward"  # the host's own value is another worker's business meanwhile
+    ip_forward.write_text("0\n")
+    egress = Egress("lkt9", ipaddress.IPv4Network("10.250.0.0/16"), lock_dir, ip_forward)
+
+    def tagged() -> list[str]:
+        rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+        return [line for line in rules.splitlines() if "localkube lkt9" in line]
+
+    await egress.open()
+    try:
+        assert len(tagged()) == 3 and ip_forward.read_text() == "1\n"
+        await Egress("lkt9", ipaddress.IPv4Network("10.250.0.0/16"), lock_dir, ip_forward).open()
+        assert len(tagged()) == 3, "a second open (a restart after a kill) replaces the rules, not adds"
+    finally:
+        await egress.close(others_held=other_bridges_held(lock_dir, "lkt9"))
+    assert tagged() == []
+    assert ip_forward.read_text() == "0\n" and not (lock_dir / "ip_forward.before").exists()
 
 
 async def test_the_cluster_dns_answers_the_cluster_domain_itself(cluster: Cluster) -> None:
