@@ -67,12 +67,13 @@ def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
         if wire_type == 0:
             value, position = _varint(data, position)
             out.append((number, value))
-        elif wire_type == 2:
-            length, position = _varint(data, position)
-            out.append((number, data[position : position + length]))
-            position += length
-        elif wire_type in (1, 5):
-            width = 8 if wire_type == 1 else 4
+        elif wire_type in (1, 2, 5):
+            if wire_type == 2:
+                width, position = _varint(data, position)
+            else:
+                width = 8 if wire_type == 1 else 4
+            if position + width > len(data):
+                raise _Malformed(f"field {number} wants {width} bytes, {len(data) - position} remain")
             out.append((number, data[position : position + width]))
             position += width
         else:
