@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from kuberay.history.errors import HistoryServerError
+from kubesemantics import times
 
 CLUSTER_HISTORY_DIR = "cluster-history"
 CLUSTER_METADATA_DIR = "cluster-metadata"
@@ -57,6 +58,13 @@ class ClusterRef:
         """`rayjob` or `rayservice` when an owner is known, else `raycluster`."""
         kind = self.owner_kind.strip().lower()
         return kind if kind in (RAYJOB, RAYSERVICE) and self.owner_name.strip() else RAYCLUSTER
+
+    def normalized(self) -> ClusterRef:
+        """The same cluster with its owner as stored: lower-case kind, or none for a plain RayCluster (so
+        that refs made from cookies in any spelling compare equal to stored ones)."""
+        if self.kind == RAYCLUSTER:
+            return ClusterRef(self.namespace, self.name)
+        return ClusterRef(self.namespace, self.name, self.kind, self.owner_name.strip())
 
     def _owned(self) -> list[str]:
         return [self.owner_name.strip()] if self.kind != RAYCLUSTER else []
@@ -110,6 +118,22 @@ def session_time(session: str) -> datetime.datetime:
     return stamp.replace(tzinfo=datetime.UTC)
 
 
+def session_info(cluster: ClusterRef, session: str) -> dict[str, object]:
+    """A session as upstream's ClusterInfo has it (the metadata object's body, and a row of `/clusters`):
+    the owner fields are omitted when empty, as upstream's JSON omits them."""
+    created = session_time(session)
+    info: dict[str, object] = {
+        "name": cluster.name,
+        "namespace": cluster.namespace,
+        "sessionName": session,
+        "createTime": times.format_time(created),
+        "createTimeStamp": int(created.timestamp()),
+    }
+    if cluster.kind != RAYCLUSTER:
+        info |= {"ownerKind": cluster.kind, "ownerName": cluster.owner_name.strip()}
+    return info
+
+
 def metadata_ref(key: str, root: str) -> tuple[ClusterRef, str]:
     """The cluster and session a metadata key names (the inverse of `ClusterRef.metadata_key`)."""
     base = _join(root, CLUSTER_METADATA_DIR) + "/"
@@ -118,7 +142,7 @@ def metadata_ref(key: str, root: str) -> tuple[ClusterRef, str]:
     parts = key[len(base) :].split("/")
     if len(parts) != 3:
         raise LayoutError(f"{key!r}: expected <kind>/<names>/<session>")
-    kind, names, session = parts
+    kind, names, session = parts[0].lower(), parts[1], parts[2]  # upstream reads the kind in any case
     _checked_session(session)
     fields = names.split(CONNECTOR)
     if kind == RAYCLUSTER and len(fields) == 2:

@@ -32,7 +32,6 @@ from kuberay.history.collector.logsync import LogSync
 from kuberay.history.collector.snapshots import Snapshots
 from kuberay.history.storage import Storage, StorageError
 from kuberay.runtime import asgiserver
-from kubesemantics import times
 
 log = logging.getLogger("kuberay.history.collector")
 
@@ -95,16 +94,7 @@ class Collector:
 
     def _metadata(self, session: _Session) -> None:
         cluster, root = self.settings.cluster, self.settings.storage_root
-        created = layout.session_time(session.name)
-        info = {
-            "name": cluster.name,
-            "namespace": cluster.namespace,
-            "sessionName": session.name,
-            "createTime": times.format_time(created),
-            "createTimeStamp": int(created.timestamp()),
-            "ownerKind": cluster.kind if cluster.kind != layout.RAYCLUSTER else "",
-            "ownerName": cluster.owner_name if cluster.kind != layout.RAYCLUSTER else "",
-        }
+        info = layout.session_info(cluster, session.name)
         self.storage.put(cluster.metadata_key(root, session.name), json.dumps(info).encode())
         session.metadata_written = True
 

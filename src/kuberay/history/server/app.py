@@ -48,6 +48,19 @@ DEFAULT_LOG_LINES = 1000
 Handler = Callable[[Request, StoredSession], Awaitable[Response]]
 
 
+def _set_cookies(response: Response, stored: StoredSession) -> None:
+    """The session's cookies, upstream's names and lifetime (empty owner cookies for a plain RayCluster)."""
+    owned = stored.cluster.kind != layout.RAYCLUSTER
+    for cookie, value in (
+        (COOKIE_CLUSTER_NAME, stored.cluster.name),
+        (COOKIE_CLUSTER_NAMESPACE, stored.cluster.namespace),
+        (COOKIE_SESSION_NAME, stored.session),
+        (COOKIE_OWNER_KIND, stored.cluster.kind if owned else ""),
+        (COOKIE_OWNER_NAME, stored.cluster.owner_name if owned else ""),
+    ):
+        response.set_cookie(cookie, value, max_age=COOKIE_MAX_AGE, path="/")
+
+
 class HistoryApp:
     def __init__(self, catalog: Catalog, token: Token, dashboard_dir: Path | None) -> None:
         self.catalog = catalog
@@ -83,15 +96,7 @@ class HistoryApp:
         )
         if request.query_params.get("redirect") == "true":
             response = RedirectResponse("/", status_code=303)
-        info = stored.info()
-        for cookie, value in (
-            (COOKIE_CLUSTER_NAME, stored.cluster.name),
-            (COOKIE_CLUSTER_NAMESPACE, stored.cluster.namespace),
-            (COOKIE_SESSION_NAME, stored.session),
-            (COOKIE_OWNER_KIND, info["ownerKind"]),
-            (COOKIE_OWNER_NAME, info["ownerName"]),
-        ):
-            response.set_cookie(cookie, value, max_age=COOKIE_MAX_AGE, path="/")
+        _set_cookies(response, stored)
         return response
 
     async def _entered(self, request: Request) -> StoredSession | None:
@@ -105,7 +110,7 @@ class HistoryApp:
             return None
         cluster = layout.ClusterRef(
             namespace, name, c.get(COOKIE_OWNER_KIND, ""), c.get(COOKIE_OWNER_NAME, "")
-        )
+        ).normalized()  # cookies may spell the kind as Kubernetes does (`RayJob`)
         for stored in await self.catalog.sessions():
             if stored.cluster == cluster and stored.session == session:
                 return stored
@@ -119,7 +124,11 @@ class HistoryApp:
                     "no stored cluster session entered: open /enter_cluster/{namespace}/{kind}/{name}[/{session}] first",
                     400,
                 )
-            return await handler(request, stored)
+            response = await handler(request, stored)
+            # Upstream re-sets the cookies on every request of a session, so that a page left open keeps
+            # its session for as long as it is used, not 10 minutes from entering.
+            _set_cookies(response, stored)
+            return response
 
         return route
 

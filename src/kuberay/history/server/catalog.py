@@ -18,7 +18,6 @@ from typing import Any
 from kuberay.history import layout
 from kuberay.history.server.cache import ByteCache
 from kuberay.history.storage import NoSuchKey, Storage
-from kubesemantics import times
 
 # Parsed JSON takes several times the bytes it was parsed from; the cache is charged this much per byte.
 JSON_COST = 6
@@ -30,18 +29,8 @@ class StoredSession:
     session: str
 
     def info(self) -> dict[str, Any]:
-        """The session as `/clusters` lists it (upstream's ClusterInfo)."""
-        created = layout.session_time(self.session)
-        owned = self.cluster.kind != layout.RAYCLUSTER
-        return {
-            "name": self.cluster.name,
-            "namespace": self.cluster.namespace,
-            "sessionName": self.session,
-            "createTime": times.format_time(created),
-            "createTimeStamp": int(created.timestamp()),
-            "ownerKind": self.cluster.kind if owned else "",
-            "ownerName": self.cluster.owner_name if owned else "",
-        }
+        """The session as `/clusters` lists it."""
+        return layout.session_info(self.cluster, self.session)
 
 
 class Catalog:
@@ -72,14 +61,17 @@ class Catalog:
     async def find(
         self, namespace: str, kind: str, name: str, session: str = "latest"
     ) -> StoredSession | None:
-        """A session of a RayCluster (by cluster name) or of a RayJob or RayService (by its name);
-        `latest` is the newest."""
+        """A session of a RayCluster by its cluster name (whoever owns it, as upstream resolves it), or of a
+        RayJob or RayService by the owner's name; `latest` is the newest."""
         kind = kind.lower()
         for stored in await self.sessions():  # newest first
             cluster = stored.cluster
-            if cluster.namespace != namespace or cluster.kind != kind:
+            if cluster.namespace != namespace:
                 continue
-            if (cluster.name if kind == layout.RAYCLUSTER else cluster.owner_name) != name:
+            if kind == layout.RAYCLUSTER:
+                if cluster.name != name:
+                    continue
+            elif cluster.kind != kind or cluster.owner_name != name:
                 continue
             if session in ("latest", stored.session):
                 return stored
