@@ -4,6 +4,7 @@ answering AdmissionReviews by path, and recording every review it gets.
     /allow            allowed
     /deny             refused with a 403 status and the message `no thanks`
     /label            allowed with a JSONPatch adding the label `mutated: "yes"`
+    /annotate         allowed with a JSONPatch adding the annotation `annotated: "yes"`
     /slow             answers after 3 s (longer than a 1 s timeoutSeconds)
     /wrong-uid        answers with another uid
     /warn             allowed with the warning `mind the "gap"`
@@ -68,6 +69,10 @@ class WebhookServer:
                     ops = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
                     if (request["object"]["metadata"].get("labels")) is not None:
                         ops = [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]
+                    response["patchType"] = "JSONPatch"
+                    response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+                elif path == "/annotate":
+                    ops = [{"op": "add", "path": "/metadata/annotations", "value": {"annotated": "yes"}}]
                     response["patchType"] = "JSONPatch"
                     response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
                 elif path == "/slow":

@@ -29,6 +29,7 @@ from localkube.controllers.statefulset import StatefulSetController
 from localkube.node.apiaccess import ApiAccess
 from localkube.node.kubelet import NodeOptions, SimulatedKubelet
 from localkube.node.process import ProcessKubelet, ProcessOptions
+from localkube.server.binding import Binder
 from localkube.server.rest import Resources
 from localkube.storage import Store
 
@@ -60,13 +61,15 @@ def cluster_controllers(
     api_access: ApiAccess | None = None,
     schedulers: Iterable[str] = (DEFAULT_SCHEDULER,),
     image_entrypoints: Mapping[str, tuple[str, ...]] | None = None,
+    binder: Binder | None = None,
 ) -> ClusterRunner:
     """Registers the node and returns the runner of every in-process controller (not yet started).
 
     `data_dir` is required in process mode (container logs live under it); `api_access` is the API server as a
     process-mode node's pods reach it (without, pods get no service-account credentials); `schedulers` are the
     `spec.schedulerName`s localkube's scheduler stands in for; `image_entrypoints` what a process-mode
-    container without a command runs, by image."""
+    container without a command runs, by image; `binder` the API server's pods/binding, which the scheduler
+    binds through (its admission webhooks included)."""
     store = resources.store
     api = ControllerApi(resources)
     kubelet: SimulatedKubelet | ProcessKubelet | None
@@ -93,7 +96,7 @@ def cluster_controllers(
     return ClusterRunner(
         store,
         [
-            Scheduler(store, schedulers),
+            Scheduler(store, schedulers, binder),
             *([kubelet] if kubelet is not None else []),
             JobController(store, api),
             DeploymentController(store, api),

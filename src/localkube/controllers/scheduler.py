@@ -1,7 +1,11 @@
 """The scheduler: binds each new pod to a node it fits, or says why none fits.
 
-A bind sets `spec.nodeName` and the `PodScheduled=True` condition in one write, as the binding
-subresource does. A pod no node fits stays Pending with `PodScheduled=False`, reason `Unschedulable` and
+A bind goes through the `pods/binding` subresource's own code (localkube.server.binding), admission
+included, as kube-scheduler POSTs a Binding: while no webhook sees bindings it is one write at once
+(`spec.nodeName`, the `PodScheduled=True` condition); while some do, the pod is assumed on its node (what it
+requests counted there, so the next pod is not placed on the same room) and bound in the background, as
+kube-scheduler's binding cycle runs; a binding admission refuses is forgotten, the pod marked
+`PodScheduled=False` reason `SchedulerError` with the refusal, and tried again after a pause. A pod no node fits stays Pending with `PodScheduled=False`, reason `Unschedulable` and
 kube-scheduler's message; it is tried again whenever a bound pod goes away or ends (resources freed), and
 every few seconds in case a node changed.
 
@@ -14,7 +18,10 @@ recorded.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
@@ -30,19 +37,32 @@ from localkube.controllers.scheduling import (
     pod_requests,
     unschedulable_message,
 )
+from localkube.server.binding import Binder, assign
+from localkube.server.errors import ApiError
+from localkube.server.rbac import UserInfo
 from localkube.storage import Event, Store
+
+log = logging.getLogger(__name__)
 
 PODS_PREFIX = "/registry/core/pods/"
 NODES_PREFIX = "/registry/core/nodes/"
 DEFAULT_SCHEDULER = "default-scheduler"
 UNSCHEDULABLE_RETRY = 5.0
+# Who the bindings are made by, as admission webhooks are told.
+SCHEDULER_USER = UserInfo("system:kube-scheduler", ("system:authenticated",))
 
 
 class Scheduler:
     name = "scheduler"
 
-    def __init__(self, store: Store, schedulers: Iterable[str] = (DEFAULT_SCHEDULER,)) -> None:
+    def __init__(
+        self, store: Store, schedulers: Iterable[str] = (DEFAULT_SCHEDULER,), binder: Binder | None = None
+    ) -> None:
         self._store = store
+        self._binder = binder
+        # Pods assumed on a node while their binding is admitted, and when a refused one may be tried again.
+        self._binding: dict[str, asyncio.Task[None]] = {}
+        self._refused: dict[str, float] = {}
         self._names = frozenset(schedulers)
         self._gangs = {name: g for name, g in gang.GANGS.items() if name in self._names}
         self.prefixes = (PODS_PREFIX, NODES_PREFIX, *(g.group_prefix for g in self._gangs.values()))
@@ -89,7 +109,13 @@ class Scheduler:
         pod = self._store.get(key)
         if pod is None or (pod.get("spec") or {}).get("nodeName") or not self._wants_us(pod):
             self._waiting.discard(key)
+            self._refused.pop(key, None)
             return None
+        if key in self._binding:
+            return UNSCHEDULABLE_RETRY
+        pause = self._refused.get(key, 0.0) - time.monotonic()
+        if pause > 0:
+            return pause
         gang_of = self._gangs.get(pod["spec"].get("schedulerName", DEFAULT_SCHEDULER))
         if gang_of is not None and gang_of.group_of(pod):
             return self._reconcile_gang(gang_of, pod)
@@ -115,19 +141,63 @@ class Scheduler:
             for name, node in sorted(self._nodes.items())
         }
 
-    def _unschedulable(self, key: str, pod: dict[str, Any], message: str) -> None:
+    def _unschedulable(
+        self, key: str, pod: dict[str, Any], message: str, reason: str = "Unschedulable"
+    ) -> None:
         self._waiting.add(key)
-        _set_condition(pod, "False", "Unschedulable", message)
+        _set_condition(pod, "False", reason, message)
         pod.setdefault("status", {})["phase"] = "Pending"
         if pod != self._store.get(key):
             self._store.replace(key, pod, int(pod["metadata"]["resourceVersion"]))
 
     def _bind(self, key: str, pod: dict[str, Any], node: str) -> None:
         self._waiting.discard(key)
-        pod["spec"]["nodeName"] = node
-        _set_condition(pod, "True")
-        pod.setdefault("status", {}).setdefault("phase", "Pending")
-        self._store.replace(key, pod, int(pod["metadata"]["resourceVersion"]))
+        metadata = pod["metadata"]
+        binding = {
+            "metadata": {
+                "name": metadata["name"],
+                "namespace": metadata["namespace"],
+                "uid": metadata.get("uid"),
+            },
+            "target": {"kind": "Node", "name": node},
+        }
+        binder = self._binder
+        if binder is None or binder.pods is None:
+            # No REST layer (the scheduler's own unit tests): what the binding writes, written here.
+            pod["spec"]["nodeName"] = node
+            _set_condition(pod, "True")
+            pod.setdefault("status", {}).setdefault("phase", "Pending")
+            self._store.replace(key, pod, int(metadata["resourceVersion"]))
+            return
+        if not binder.admitted():
+            assign(binder.resources, binder.pods, metadata["namespace"], metadata["name"], binding)
+            return
+        # Assumed: what it requests is held on `node` until the binding lands or is refused.
+        requests = pod_requests(pod)
+        self._holding[key] = (node, requests)
+        self._usage_of(node).add(requests)
+        self._binding[key] = asyncio.get_running_loop().create_task(self._admit(key, binding))
+
+    async def _admit(self, key: str, binding: dict[str, Any]) -> None:
+        assert self._binder is not None and self._binder.pods is not None
+        metadata = binding["metadata"]
+        try:
+            await self._binder.create(
+                self._binder.pods, metadata["namespace"], metadata["name"], binding, SCHEDULER_USER
+            )
+        except ApiError as refused:
+            log.info("binding %s/%s refused: %s", metadata["namespace"], metadata["name"], refused.message)
+            held = self._holding.pop(key, None)
+            if held is not None:
+                self._usage_of(held[0]).add(held[1], -1)
+            self._refused[key] = time.monotonic() + UNSCHEDULABLE_RETRY
+            pod = self._store.get(key)
+            if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
+                self._unschedulable(
+                    key, pod, f'running Bind plugin "DefaultBinder": {refused.message}', "SchedulerError"
+                )
+        finally:
+            self._binding.pop(key, None)
 
     def _reconcile_gang(self, kind: gang.Gang, pod: dict[str, Any]) -> float | None:
         """Binds the pending pods of `pod`'s group if, with those bound, at least minMember fit."""

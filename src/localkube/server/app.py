@@ -20,9 +20,11 @@ from dataclasses import replace
 from urllib.parse import parse_qs, parse_qsl
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
+from kubesemantics.status import status_body
 from localkube import __version__
 from localkube.server import (
     asgi,
+    binding,
     errors,
     impersonation,
     listoptions,
@@ -52,6 +54,7 @@ from localkube.server.patching import APPLY
 from localkube.server.rbac import Authorizer, RequestAttributes, UserInfo, forbidden_error
 from localkube.server.registry import ResourceType
 from localkube.server.rest import Resources
+from localkube.server.rest.common import is_dry_run
 from localkube.server.rest.delete import deletion_reply
 from localkube.server.reviews import Reviews
 from localkube.server.routing import (
@@ -119,6 +122,7 @@ class App:
             resources.store, self.registry, pod_proxy or proxy.Proxy(resources.store)
         )
         self.writes = Writes(resources, self.webhooks)
+        self.binder = binding.Binder(resources, self.webhooks)
         self.ready = True
 
     # -- ASGI -------------------------------------------------------------------------------------------
@@ -428,6 +432,14 @@ class App:
                 options[request.method], "dryRun", "FieldValueNotSupported",
                 f'Unsupported value: ["{query["dryRun"]}"]: supported values: "All"',
             )  # fmt: skip
+        if sub == binding.SUBRESOURCE and resource_type.plural == "pods" and not resource_type.group:
+            assert name is not None and request.user is not None
+            if request.method != "POST":
+                raise errors.method_not_allowed()
+            await self.binder.create(
+                resource_type, namespace, name, decode(request), request.user, is_dry_run(query)
+            )
+            return json_reply(status_body(201, success=True), 201)
         handler = subresources.HANDLERS.get(sub or "")
         if handler is not None:
             call = subresources.Call(

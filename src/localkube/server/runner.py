@@ -236,6 +236,7 @@ def serve(options: ServeOptions) -> None:
                 data_dir=data_dir,
                 schedulers=options.schedulers,
                 image_entrypoints=options.image_entrypoints,
+                binder=app.binder,
                 api_access=ApiAccess(
                     loopback, port, tls.ca_cert.read_bytes(), _token_issuer(app.authenticator)
                 ),

@@ -1,11 +1,11 @@
-"""Subresources that are views of an object rather than the object: scale, log, binding, token, finalize.
+"""Subresources that are views of an object rather than the object: scale, log, token, finalize (pods/binding,
+admitted as a create, is binding.py).
 
 - `<res>/scale` reads and writes an `autoscaling/v1` Scale mapped onto the object's replica fields
   (the CRD's scale paths, or `.spec.replicas` for built-ins); writes go through the normal update, so
   they bump generation and honour resourceVersion preconditions.
 - `pods/log` answers text/plain from the `pod_logs` source (the node agent's), empty until one exists;
   a source may return an async iterator of chunks, which is streamed (`kubectl logs -f`).
-- `pods/binding` assigns a node once (409 if the pod is already bound) and marks the pod scheduled.
 - `serviceaccounts/token` issues a signed token for the ServiceAccount (a TokenRequest).
 - `namespaces/finalize` replaces a namespace's `spec.finalizers`.
 """
@@ -19,10 +19,9 @@ from typing import Any
 
 from kubesemantics import times
 from kubesemantics.selectors import selector_text
-from kubesemantics.status import status_body
 from localkube.server import bodies, errors, patching
 from localkube.server.auth import Authenticator
-from localkube.server.rest import Query, Resources, clone, now
+from localkube.server.rest import Query, Resources, clone
 from localkube.server.routing import Target
 from localkube.server.tables import jsonpath_values
 
@@ -156,35 +155,6 @@ def pod_container(pod: dict[str, Any], name: str, wanted: str | None) -> str:
     return wanted
 
 
-def _bind(call: Call) -> tuple[int, dict[str, Any]]:
-    call.only("POST")
-    resources, target, binding = call.resources, call.target, call.decoded()
-    assert target.name is not None
-    node = (binding.get("target") or {}).get("name")
-    if not node:
-        raise errors.ApiError(
-            422, "Invalid", f'Binding "{target.name}" is invalid: target.name: Required value'
-        )
-    pod = resources.get(target.resource_type, target.namespace, target.name)
-    bound = (pod.get("spec") or {}).get("nodeName")
-    if bound:
-        raise errors.conflict(
-            "pods/binding", "", target.name, f'pod {target.name} is already assigned to node "{bound}"'
-        )
-    pod.setdefault("spec", {})["nodeName"] = node
-    conditions = [
-        c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"
-    ]
-    conditions.append(
-        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()}
-    )
-    pod.setdefault("status", {})["conditions"] = conditions
-    resources.store.update(
-        target.resource_type.key(target.namespace, target.name), pod, int(pod["metadata"]["resourceVersion"])
-    )
-    return 201, status_body(201, success=True)
-
-
 def _token(call: Call) -> tuple[int, dict[str, Any]]:
     call.only("POST")
     resources, authenticator, target, request = (
@@ -223,7 +193,6 @@ def _finalize(call: Call) -> tuple[int, dict[str, Any]]:
 HANDLERS: Mapping[str, Handler] = {
     "scale": _scale,
     "log": _log,
-    "binding": _bind,
     "token": _token,
     "finalize": _finalize,
 }

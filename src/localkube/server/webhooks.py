@@ -315,6 +315,9 @@ def _listed(values: list[str] | None, value: str) -> bool:
     return "*" in values or value in values
 
 
+_SUBRESOURCE_KINDS = {("", "pods", "binding"): {"group": "", "version": "v1", "kind": "Binding"}}
+
+
 def _request(attributes: Attributes, matched: ResourceType) -> dict[str, Any]:
     """The AdmissionReview's request, with the objects in the matched version's form."""
     own = attributes.resource_type
@@ -326,13 +329,17 @@ def _request(attributes: Attributes, matched: ResourceType) -> dict[str, Any]:
         return {"group": t.group, "version": t.version, "resource": t.plural}
 
     def shown(obj: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if obj is None else {**obj, "apiVersion": matched.api_version}
+        if obj is None or kind:
+            return obj
+        return {**obj, "apiVersion": matched.api_version}
 
+    # A subresource of a kind of its own is sent as that kind (pods/binding as a core/v1 Binding).
+    kind = _SUBRESOURCE_KINDS.get((own.group, own.plural, attributes.subresource))
     request: dict[str, Any] = {
         "uid": str(uuid.uuid4()),
-        "kind": gvk(matched),
+        "kind": kind or gvk(matched),
         "resource": gvr(matched),
-        "requestKind": gvk(own),
+        "requestKind": kind or gvk(own),
         "requestResource": gvr(own),
         "name": attributes.name,
         "operation": attributes.operation,

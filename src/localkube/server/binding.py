@@ -1,0 +1,94 @@
+"""`pods/binding`, as kube-apiserver's BindingREST serves it, admitted as any create is.
+
+A Binding (`target.name`, the node) is admitted first: the mutating webhooks whose rules name `pods/binding`
+see it (kind `Binding`, resource `pods`, subresource `binding`, operation CREATE), then the validating ones
+see what the mutating ones left. Only then is the pod assigned, as `setPodHostAndAnnotations` does: refused
+if it is already bound, else `spec.nodeName` set, the Binding's annotations merged into the pod's (theirs
+win), and the `PodScheduled=True` condition set, in one write. The merge is what makes a mutating webhook
+on `pods/binding` able to hand a pod what it learns of the node it lands on (Node Label Delivery does).
+
+localkube's scheduler binds through `Binder` too, as kube-scheduler POSTs each binding, so a webhook sees
+the scheduler's bindings and a client's alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localkube.server import errors, webhooks
+from localkube.server.rbac import UserInfo
+from localkube.server.registry import ResourceType
+from localkube.server.rest import Resources, now
+
+SUBRESOURCE = "binding"
+
+
+def target_node(name: str, binding: dict[str, Any]) -> str:
+    """The node a Binding names (ValidatePodBinding's one required field)."""
+    node = (binding.get("target") or {}).get("name")
+    if not node:
+        raise errors.ApiError(422, "Invalid", f'Binding "{name}" is invalid: target.name: Required value')
+    return str(node)
+
+
+def assign(
+    resources: Resources,
+    resource_type: ResourceType,
+    namespace: str | None,
+    name: str,
+    binding: dict[str, Any],
+) -> None:
+    """Assigns the pod to the Binding's node with the Binding's annotations (setPodHostAndAnnotations)."""
+    node = target_node(name, binding)
+    pod = resources.get(resource_type, namespace, name)
+    bound = (pod.get("spec") or {}).get("nodeName")
+    if bound:
+        raise errors.conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{bound}"')
+    pod.setdefault("spec", {})["nodeName"] = node
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    if annotations:
+        pod["metadata"]["annotations"] = {**(pod["metadata"].get("annotations") or {}), **annotations}
+    conditions = [
+        c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+    ]
+    conditions.append(
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()}
+    )
+    pod.setdefault("status", {})["conditions"] = conditions
+    resources.store.update(resource_type.key(namespace, name), pod, int(pod["metadata"]["resourceVersion"]))
+
+
+class Binder:
+    """Creates Bindings through admission (see the module's docstring)."""
+
+    def __init__(self, resources: Resources, hooks: webhooks.Webhooks) -> None:
+        self.resources = resources
+        self.webhooks = hooks
+        self.pods = resources.registry.by_resource("", "pods")
+
+    def admitted(self) -> bool:
+        """Whether some webhook sees bindings (else a binding needs no await)."""
+        return self.pods is not None and self.webhooks.applies_to(self.pods, SUBRESOURCE)
+
+    async def create(
+        self,
+        resource_type: ResourceType,
+        namespace: str | None,
+        name: str,
+        binding: dict[str, Any],
+        user: UserInfo,
+        dry_run: bool = False,
+    ) -> None:
+        """Admits `binding` of pod `name`, then assigns the pod (not on a dry run)."""
+        target_node(name, binding)
+        if self.webhooks.applies_to(resource_type, SUBRESOURCE):
+            metadata = {**(binding.get("metadata") or {}), "name": name, "namespace": namespace}
+            obj = {**binding, "apiVersion": "v1", "kind": "Binding", "metadata": metadata}
+            attributes = webhooks.Attributes(
+                "CREATE", resource_type, SUBRESOURCE, namespace, name, obj, None, user, dry_run
+            )
+            binding = await self.webhooks.mutate(attributes) or obj
+            attributes.obj = binding
+            await self.webhooks.validate(attributes)
+        if not dry_run:
+            assign(self.resources, resource_type, namespace, name, binding)
