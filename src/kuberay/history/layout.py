@@ -6,7 +6,7 @@ the other wrote. Pure (no I/O).
         <node id>/logs/<path under the session's logs directory>
         <node id>/node_events/<node id>-<hour>-<nanoseconds>.jsonl
         <node id>/job_events/<job id>/<node id>-<hour>-<nanoseconds>.jsonl
-        fetched_endpoints/restful__<dashboard path with / as __>
+        fetched_endpoints/restful__<dashboard path with / as __>[?<query>, where upstream keeps it]
     <root>/cluster-metadata/raycluster/<ns>_<cluster>/<session>
     <root>/cluster-metadata/<rayjob|rayservice>/<ns>_<owner>_<cluster>/<session>
 
@@ -155,3 +155,30 @@ def metadata_ref(key: str, root: str) -> tuple[ClusterRef, str]:
 def endpoint_key(path: str) -> str:
     """The stored name of a dashboard endpoint's snapshot: `/api/jobs/` -> `restful__api__jobs`."""
     return "restful__" + path.split("?", 1)[0].strip("/").replace("/", "__")
+
+
+# Snapshots stored under the URI Ray's frontend asks, query included: upstream's key is the request URI
+# (its collector polls `PLACEMENT_GROUPS` and its server looks up what the frontend asked), so a session
+# either side wrote is found by the other. The formatted cluster status shares its path with the
+# `format=0` answer, so it needs its query to have a key of its own.
+PLACEMENT_GROUPS = "/api/v0/placement_groups?detail=1&limit=10000"
+FORMATTED_CLUSTER_STATUS = "/api/cluster_status?format=1"
+URI_KEYED = (PLACEMENT_GROUPS, FORMATTED_CLUSTER_STATUS)
+
+
+def uri_key(uri: str) -> str:
+    """Upstream's key of a request URI, query kept:
+    `/api/v0/placement_groups?detail=1&limit=10000` -> `restful__api__v0__placement_groups?detail=1&limit=10000`."""
+    return "restful__" + uri.strip("/").replace("/", "__")
+
+
+def snapshot_key(uri: str) -> str:
+    """Where the collector stores the answer of `uri`."""
+    return uri_key(uri) if uri in URI_KEYED else endpoint_key(uri)
+
+
+def stored_keys(path: str) -> list[str]:
+    """The keys a snapshot of `path` may be under, preferred first: upstream's URI key where upstream has
+    one, then the path's own (where sessions stored before kept it)."""
+    uri = {endpoint_key(PLACEMENT_GROUPS): PLACEMENT_GROUPS}.get(endpoint_key(path))
+    return ([uri_key(uri)] if uri else []) + [endpoint_key(path)]

@@ -20,29 +20,39 @@ from kuberay.history.storage import Storage
 
 log = logging.getLogger("kuberay.history.collector")
 
-# Path (the storage key's source) -> query the collector asks with.
-ENDPOINTS: dict[str, dict[str, str]] = {
-    "/api/v0/cluster_metadata": {},
-    "/timezone": {},
-    "/api/version": {},
-    "/api/jobs/": {},
-    "/nodes": {"view": "summary"},
-    "/api/v0/tasks": {"limit": "10000", "detail": "1"},
-    "/logical/actors": {},
-    "/api/v0/actors": {"limit": "10000", "detail": "1"},
-    "/api/cluster_status": {"format": "0"},
-    "/events": {},
-    "/api/serve/applications/": {},
-    "/api/v0/placement_groups": {"limit": "10000", "detail": "1"},
-}
+# What the collector asks, query included; `layout.snapshot_key` names where each answer is stored. Both
+# forms of the cluster status: `format=0` is Ray's dict, `format=1` the text Ray's frontend reads (Ray
+# formats it from the autoscaler's state, which is gone with the cluster).
+ENDPOINTS = (
+    "/api/v0/cluster_metadata",
+    "/timezone",
+    "/api/version",
+    "/api/jobs/",
+    "/nodes?view=summary",
+    "/api/v0/tasks?limit=10000&detail=1",
+    "/logical/actors",
+    "/api/v0/actors?limit=10000&detail=1",
+    "/api/cluster_status?format=0",
+    layout.FORMATTED_CLUSTER_STATUS,
+    "/events",
+    "/api/serve/applications/",
+    layout.PLACEMENT_GROUPS,
+)
 DATASETS = "/api/data/datasets/"
 
 
 class Snapshots:
-    def __init__(self, storage: Storage, dashboard: str, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        dashboard: str,
+        headers: dict[str, str],
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.storage = storage
         self.dashboard = dashboard
         self.headers = headers
+        self.transport = transport  # tests answer in process
         self._digests: dict[str, bytes] = {}  # key -> digest of the stored answer
 
     def _store(self, key: str, body: bytes) -> bool:
@@ -57,18 +67,20 @@ class Snapshots:
         """Fetches every endpoint; returns how many answers were stored. An endpoint that fails now keeps
         its last snapshot."""
         stored = 0
-        with httpx.Client(base_url=self.dashboard, headers=self.headers, timeout=timeout) as client:
+        with httpx.Client(
+            base_url=self.dashboard, headers=self.headers, timeout=timeout, transport=self.transport
+        ) as client:
             answers: dict[str, Any] = {}
-            for path, query in ENDPOINTS.items():
+            for uri in ENDPOINTS:
                 try:
-                    reply = client.get(path, params=query)
+                    reply = client.get(uri)
                 except httpx.HTTPError as e:
-                    log.debug("snapshot of %s failed: %s", path, e)
+                    log.debug("snapshot of %s failed: %s", uri, e)
                     continue
                 if reply.status_code != 200:
                     continue
-                answers[path] = reply
-                stored += self._store(posixpath.join(endpoints_dir, layout.endpoint_key(path)), reply.content)
+                answers[uri] = reply
+                stored += self._store(posixpath.join(endpoints_dir, layout.snapshot_key(uri)), reply.content)
             jobs = answers.get("/api/jobs/")
             for job in _job_ids(jobs.json() if jobs is not None else []):
                 path = DATASETS + job

@@ -33,7 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kuberay.history import layout
-from kuberay.history.server import logs, stateapi
+from kuberay.history.server import fallbacks, logs, stateapi
 from kuberay.history.server.auth import COOKIE, Token, bearer
 from kuberay.history.server.catalog import Catalog, StoredSession
 
@@ -144,7 +144,8 @@ class HistoryApp:
         """Any other dashboard GET: the stored answer of that path, if the collector stored it."""
         raw = await self.catalog.endpoint(stored, request.url.path)
         if raw is None:
-            return self._missing(request.url.path)
+            empty = fallbacks.empty_answer(request.url.path)
+            return self._missing(request.url.path) if empty is None else JSONResponse(empty)
         return Response(raw, media_type="application/json")
 
     async def jobs(self, request: Request, stored: StoredSession) -> Response:
@@ -209,11 +210,16 @@ class HistoryApp:
         async def route(request: Request, stored: StoredSession) -> Response:
             found = await self._stored(stored, path)
             if found is None:
-                return self._missing(path)
+                found = fallbacks.empty_answer(path)
+                if found is None:
+                    return self._missing(path)
+            records = stateapi.records(found)
+            if path == "/api/v0/placement_groups":
+                records = [fallbacks.placement_group(r) for r in records]
             q = request.query_params
             try:
                 items = stateapi.filtered(
-                    stateapi.records(found),
+                    records,
                     q.getlist("filter_keys"),
                     q.getlist("filter_predicates"),
                     q.getlist("filter_values"),
@@ -221,7 +227,7 @@ class HistoryApp:
                 limit = int(q.get("limit", stateapi.DEFAULT_LIMIT))
             except ValueError as e:
                 return JSONResponse(stateapi.reply(None, str(e), ok=False), 400)
-            total = len(stateapi.records(found))
+            total = len(records)
             return JSONResponse(stateapi.reply(stateapi.list_result(items, total, limit)))
 
         return route

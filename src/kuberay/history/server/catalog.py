@@ -90,17 +90,29 @@ class Catalog:
         self.cache.put(cache_key, value, len(raw) * (JSON_COST if parse else 1))
         return value
 
-    def endpoint_key(self, stored: StoredSession, path: str) -> str:
+    def endpoint_keys(self, stored: StoredSession, path: str) -> list[str]:
         endpoints = stored.cluster.endpoints_dir(self.root, stored.session)
-        return posixpath.join(endpoints, layout.endpoint_key(path))
+        return [posixpath.join(endpoints, key) for key in layout.stored_keys(path)]
+
+    async def _first(self, keys: list[str], parse: bool) -> Any | None:
+        for key in keys:
+            found = await self._load(key, parse)
+            if found is not None:
+                return found
+        return None
 
     async def endpoint(self, stored: StoredSession, path: str) -> bytes | None:
         """The stored answer of a dashboard endpoint, as the collector got it."""
-        raw: bytes | None = await self._load(self.endpoint_key(stored, path), parse=False)
+        raw: bytes | None = await self._first(self.endpoint_keys(stored, path), parse=False)
         return raw
 
     async def endpoint_json(self, stored: StoredSession, path: str) -> Any | None:
-        return await self._load(self.endpoint_key(stored, path), parse=True)
+        return await self._first(self.endpoint_keys(stored, path), parse=True)
+
+    async def uri_json(self, stored: StoredSession, uri: str) -> Any | None:
+        """The stored answer of a URI the collector keys with its query (`layout.URI_KEYED`)."""
+        endpoints = stored.cluster.endpoints_dir(self.root, stored.session)
+        return await self._load(posixpath.join(endpoints, layout.uri_key(uri)), parse=True)
 
     async def nodes_with_logs(self, stored: StoredSession) -> list[str]:
         names = await asyncio.to_thread(
