@@ -33,7 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kuberay.history import layout
-from kuberay.history.server import fallbacks, logs, stateapi
+from kuberay.history.server import clusterstatus, fallbacks, logs, stateapi
 from kuberay.history.server.auth import COOKIE, Token, bearer
 from kuberay.history.server.catalog import Catalog, StoredSession
 
@@ -253,6 +253,17 @@ class HistoryApp:
             )
         return Response(body, media_type="application/json")
 
+    async def cluster_status(self, request: Request, stored: StoredSession) -> Response:
+        """Ray's two forms: `format=1`, the text the frontend reads, is Ray's own when the collector stored
+        it, else made from the stored `format=0` answer; anything else is the stored `format=0` answer."""
+        format0 = await self._stored(stored, "/api/cluster_status")
+        if request.query_params.get("format") != "1":
+            return JSONResponse(clusterstatus.empty() if format0 is None else format0)
+        text = await self.catalog.uri_json(stored, layout.FORMATTED_CLUSTER_STATUS)
+        if isinstance(text, dict) and isinstance((text.get("data") or {}).get("clusterStatus"), str):
+            return JSONResponse(text)
+        return JSONResponse(clusterstatus.from_format0(format0))
+
     async def health_off(self, request: Request, stored: StoredSession) -> Response:
         """Grafana and Prometheus belonged to the live cluster: a stored session has neither."""
         return JSONResponse(stateapi.reply(None, "not available for a stored session", ok=False))
@@ -412,6 +423,7 @@ class HistoryApp:
             Route("/api/v0/placement_groups", s(self.state_list("/api/v0/placement_groups"))),
             Route("/api/v0/logs", s(self.log_list)),
             Route("/api/v0/logs/{media_type}", s(self.log_file)),
+            Route("/api/cluster_status", s(self.cluster_status)),
             Route("/api/grafana_health", s(self.health_off)),
             Route("/api/prometheus_health", s(self.health_off)),
             Route("/", self.index),
