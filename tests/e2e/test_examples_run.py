@@ -193,3 +193,34 @@ def test_a_failing_entrypoint_ends_failed_with_rays_message(
     assert failed["rayClusterName"] == minimal_cluster["metadata"]["name"]
     assert _state(local_process, "raycluster", "minimal", namespace).get("state") == "ready"
     local_process.kubectl("delete", "rayjob", "fails", "-n", namespace, "--wait=false")
+
+
+def test_a_rayjob_whose_runtime_env_pip_installs_a_package_succeeds(
+    local_process: LocalInstance, minimal_cluster: dict[str, Any]
+) -> None:
+    """An HTTPMode RayJob on the minimal cluster whose `runtime_env` pip-installs a package that neither the
+    host nor the head's Python has: Ray installs it from the package index inside the head's pod, which
+    reaches the index through the node's NAT as pods on a real node do."""
+    package = "humanize"
+    missing = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True, check=False)
+    assert missing.returncode != 0, f"{package} is installed here, so the job would not need its runtime_env"
+    namespace = minimal_cluster["metadata"]["namespace"]
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "pip"},
+        "spec": {
+            "submissionMode": "HTTPMode",
+            "entrypoint": f'python -c "import {package}; print({package}.intcomma(1234567))"',
+            "runtimeEnvYAML": yaml.safe_dump({"pip": [package]}),
+            "clusterSelector": {"ray.io/cluster": minimal_cluster["metadata"]["name"]},
+        },
+    }
+    local_process.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job))
+    # pip's download and install come on top of the job's start.
+    done = eventually(
+        lambda: (s := _state(local_process, "rayjob", "pip", namespace)).get("jobDeploymentStatus")
+        in ("Complete", "Failed") and s, READY_TIMEOUT, "RayJob pip finished", every=KUBECTL_POLL,
+    )  # fmt: skip
+    assert (done["jobDeploymentStatus"], done.get("jobStatus")) == ("Complete", "SUCCEEDED"), done
+    local_process.kubectl("delete", "rayjob", "pip", "-n", namespace, "--wait=false")
