@@ -1,6 +1,9 @@
+import asyncio
+from collections.abc import AsyncIterator
+
 import pytest
 
-from kuberay.history.server import logs, stateapi
+from kuberay.history.server import logfile, logs, stateapi
 from kuberay.history.server.cache import ByteCache
 from kuberay.history.storage import LocalDirectory
 
@@ -62,3 +65,18 @@ def test_log_files_are_categorized_as_ray_does():
         "internal": ["job-driver-raysubmit_1.log", "log_monitor.log"], "autoscaler": ["monitor.log"],
         "agent": ["dashboard_agent.log"], "dashboard": ["dashboard.log"],
     }  # fmt: skip
+
+
+async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+@pytest.mark.parametrize("cut", range(1, 12))
+def test_color_codes_cut_by_a_chunk_boundary_are_still_stripped(cut: int) -> None:
+    body = b"a\x1b[1;31mb\x1b[0mc"
+
+    async def collect() -> bytes:
+        return b"".join([c async for c in logfile.without_ansi(_chunks(body[:cut], body[cut:]))])
+
+    assert asyncio.run(collect()) == b"abc"

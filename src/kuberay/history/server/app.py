@@ -11,7 +11,6 @@ package, or `--dashboard-dir`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,7 +26,6 @@ from starlette.responses import (
     PlainTextResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -36,6 +34,7 @@ from kuberay.history import layout
 from kuberay.history.server import clusterstatus, fallbacks, logs, stateapi
 from kuberay.history.server.auth import COOKIE, Token, bearer
 from kuberay.history.server.catalog import Catalog, StoredSession
+from kuberay.history.server.logfile import LogFiles
 
 COOKIE_CLUSTER_NAME = "cluster_name"
 COOKIE_CLUSTER_NAMESPACE = "cluster_namespace"
@@ -43,7 +42,6 @@ COOKIE_SESSION_NAME = "session_name"
 COOKIE_OWNER_KIND = "owner_kind"
 COOKIE_OWNER_NAME = "owner_name"
 COOKIE_MAX_AGE = 600
-DEFAULT_LOG_LINES = 1000
 
 Handler = Callable[[Request, StoredSession], Awaitable[Response]]
 
@@ -66,6 +64,7 @@ class HistoryApp:
         self.catalog = catalog
         self.token = token
         self.dashboard_dir = dashboard_dir
+        self.logfiles = LogFiles(catalog)
 
     # Sessions and cookies.
 
@@ -271,7 +270,7 @@ class HistoryApp:
     # Logs.
 
     async def log_list(self, request: Request, stored: StoredSession) -> Response:
-        node_id = request.query_params.get("node_id") or await self._node_of_ip(
+        node_id = request.query_params.get("node_id") or await self.logfiles.node_of_ip(
             stored, request.query_params.get("node_ip")
         )
         if not node_id:
@@ -288,86 +287,8 @@ class HistoryApp:
         )
         return JSONResponse(stateapi.reply(logs.categorize(files)))
 
-    async def _node_of_ip(self, stored: StoredSession, ip: str | None) -> str | None:
-        if not ip:
-            return None
-        found = await self._stored(stored, "/nodes") or {}
-        for node in (found.get("data") or {}).get("summary") or []:
-            if node.get("ip") == ip:
-                return str((node.get("raylet") or {}).get("nodeId") or "") or None
-        return None
-
-    async def _driver_log(self, stored: StoredSession, submission_id: str) -> tuple[str, str] | None:
-        for job in await self._stored(stored, "/api/jobs/") or []:
-            if job.get("submission_id") == submission_id:
-                node = job.get("driver_node_id") or (job.get("driver_info") or {}).get("node_id")
-                if node:
-                    return str(node), f"job-driver-{submission_id}.log"
-        for node in await self.catalog.nodes_with_logs(stored):  # the driver's node was not recorded
-            if f"job-driver-{submission_id}.log" in await self.catalog.log_files(stored, node):
-                return node, f"job-driver-{submission_id}.log"
-        return None
-
-    async def _task_log(
-        self, stored: StoredSession, task_id: str, suffix: str
-    ) -> tuple[str, str, int, int] | None:
-        for task in stateapi.records(await self._stored(stored, "/api/v0/tasks")):
-            if task.get("task_id") != task_id:
-                continue
-            info = task.get("task_log_info") or {}
-            name = info.get(f"std{suffix}_file")
-            if name and task.get("node_id"):
-                return (
-                    str(task["node_id"]),
-                    str(name).rsplit("/", 1)[-1],
-                    int(info.get(f"std{suffix}_start") or 0),
-                    int(info.get(f"std{suffix}_end") or -1),
-                )
-        return None
-
     async def log_file(self, request: Request, stored: StoredSession) -> Response:
-        q = request.query_params
-        start, end = 0, -1
-        node_id, filename = (
-            q.get("node_id") or await self._node_of_ip(stored, q.get("node_ip")),
-            q.get("filename"),
-        )
-        if q.get("submission_id"):
-            found = await self._driver_log(stored, q["submission_id"])
-            if found is None:
-                return PlainTextResponse(f"no driver log stored for submission {q['submission_id']}", 404)
-            node_id, filename = found
-        elif q.get("task_id"):
-            task = await self._task_log(stored, q["task_id"], q.get("suffix", "out"))
-            if task is None:
-                return PlainTextResponse(f"no log stored for task {q['task_id']}", 404)
-            node_id, filename, start, end = task
-        if not node_id or not filename:
-            return PlainTextResponse(
-                "node_id (or node_ip) and filename, or submission_id, or task_id are required", 400
-            )
-        try:
-            key = self.catalog.log_key(stored, node_id, filename)
-        except layout.LayoutError as e:
-            return PlainTextResponse(str(e), 400)
-        storage = self.catalog.storage
-        size = await asyncio.to_thread(storage.size, key)
-        if size is None:
-            return PlainTextResponse(f"log file {filename} of node {node_id} is not stored", 404)
-        end = size if end < 0 else min(end, size)
-        try:
-            lines = int(q.get("lines", DEFAULT_LOG_LINES))
-        except ValueError:
-            return PlainTextResponse(f"lines: {q.get('lines')!r} is not a number", 400)
-        if lines >= 0 and end == size and start == 0:
-            start = await asyncio.to_thread(logs.tail_start, storage, key, size, lines)
-        body = logs.stream(storage, key, start, end)
-        download = q.get("download_filename") or filename
-        return StreamingResponse(
-            body,
-            media_type="text/plain",
-            headers={"Content-Disposition": f'attachment; filename="{download}"'},
-        )
+        return await self.logfiles.response(stored, request.query_params)
 
     # Auth, health and the frontend.
 
