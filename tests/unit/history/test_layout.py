@@ -64,3 +64,14 @@ def test_events_are_filed_as_upstream_files_them():
     # A job id that is no path segment is never used as one.
     filed = category({"eventType": "TASK_LIFECYCLE_EVENT", "taskLifecycleEvent": {"jobId": "../../x"}})
     assert re.fullmatch(r"job_events/[0-9a-f]+|node_events", filed)
+
+
+@pytest.mark.parametrize(
+    ("raw", "filed_as"),
+    [("AQAAAA", "01000000"), ("AQAAAA==", "01000000"), ("AQAA-_==", None), ("a+b/c-d_", None),
+     ("AQAA.AAA", None), ("AQAAAA=", None), ("AQAAA", None)],
+)  # fmt: skip
+def test_only_a_job_id_that_is_base64_is_decoded(raw, filed_as):
+    # Upstream decodes with Go's strict decoders (URL-safe unpadded, then standard padded) and keeps any
+    # other id as it came; a lenient decoder would turn stray characters into some other job's hex.
+    assert job_id_hex(raw) == (filed_as or raw)

@@ -12,7 +12,6 @@ draining (SIGTERM) new batches get 503 with Retry-After, so Ray keeps them for a
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime
 import json
 import logging
@@ -48,15 +47,20 @@ _WITH_JOB = (
 _SAFE = re.compile(r"^[0-9A-Za-z_-]+$")
 
 
+# Go's decoders, as upstream decodes: URL-safe without padding, else standard with it; nothing else is base64.
+_RAW_URL_B64 = re.compile(r"[A-Za-z0-9_-]*")
+_STD_B64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
 def job_id_hex(raw: str) -> str:
-    """A job id as upstream files it: hex, whether it came as hex or as base64."""
+    """A job id as upstream files it: hex, whether it came as hex or as base64; an id that is neither is
+    kept as it came (Python's lenient decoder would drop stray characters and make some other id of it)."""
     if re.fullmatch(r"[0-9a-fA-F]+", raw):
         return raw.lower()
-    for decode in (base64.urlsafe_b64decode, base64.standard_b64decode):
-        try:
-            return decode(raw + "=" * (-len(raw) % 4)).hex()
-        except (binascii.Error, ValueError):
-            continue
+    if len(raw) % 4 != 1 and _RAW_URL_B64.fullmatch(raw):
+        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
+    if _STD_B64.fullmatch(raw):
+        return base64.b64decode(raw, validate=True).hex()
     return raw
 
 
