@@ -12,13 +12,13 @@ from typing import Any
 import yaml
 
 from install.rendered import find, validate_all
-from kuberay.operator import settings, webhooks
+from kuberay.operator import nodelabels, settings, webhooks
 from support.helm import CHARTS, Helm
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = "kuberay-operator"
 ENABLED = {"webhooks": {"enabled": True}}
-WEBHOOK_KINDS = {"Issuer", "Certificate", "ValidatingWebhookConfiguration"}
+WEBHOOK_KINDS = {"Issuer", "Certificate", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
 
 
 def operator_container(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -58,6 +58,29 @@ def test_three_validating_webhooks_as_deploy_webhook_registers_them(helm: Helm) 
              "resources": [served.kind.lower() + "s"]}
         ]  # fmt: skip
         assert (webhook["failurePolicy"], webhook["sideEffects"]) == ("Fail", "None")
+
+
+def test_node_label_deliverys_mutating_webhooks_as_deploy_webhook_registers_them(helm: Helm) -> None:
+    objects = helm.template(CHART, ENABLED, namespace="kuberay-system")
+    configuration = find(objects, "MutatingWebhookConfiguration", "kuberay-mutating-webhook-configuration")
+    assert configuration["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "kuberay-system/serving-cert"
+    }
+    shipped = yaml.safe_load((REPO / "deploy" / "webhook" / "mutating.yaml").read_text())["webhooks"]
+    for webhook in shipped:
+        webhook["clientConfig"]["service"]["namespace"] = "kuberay-system"
+    assert configuration["webhooks"] == shipped
+    pods, bindings = configuration["webhooks"]
+    # Ray pods only, failing closed; every binding (a Binding has no labels to select on), failing open.
+    assert (pods["name"], pods["clientConfig"]["service"]["path"], pods["failurePolicy"]) == ("mpod.kb.io", nodelabels.POD_PATH, "Fail")  # fmt: skip
+    assert pods["objectSelector"] == {"matchLabels": {"ray.io/is-ray-node": "yes"}}
+    assert pods["rules"][0]["resources"] == ["pods"]
+    assert (bindings["name"], bindings["clientConfig"]["service"]["path"], bindings["failurePolicy"]) == ("mbinding.kb.io", nodelabels.BINDING_PATH, "Ignore")  # fmt: skip
+    assert bindings["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]  # fmt: skip
+    assert "objectSelector" not in bindings
+    # The binding webhook reads the Node.
+    rules = find(objects, "ClusterRole", "kuberay-operator")["rules"]
+    assert {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]} in rules
 
 
 def test_cert_manager_issues_the_certificate_of_the_service(helm: Helm) -> None:

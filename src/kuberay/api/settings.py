@@ -276,8 +276,8 @@ class WebhookEnvironment:
         False,
         _exactly_true,
         "on only when the value is exactly `true`",
-        "serve the validating admission webhooks for RayClusters, RayJobs and RayServices (over TLS, see "
-        "--webhook-cert-dir)",
+        "serve the validating admission webhooks for RayClusters, RayJobs and RayServices, and Node Label "
+        "Delivery's mutating ones for pods and pods/binding (over TLS, see --webhook-cert-dir)",
     )
 
 

@@ -19,9 +19,10 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
 from kuberay.api.settings import OperatorSettings
-from kuberay.operator import logs, settings, webhooks
+from kuberay.operator import logs, nodelabels, settings, webhooks
 from kuberay.operator.registry import BUILTIN, CACHE_SELECTORS, ControllerSetup
 from kuberay.operator.settings import SettingsError
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import heap
 from kuberay.runtime.client import Client, ConfigurationError, load_config
 from kuberay.runtime.clock import SystemClock
@@ -162,7 +163,10 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
         await _start(config.probe_addr, {"/healthz": healthz, "/readyz": readyz}, "health probe"),
     ]
     if operator_settings.environment.webhook.enabled:
-        servers.append(await webhooks.start(operator_settings.webhook))
+        delivery = nodelabels.NodeLabelDelivery(
+            client, manager.cache(RAYCLUSTER), manager.recorder, operator_settings.config.allowed_node_labels
+        )
+        servers.append(await webhooks.start(operator_settings.webhook, delivery.routes()))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,6 +4,9 @@ the RayJob and RayService ones beside the RayCluster one): `vraycluster.kb.io`, 
 rayservices, failurePolicy Fail, sideEffects None), on controller-runtime's webhook server: HTTPS on port
 9443 with `tls.crt` and `tls.key` from `/tmp/k8s-webhook-server/serving-certs` (both settable by flag here).
 
+The same server serves Node Label Delivery's mutating webhooks (nodelabels.py), which share the
+AdmissionReview handling here.
+
 Each runs upstream's webhook checks through the project's own validation (`validate_<kind>_admission`,
 built from the rules the reconcilers apply: metadata rules, and for RayClusters unique worker-group names)
 and refuses as controller-runtime does with upstream's `apierrors.NewInvalid`: the AdmissionReview
@@ -30,7 +33,7 @@ from kuberay.api.validation import (
     validate_rayjob_admission,
     validate_rayservice_admission,
 )
-from kuberay.runtime.serving import EndpointServer, HttpRequest
+from kuberay.runtime.serving import EndpointServer, HttpRequest, Reply, Route
 from kubesemantics.schema import render_value
 
 _JSON = "application/json"
@@ -64,30 +67,31 @@ RAYSERVICE = Webhook(
 WEBHOOKS = (RAYCLUSTER, RAYJOB, RAYSERVICE)
 
 
-async def start(settings: WebhookSettings) -> EndpointServer:
-    """The webhook server, listening on every interface at `settings.port`, serving all three webhooks."""
+async def start(settings: WebhookSettings, mutating: Mapping[str, Route] | None = None) -> EndpointServer:
+    """The webhook server, listening on every interface at `settings.port`, serving all three validating
+    webhooks and the `mutating` ones (Node Label Delivery's, by path)."""
     cert_dir = Path(settings.cert_dir)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(cert_dir / "tls.crt", cert_dir / "tls.key")
     except (OSError, ssl.SSLError) as e:
         raise OSError(f"webhook server: cannot load tls.crt and tls.key from {cert_dir}: {e}") from None
-    server = EndpointServer({webhook.path: webhook.review for webhook in WEBHOOKS}, methods=("POST",))
+    routes: dict[str, Route] = {webhook.path: webhook.review for webhook in WEBHOOKS}
+    routes.update(mutating or {})
+    server = EndpointServer(routes, methods=("POST",))
     await server.start("0.0.0.0", settings.port, tls=context)
     logging.getLogger("webhook").info(
-        "webhook server listening on port %d, paths %s", server.port, ", ".join(w.path for w in WEBHOOKS)
+        "webhook server listening on port %d, paths %s", server.port, ", ".join(routes)
     )
     return server
 
 
 def review(webhook: Webhook, request: HttpRequest) -> tuple[int, str, bytes]:
     """Answers one AdmissionReview for an object of `webhook.kind`."""
-    try:
-        incoming = json.loads(request.body)
-        admission = incoming["request"]
-        uid = str(admission["uid"])
-    except (ValueError, KeyError, TypeError) as e:
-        return 400, "text/plain", f"the request is not an AdmissionReview: {e}\n".encode()
+    parsed = parse_review(request)
+    if not isinstance(parsed, AdmissionReview):
+        return parsed
+    uid, admission = parsed.uid, parsed.request
     response: dict[str, Any] = {"uid": uid, "allowed": True}
     obj = admission.get("object")
     if admission.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, Mapping):
@@ -100,12 +104,32 @@ def review(webhook: Webhook, request: HttpRequest) -> tuple[int, str, bytes]:
                 "allowed": False,
                 "status": invalid_status(webhook.kind, name, obj, errors),
             }
-    body = {
-        "apiVersion": incoming.get("apiVersion", "admission.k8s.io/v1"),
-        "kind": "AdmissionReview",
-        "response": response,
-    }
-    return 200, _JSON, json.dumps(body).encode()
+    return parsed.answer(response)
+
+
+@dataclass(frozen=True)
+class AdmissionReview:
+    """An AdmissionReview as received: its apiVersion (answered in kind), its request and the request's uid."""
+
+    api_version: str
+    request: Mapping[str, Any]
+    uid: str
+
+    def answer(self, response: Mapping[str, Any]) -> Reply:
+        body = {"apiVersion": self.api_version, "kind": "AdmissionReview", "response": response}
+        return 200, _JSON, json.dumps(body).encode()
+
+
+def parse_review(request: HttpRequest) -> AdmissionReview | Reply:
+    """The AdmissionReview a webhook request carries, or the 400 that answers a body that is none."""
+    try:
+        incoming = json.loads(request.body)
+        admission = incoming["request"]
+        return AdmissionReview(
+            incoming.get("apiVersion", "admission.k8s.io/v1"), admission, str(admission["uid"])
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        return 400, "text/plain", f"the request is not an AdmissionReview: {e}\n".encode()
 
 
 def invalid_status(kind: str, name: str, obj: Mapping[str, Any], errors: list[FieldError]) -> dict[str, Any]:

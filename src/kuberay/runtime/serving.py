@@ -1,7 +1,8 @@
 """A tiny HTTP/1.1 server for the process's own endpoints: `/metrics`, `/healthz`, `/readyz`, and the
 admission webhook (over TLS).
 
-Each route is a function of the request returning (status, content type, body), evaluated per request. A
+Each route is a function of the request returning (status, content type, body), or a coroutine function (a
+mutating webhook that reads the cluster before it answers), evaluated per request. A
 server answers the methods it is made for (GET and HEAD by default) and one request per connection; that is
 all Prometheus, kubelet probes and an API server calling a webhook need, and it keeps a web framework (and
 its signal handling) out of the operator process. Request bodies are read up to `MAX_BODY` bytes.
@@ -10,9 +11,10 @@ its signal handling) out of the operator process. Request bodies are read up to 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import ssl
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
@@ -30,7 +32,8 @@ class HttpRequest:
     body: bytes = b""
 
 
-Route = Callable[[HttpRequest], tuple[int, str, bytes]]
+Reply = tuple[int, str, bytes]
+Route = Callable[[HttpRequest], Reply | Awaitable[Reply]]
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -73,7 +76,8 @@ class EndpointServer:
             elif route is None:
                 status, content_type, body = 404, "text/plain", b"404 page not found\n"
             else:
-                status, content_type, body = route(request)
+                answered = route(request)
+                status, content_type, body = await answered if inspect.isawaitable(answered) else answered
             head = (
                 f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {content_type}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
