@@ -87,3 +87,10 @@ def test_filter_ansi_code_strips_rays_color_codes(client: TestClient) -> None:
 
 def test_a_suffix_other_than_out_or_err_is_refused(client: TestClient) -> None:
     assert _log(client, task_id="t1", suffix="log")[0] == 400
+
+
+def test_a_file_under_a_directory_is_read_and_one_outside_refused(store: Store, client: TestClient) -> None:
+    # The Serve replica page asks its "Serve logger" tab by node and the log's path under the logs directory.
+    store.log(JOB_CLUSTER, "serve/replica_app_dep_x1.log", b"replica ready\n")
+    assert _log(client, node_id=NODE, filename="serve/replica_app_dep_x1.log") == (200, "replica ready\n")
+    assert _log(client, node_id=NODE, filename="../../../cluster-metadata/x")[0] == 400

@@ -23,6 +23,7 @@ from kuberay.history import layout
 from kuberay.history.errors import HistoryServerError
 from kuberay.history.server import logs, stateapi
 from kuberay.history.server.catalog import Catalog, StoredSession
+from kuberay.history.storage import StorageError, check_key
 
 DEFAULT_LINES = 1000
 # Ray's pattern (`state_head.py`): SGR color codes only, applied to the bytes.
@@ -199,6 +200,9 @@ class LogFiles:
             o = options(q)
             found = await self.locate(stored, o)
             key = self.catalog.log_key(stored, found.node_id, found.filename)
+            check_key(found.filename)  # a name with `..` or an empty part is no stored file (as upstream)
+        except StorageError as e:
+            return PlainTextResponse(f"invalid filename {found.filename!r}: {e}", 400)
         except LogError as e:
             return PlainTextResponse(str(e), e.status)
         except layout.LayoutError as e:
