@@ -2,10 +2,11 @@
 storage for the session the client entered.
 
 `/clusters` lists stored sessions; `/enter_cluster/{namespace}/{kind}/{name}[/{session}]` picks one and
-remembers it in cookies (upstream's names), so that Ray's frontend, which knows nothing of clusters, can
-then ask its usual relative URLs. A request for a session-scoped route without those cookies gets 400 with
-the way to enter one. Answers are the collector's stored snapshots, filtered per request; logs come from
-the stored log files. `/` and `/static/` serve Ray's own dashboard build (from the installed `ray`
+remembers it in cookies (upstream's names, renewed by every request of the session, as upstream renews
+them), so that Ray's frontend, which knows nothing of clusters, can then ask its usual relative URLs. A
+request for a session-scoped route without those cookies gets 400 with the way to enter one. Answers are
+the collector's stored snapshots, filtered per request (Ray's empty shapes where upstream has them for a
+page the session never stored, `fallbacks`); logs come from the stored log files (`logfile`). `/` and `/static/` serve Ray's own dashboard build (from the installed `ray`
 package, or `--dashboard-dir`).
 """
 
