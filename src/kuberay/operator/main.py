@@ -166,7 +166,11 @@ async def serve(operator_settings: OperatorSettings, controllers: Sequence[Contr
         delivery = nodelabels.NodeLabelDelivery(
             client, manager.cache(RAYCLUSTER), manager.recorder, operator_settings.config.allowed_node_labels
         )
-        servers.append(await webhooks.start(operator_settings.webhook, delivery.routes()))
+        servers.append(
+            await webhooks.start(
+                operator_settings.webhook, delivery.routes(), operator_settings.config.allowed_node_labels
+            )
+        )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -18,10 +18,11 @@ are allowed.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,15 +47,15 @@ class Webhook:
     kind: str
     name: str
     path: str
-    validate: Callable[[Mapping[str, Any]], list[FieldError]]
+    validate: Callable[[Mapping[str, Any], Sequence[str]], list[FieldError]]
 
     @property
     def log(self) -> logging.Logger:
         # controller-runtime's logger names upstream gives each webhook (`raycluster-resource`, ...).
         return logging.getLogger(f"{self.kind.lower()}-resource")
 
-    def review(self, request: HttpRequest) -> tuple[int, str, bytes]:
-        return review(self, request)
+    def review(self, request: HttpRequest, allowed_node_labels: Sequence[str] = ()) -> tuple[int, str, bytes]:
+        return review(self, request, allowed_node_labels)
 
 
 RAYCLUSTER = Webhook(
@@ -67,16 +68,24 @@ RAYSERVICE = Webhook(
 WEBHOOKS = (RAYCLUSTER, RAYJOB, RAYSERVICE)
 
 
-async def start(settings: WebhookSettings, mutating: Mapping[str, Route] | None = None) -> EndpointServer:
+async def start(
+    settings: WebhookSettings,
+    mutating: Mapping[str, Route] | None = None,
+    allowed_node_labels: Sequence[str] = (),
+) -> EndpointServer:
     """The webhook server, listening on every interface at `settings.port`, serving all three validating
-    webhooks and the `mutating` ones (Node Label Delivery's, by path)."""
+    webhooks (with the operator's `allowedNodeLabels`) and the `mutating` ones (Node Label Delivery's, by
+    path)."""
     cert_dir = Path(settings.cert_dir)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
         context.load_cert_chain(cert_dir / "tls.crt", cert_dir / "tls.key")
     except (OSError, ssl.SSLError) as e:
         raise OSError(f"webhook server: cannot load tls.crt and tls.key from {cert_dir}: {e}") from None
-    routes: dict[str, Route] = {webhook.path: webhook.review for webhook in WEBHOOKS}
+    routes: dict[str, Route] = {
+        webhook.path: functools.partial(webhook.review, allowed_node_labels=tuple(allowed_node_labels))
+        for webhook in WEBHOOKS
+    }
     routes.update(mutating or {})
     server = EndpointServer(routes, methods=("POST",))
     await server.start("0.0.0.0", settings.port, tls=context)
@@ -86,8 +95,9 @@ async def start(settings: WebhookSettings, mutating: Mapping[str, Route] | None 
     return server
 
 
-def review(webhook: Webhook, request: HttpRequest) -> tuple[int, str, bytes]:
-    """Answers one AdmissionReview for an object of `webhook.kind`."""
+def review(webhook: Webhook, request: HttpRequest, allowed_node_labels: Sequence[str] = ()) -> tuple[int, str, bytes]:  # fmt: skip
+    """Answers one AdmissionReview for an object of `webhook.kind` (labelMappings checked against the
+    operator's `allowedNodeLabels`)."""
     parsed = parse_review(request)
     if not isinstance(parsed, AdmissionReview):
         return parsed
@@ -97,7 +107,7 @@ def review(webhook: Webhook, request: HttpRequest) -> tuple[int, str, bytes]:
     if admission.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, Mapping):
         name = str((obj.get("metadata") or {}).get("name") or "")
         webhook.log.info("validate %s %s", str(admission["operation"]).lower(), name)
-        errors = webhook.validate(obj)
+        errors = webhook.validate(obj, allowed_node_labels)
         if errors:
             response = {
                 "uid": uid,

@@ -25,6 +25,7 @@ import yaml
 
 from conformance.webhookserver import make_certificates
 from kuberay.local.ports import free_port
+from kuberay.runtime import errors
 from kuberay.runtime.resources import NODE, Resource
 from support.eventually import eventually
 from support.operator_process import OperatorProcess
@@ -34,6 +35,7 @@ from .test_lifecycle import small_cluster
 
 REPO = Path(__file__).resolve().parents[3]
 MUTATING = Resource("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", namespaced=False)  # fmt: skip
+VALIDATING = Resource("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", namespaced=False)  # fmt: skip
 SUFFIX = uuid.uuid4().hex[:8]
 RACK = f"example.com/rack-{SUFFIX}"  # on the Node
 CLIQUE = f"example.com/clique-{SUFFIX}"  # allowed, but on no Node
@@ -68,15 +70,18 @@ def operator(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory, webhoo
 
 @pytest.fixture
 async def delivering(kube: Kube, operator: OperatorProcess, webhook: tuple[int, Path, bytes]) -> AsyncIterator[None]:  # fmt: skip
-    """deploy/webhook/mutating.yaml for the test's namespace, and the label RACK on every Node."""
+    """deploy/webhook's configurations (mutating.yaml, manifests.yaml) for the test's namespace, and the label
+    RACK on every Node."""
     webhook_port, _, ca = webhook
-    configuration = yaml.safe_load((REPO / "deploy" / "webhook" / "mutating.yaml").read_text())
-    configuration["metadata"] = {"name": f"node-labels-{kube.namespace}"}
-    for webhook in configuration["webhooks"]:
-        path = webhook["clientConfig"]["service"]["path"]
-        webhook["clientConfig"] = {"url": f"https://127.0.0.1:{webhook_port}{path}", "caBundle": base64.b64encode(ca).decode()}  # fmt: skip
-        webhook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": kube.namespace}}
-    await kube.client.create(MUTATING, configuration)
+    name = f"node-labels-{kube.namespace}"
+    for resource, file in ((MUTATING, "mutating.yaml"), (VALIDATING, "manifests.yaml")):
+        configuration = yaml.safe_load((REPO / "deploy" / "webhook" / file).read_text())
+        configuration["metadata"] = {"name": name}
+        for hook in configuration["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{webhook_port}{path}", "caBundle": base64.b64encode(ca).decode()}  # fmt: skip
+            hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": kube.namespace}}
+        await kube.client.create(resource, configuration)
     nodes = (await kube.client.list(NODE)).items
     for node in nodes:
         await kube.client.patch(NODE, node["metadata"]["name"], {"metadata": {"labels": {RACK: "r7"}}})
@@ -84,7 +89,8 @@ async def delivering(kube: Kube, operator: OperatorProcess, webhook: tuple[int, 
         yield
     finally:
         await kube.delete_clusters()
-        await kube.client.delete(MUTATING, configuration["metadata"]["name"])
+        for resource in (MUTATING, VALIDATING):
+            await kube.client.delete(resource, name)
         for node in nodes:
             await kube.client.patch(NODE, node["metadata"]["name"], {"metadata": {"labels": {RACK: None}}})
 
@@ -143,3 +149,16 @@ async def test_a_node_without_a_mapped_label_gets_nothing_delivered_and_the_pod_
     assert event["message"].startswith(
         f'Node "{clique["spec"]["nodeName"]}" lacks the required label(s) "{CLIQUE}" of worker group clique'
     )
+
+
+async def test_a_node_label_the_allowlist_does_not_list_is_refused_at_admission(kube: Kube, delivering: None) -> None:  # fmt: skip
+    manifest = labelled_cluster()
+    manifest["spec"]["workerGroupSpecs"][0]["labelMappings"] = [{"nodeLabel": "secret.example.com/x"}]
+    with pytest.raises(errors.Invalid) as refused:
+        await kube.create_cluster(manifest)
+    message = str(refused.value)
+    assert message.startswith('admission webhook "vraycluster.kb.io" denied the request: RayCluster.ray.io "topo" is invalid: ')  # fmt: skip
+    assert (
+        'spec.workerGroupSpecs[0].labelMappings[0].nodeLabel: Invalid value: "secret.example.com/x": node label '
+        "secret.example.com/x is not in the operator's allowedNodeLabels"
+    ) in message

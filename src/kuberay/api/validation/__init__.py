@@ -24,12 +24,14 @@ them is the reconcilers' decision, as upstream's reconcilers skip before validat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kuberay.api.features import FeatureGates
 from kuberay.api.raycluster import RayCluster
 from kuberay.api.raycronjob import RayCronJob
 from kuberay.api.rayjob import RayJob
 from kuberay.api.rayservice import RayService
-from kuberay.api.validation import raycluster, raycronjob, rayjob, rayservice, wire
+from kuberay.api.validation import alphafields, raycluster, raycronjob, rayjob, rayservice, wire
 from kuberay.api.validation.field import Errors, FieldError
 
 __all__ = [
@@ -58,12 +60,17 @@ def validate_raycluster(cluster: RayCluster, gates: FeatureGates) -> list[FieldE
     ]
 
 
-def validate_raycluster_admission(data: wire.JSON) -> list[FieldError]:
-    """What upstream's RayCluster admission webhook checks, on an object's JSON form: the metadata rules
-    and unique worker-group names (the spec rules are the reconciler's, as upstream)."""
+def validate_raycluster_admission(
+    data: wire.JSON, allowed_node_labels: Sequence[str] = ()
+) -> list[FieldError]:
+    """What upstream's RayCluster admission webhook checks, on an object's JSON form: the metadata rules,
+    unique worker-group names and (v1.8) the labelMappings rules against the operator's
+    `allowedNodeLabels` (the spec rules are the reconciler's, as upstream)."""
+    meta, spec = wire.obj(data, "metadata"), wire.obj(data, "spec")
     return [
-        *raycluster.metadata(wire.obj(data, "metadata")),
-        *raycluster.unique_group_names(wire.obj(data, "spec")),
+        *raycluster.metadata(meta),
+        *raycluster.unique_group_names(spec),
+        *alphafields.label_delivery(spec, "spec", wire.strings(meta, "annotations"), allowed_node_labels),
     ]
 
 
@@ -85,17 +92,32 @@ def validate_rayjob(job: RayJob, gates: FeatureGates) -> list[FieldError]:
     ]
 
 
-def validate_rayjob_admission(data: wire.JSON) -> list[FieldError]:
-    """What upstream's RayJob admission webhook (v1.7) checks, on an object's JSON form: the metadata rules
-    only (the spec and status rules are the reconciler's, as upstream)."""
-    return _as_metadata_name(rayjob.metadata(wire.obj(data, "metadata")))
+def validate_rayjob_admission(data: wire.JSON, allowed_node_labels: Sequence[str] = ()) -> list[FieldError]:
+    """What upstream's RayJob admission webhook (v1.7) checks, on an object's JSON form: the metadata rules,
+    and (v1.8) the labelMappings rules of its cluster spec (the spec and status rules are the reconciler's,
+    as upstream)."""
+    return [
+        *_as_metadata_name(rayjob.metadata(wire.obj(data, "metadata"))),
+        *_label_delivery(data, "rayClusterSpec", allowed_node_labels),
+    ]
 
 
-def validate_rayservice_admission(data: wire.JSON) -> list[FieldError]:
+def validate_rayservice_admission(
+    data: wire.JSON, allowed_node_labels: Sequence[str] = ()
+) -> list[FieldError]:
     """What upstream's RayService admission webhook (v1.7) checks, on an object's JSON form: the metadata
-    rules only, the `ray.io/initializing-timeout` annotation included (the spec rules are the
-    reconciler's, as upstream)."""
-    return _as_metadata_name(rayservice.metadata(wire.obj(data, "metadata")))
+    rules, the `ray.io/initializing-timeout` annotation included, and (v1.8) the labelMappings rules of its
+    cluster spec (the spec rules are the reconciler's, as upstream)."""
+    return [
+        *_as_metadata_name(rayservice.metadata(wire.obj(data, "metadata"))),
+        *_label_delivery(data, "rayClusterConfig", allowed_node_labels),
+    ]
+
+
+def _label_delivery(data: wire.JSON, cluster_spec: str, allowed: Sequence[str]) -> Errors:
+    annotations = wire.strings(wire.obj(data, "metadata"), "annotations")
+    spec = wire.obj(wire.obj(data, "spec"), cluster_spec)
+    return alphafields.label_delivery(spec, f"spec.{cluster_spec}", annotations, allowed)
 
 
 def _as_metadata_name(errors: Errors) -> list[FieldError]:

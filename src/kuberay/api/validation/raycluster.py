@@ -28,6 +28,7 @@ from kubesemantics import goparse
 _RESOURCE_START_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
 _TOKEN_AUTH_MIN_VERSION = (2, 52, 0)
 _K8S_TOKEN_AUTH_MIN_VERSION = (2, 55, 0)
+_LABELS_FILE_MIN_VERSION = (2, 45, 0)
 _PRIORITY_MIN_VERSION = (2, 56, 0)
 
 
@@ -384,6 +385,14 @@ def cluster_spec(spec: JSON, annotations: Mapping[str, str], gates: FeatureGates
         yield from _gcs_fault_tolerance(spec, at, head, head_at, head_container, annotations, gates)
         yield from alphafields.active_passive(spec, at, gates)
     yield from alphafields.label_mappings(spec, at, gates)
+    if gates.enabled(Feature.TOPOLOGY_LABEL_DELIVERY) and any(wire.has(g, "labelMappings") for g in groups):
+        # Node Label Delivery starts Ray with `--labels-file`, which Ray 2.45.0 added (kuberay#5300).
+        yield from _version_gate(
+            wire.text(spec, "rayVersion"),
+            _LABELS_FILE_MIN_VERSION,
+            "labelMappings is set",
+            f"{at}.rayVersion",
+        )[1]
     username_param = wire.strings(head, "rayStartParams").get("redis-username")
     username_env = wire.env_index(head_container, c.REDIS_USERNAME)
     if username_param or username_env is not None:
