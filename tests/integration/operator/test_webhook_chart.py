@@ -11,6 +11,10 @@ and the Secret's `ca.crt` goes into each webhook's caBundle, which is what cert-
 part of the test's cert-manager, tests/support/certmanager_process.py) does for the configuration's
 `cert-manager.io/inject-ca-from` annotation. The configuration selects only the test's namespace, as the
 session's localkube is shared. Like test_webhook.py (the RayCluster webhook), localkube only.
+
+The chart's MutatingWebhookConfiguration (Node Label Delivery, with the gate and an allowlist given to the
+operator) is installed the same way: localkube's scheduler binds a worker of a group with labelMappings
+through the chart's `mbinding.kb.io`, which delivers the Node's label onto the pod.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from support.operator_process import OperatorProcess
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CONFIGURATION = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+MUTATING = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+RACK = f"example.com/chart-rack-{int(time.time()) % 10**6}"
 LONG = "this-name-is-tooooooooooooooooooooooooooooooooooooooooooo-long-and-should-be-invalid"
 DNS1035 = (
     "[a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -67,7 +73,7 @@ def _rendered(helm: Helm, namespace: str) -> dict[str, dict[str, Any]]:
     for obj in helm.template("kuberay-operator", {"webhooks": {"enabled": True}}, namespace=namespace):
         if obj["kind"] == "Service" and obj["metadata"]["name"] == "kuberay-webhook-service":
             chart["WebhookService"] = obj
-        elif obj["kind"] in ("Issuer", "Certificate", "ValidatingWebhookConfiguration", "Deployment"):
+        elif obj["kind"] in ("Issuer", "Certificate", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Deployment"):  # fmt: skip
             chart[obj["kind"]] = obj
     return chart
 
@@ -103,10 +109,12 @@ def installed(localkube: LocalKubeProcess, helm: Helm, cert_manager_installed: C
             api.post(f"/api/v1/namespaces/{namespace}/endpoints", json=endpoints).raise_for_status()
             # What the CA injector does for the annotation, which names the Certificate applied above.
             assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{namespace}/serving-cert"  # fmt: skip
-            for webhook in configuration["webhooks"]:
+            mutating = chart["MutatingWebhookConfiguration"]
+            for webhook in [*configuration["webhooks"], *mutating["webhooks"]]:
                 webhook["clientConfig"]["caBundle"] = secret["ca.crt"]
                 webhook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
             api.post(CONFIGURATION, json=configuration).raise_for_status()
+            api.post(MUTATING, json=mutating).raise_for_status()
             # The Secret's files, as the chart's Deployment mounts them; its environment (ENABLE_WEBHOOKS).
             certs = tmp / "serving-certs"
             certs.mkdir()
@@ -116,6 +124,7 @@ def installed(localkube: LocalKubeProcess, helm: Helm, cert_manager_installed: C
             operator = OperatorProcess(
                 localkube.kubeconfig, tmp / "operator.log",
                 f"--webhook-port={port}", f"--webhook-cert-dir={certs}", f"--watch-namespace={namespace}",
+                "--feature-gates=TopologyLabelDelivery=true", f"--allowed-node-labels={RACK}",
                 env={e["name"]: e["value"] for e in container["env"]},
             ).start()  # fmt: skip
             operator.wait_listening(port)
@@ -124,6 +133,7 @@ def installed(localkube: LocalKubeProcess, helm: Helm, cert_manager_installed: C
             if operator is not None:
                 operator.stop()
             api.delete(f"{CONFIGURATION}/{configuration['metadata']['name']}")
+            api.delete(f"{MUTATING}/{chart['MutatingWebhookConfiguration']['metadata']['name']}")
             api.delete(f"/api/v1/namespaces/{namespace}")
 
 
@@ -188,3 +198,29 @@ def test_valid_objects_are_admitted(localkube: LocalKubeProcess, installed: Inst
     ) in done.stderr
     stored = api.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayservices/fine-service").json()
     assert "ray.io/initializing-timeout" not in (stored["metadata"].get("annotations") or {})
+
+
+def test_the_charts_binding_webhook_delivers_the_nodes_label(installed: Installed) -> None:
+    api, namespace = installed.api, installed.namespace
+    nodes = [n["metadata"]["name"] for n in api.get("/api/v1/nodes").json()["items"]]
+    label = {"metadata": {"labels": {RACK: "r9"}}}
+    merge = {"content-type": "application/merge-patch+json"}
+    for node in nodes:
+        api.patch(f"/api/v1/nodes/{node}", json=label, headers=merge).raise_for_status()
+    try:
+        cluster = _example("ray-cluster.minimal.yaml", "labelled")
+        cluster["spec"]["workerGroupSpecs"][0]["labelMappings"] = [{"nodeLabel": RACK, "mapTo": "rack"}]
+        api.post(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters", json=cluster).raise_for_status()
+
+        def delivered() -> str | None:
+            selector = "ray.io/cluster=labelled,ray.io/node-type=worker"
+            pods = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector}).json()
+            annotations = [(p["metadata"].get("annotations") or {}) for p in pods["items"] if p["spec"].get("nodeName")]  # fmt: skip
+            return annotations[0].get("ray.io/topology-labels") if annotations else None
+
+        assert json.loads(eventually(delivered, 90, "the worker bound with its node's label")) == {
+            "rack": "r9"
+        }
+    finally:
+        for node in nodes:
+            api.patch(f"/api/v1/nodes/{node}", json={"metadata": {"labels": {RACK: None}}}, headers=merge)
