@@ -1,13 +1,17 @@
-"""Helpers shared by the conformance tests: running the real kubectl against a localkube, a web pod, and
-protobuf bodies encoded by hand from Kubernetes' field numbers (independent of the server's table)."""
+"""Helpers shared by the conformance tests: running the real kubectl against a localkube, a web pod, a
+process-mode localkube of a module's own, and protobuf bodies encoded by hand from Kubernetes' field numbers
+(independent of the server's table)."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from kuberay.local.ports import free_port
 from support.localkube_process import LocalKubeProcess
 
 TESTDATA = Path(__file__).parent / "testdata"
@@ -48,6 +52,38 @@ def web_pod_and_service(port: int) -> list[dict[str, Any]]:
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
     }
     return [pod, service]
+
+
+def process_mode_localkube(data_dir: Path) -> Iterator[LocalKubeProcess]:
+    """A module fixture's body: a localkube with a process-mode node on `data_dir`, stopped afterwards."""
+    process = LocalKubeProcess(data_dir, extra_args=["--node-mode", "process"])
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop(timeout=30)
+
+
+def start_web_pod(server: LocalKubeProcess) -> int:
+    """Runs `web_pod_and_service` on a free port and waits until the pod is Ready; the port."""
+    port = free_port()
+    run_kubectl(server, "apply", "-f", "-", input=yaml.safe_dump_all(web_pod_and_service(port)))
+    run_kubectl(server, "wait", "--for=condition=Ready", "pod/web", "--timeout=60s")
+    return port
+
+
+def children(pid: int) -> set[int]:
+    """The live child processes of `pid`."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
 
 
 # --- Protobuf bodies, as client-go sends them ----------------------------------------------------------------

@@ -36,7 +36,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
-from conformance.support import run_kubectl, web_pod_and_service
+from conformance.support import children, process_mode_localkube, run_kubectl, start_web_pod
 from kuberay.local.ports import free_port
 from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
@@ -54,42 +54,18 @@ SETTLE_TIMEOUT = 30.0
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKubeProcess]:
-    """A process-mode localkube for this module, with the pod `web` serving HTTP on `server.web_port`."""
-    process = LocalKubeProcess(
-        tmp_path_factory.mktemp("localkube-exec"), extra_args=["--node-mode", "process"]
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop(timeout=30)
+    """A process-mode localkube for this module."""
+    yield from process_mode_localkube(tmp_path_factory.mktemp("localkube-exec"))
 
 
 @pytest.fixture(scope="module")
 def web_port(server: LocalKubeProcess) -> int:
-    port = free_port()
-    pod, service = web_pod_and_service(port)
-    run_kubectl(server, "apply", "-f", "-", input=yaml.safe_dump_all([pod, service]))
-    run_kubectl(server, "wait", "--for=condition=Ready", f"pod/{POD}", "--timeout=60s")
-    return port
+    """The pod `web`, serving HTTP on this port."""
+    return start_web_pod(server)
 
 
 def _kubectl(server: LocalKubeProcess, *args: str) -> list[str]:
     return ["kubectl", "--kubeconfig", str(server.kubeconfig), *args]
-
-
-def _children(pid: int) -> set[int]:
-    """The live child processes of `pid`."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
-                found.add(int(entry.name))
-    return found
 
 
 def _container_pid(server: LocalKubeProcess) -> int:
@@ -110,14 +86,14 @@ def _pod_connections(server: LocalKubeProcess, port: int) -> int:
 
 def _no_exec_left(server: LocalKubeProcess, before: set[int]) -> bool:
     assert server.process is not None
-    return _children(server.process.pid) <= before
+    return children(server.process.pid) <= before
 
 
 def test_exec_keeps_stdout_and_stderr_apart_and_exits_with_the_code(
     server: LocalKubeProcess, web_port: int
 ) -> None:
     assert server.process is not None
-    before = _children(server.process.pid)
+    before = children(server.process.pid)
     done = run_kubectl(server, "exec", POD, "--", "sh", "-c", "echo out; echo err >&2; exit 3", check=False)
     assert done.returncode == 3
     assert done.stdout == "out\n"
@@ -160,7 +136,7 @@ def test_cp_both_ways(server: LocalKubeProcess, web_port: int, tmp_path: Path) -
 
 def test_an_exec_the_client_abandons_is_killed(server: LocalKubeProcess, web_port: int) -> None:
     assert server.process is not None
-    before = _children(server.process.pid)
+    before = children(server.process.pid)
     marker = "424242"
     client = subprocess.Popen(_kubectl(server, "exec", POD, "--", "sleep", marker))
     eventually(
@@ -419,20 +395,6 @@ def test_older_channel_protocols_report_the_exit(
         assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "5"}]
     else:
         assert b"exit code 5" in error
-
-
-def test_a_spdy_upgrade_is_refused_with_the_reason(server: LocalKubeProcess, web_port: int) -> None:
-    spdy = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io"}
-    with server.client(timeout=30) as api:
-        refused = api.post(
-            f"/api/v1/namespaces/default/pods/{POD}/exec?command=true&stdout=true", headers=spdy
-        )
-        missing = api.post(
-            "/api/v1/namespaces/default/pods/missing/exec?command=true&stdout=true", headers=spdy
-        )
-    assert refused.status_code == 400
-    assert "SPDY upgrades are not supported" in refused.json()["message"]
-    assert missing.status_code == 404  # the request is checked before the upgrade is refused
 
 
 def test_exec_with_a_terminal_sized_as_kubectls(server: LocalKubeProcess, web_port: int) -> None:

@@ -19,7 +19,6 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 OWN = {init.parent.name for init in (REPO / "src").glob("*/__init__.py")}
 # Declared without an import statement, each for a reason.
 NOT_IMPORTED = {
-    "httptools": "uvicorn's HTTP parser, which localkube's runner selects by name",
     "wsproto": "uvicorn's WebSocket implementation, which localkube's runner selects by name",
     "protobuf": "imported as google.protobuf: the scan sees only `google`, a namespace several distributions share",
 }

@@ -17,6 +17,7 @@ import datetime
 import logging
 import time
 from dataclasses import replace
+from functools import partial
 from urllib.parse import parse_qs, parse_qsl
 
 from kubesemantics.selectors import SelectorError, field_matcher, label_matcher
@@ -30,6 +31,7 @@ from localkube.server import (
     listoptions,
     podstreams,
     proxy,
+    spdyupgrade,
     subresources,
     webhooks,
 )
@@ -68,7 +70,7 @@ from localkube.server.routing import (
     Target,
     request_verb,
 )
-from localkube.server.streams import WebSocket
+from localkube.server.streams import Socket, WebSocket
 from localkube.server.watch import stream
 from localkube.storage import SpaceExceeded, TooLarge
 
@@ -135,6 +137,10 @@ class App:
             await self._websocket(scope, receive, send)
             return
         if scope["type"] != "http":
+            return
+        upgrade = spdyupgrade.requested(scope)
+        if upgrade is not None and podstreams.is_stream_path(scope["path"]):
+            await self._spdy(scope, upgrade, send)
             return
         started = time.perf_counter()
         proxy_target = proxy.parse(scope["path"]) if self.pod_proxy is not None else None
@@ -228,13 +234,36 @@ class App:
                 raise errors.bad_request(
                     "only pods/exec, pods/attach and pods/portforward are served over WebSocket"
                 )
-            self._authorize_stream(user, target, websocket=True)
+            self._authorize_stream(user, target, ("get", "create"))
             session = self.pod_streams.prepare(
                 target, parse_qs(query_string), list(scope.get("subprotocols") or [])
             )
         except ApiError as error:
             await socket.refuse(error)
             return
+        await self._run_session(session, socket, scope, target, user)
+
+    async def _spdy(self, scope: Scope, upgrade: spdyupgrade.SpdyUpgrade, send: Send) -> None:
+        """A request to switch to SPDY/3.1 for pods/exec, attach or portforward (see podstreams.py),
+        checked as the API server and the kubelet check it; a refusal is an ordinary answer with a Status
+        (and the connection closes after it)."""
+        headers = asgi.headers_of(scope)
+        try:
+            user = self._identify(headers.get("authorization"), impersonation.requested(scope["headers"]))
+            target = self._route([s for s in scope["path"].split("/") if s])
+            self._authorize_stream(user, target, (request_verb(scope["method"], target, {}), "create"))
+            offered = spdyupgrade.offered(scope["headers"])
+            handshake = partial(spdyupgrade.handshake, offered, header_count=len(scope["headers"]))
+            query = parse_qs(scope["query_string"].decode("latin-1"))
+            session = self.pod_streams.prepare(target, query, [], handshake)
+        except ApiError as error:
+            await asgi.send_reply(_error_reply(error), send)
+            return
+        await self._run_session(session, upgrade, scope, target, user)
+
+    async def _run_session(
+        self, session: podstreams.Session, socket: Socket, scope: Scope, target: Target, user: UserInfo
+    ) -> None:
         started = time.perf_counter()
         try:
             await session(socket)
@@ -242,13 +271,13 @@ class App:
             log.exception("a %s session on %s failed", target.subresource, scope["path"])
         finally:
             await socket.close()
-        log.debug("WEBSOCKET %s?%s %.1fms user=%s", scope["path"], query_string,
+        log.debug("STREAM %s?%s %.1fms user=%s", scope["path"], scope["query_string"].decode("latin-1"),
                   (time.perf_counter() - started) * 1000, user.name)  # fmt: skip
 
-    def _authorize_stream(self, user: UserInfo, target: Target, *, websocket: bool) -> None:
+    def _authorize_stream(self, user: UserInfo, target: Target, verbs: tuple[str, ...]) -> None:
         """pods/exec, attach and portforward need `create`; a WebSocket (a GET) needs `get` as well, as
         the API server checks it with AuthorizePodWebsocketUpgradeCreatePermission."""
-        for verb in ("get", "create") if websocket else ("create",):
+        for verb in verbs:
             attributes = RequestAttributes(
                 verb, "", "pods", target.subresource or "", target.namespace or "", target.name or ""
             )
@@ -301,10 +330,10 @@ class App:
             if self.faults is not None:
                 self.faults.check(target, verb)
             if target.subresource in podstreams.SUBRESOURCES and target.resource_type.plural == "pods":
-                self._authorize_stream(request.user, target, websocket=False)
+                self._authorize_stream(request.user, target, ("create",))
                 query = {key: [value] for key, value in request.query.items()}
                 self.pod_streams.prepare(target, query, [])
-                raise podstreams.PodStreams.refuse_upgrade(target)
+                raise podstreams.not_upgraded(target)
             if target.resource_type.virtual:
                 return self._review(request, target)
             return await self._resource(request, target, verb)

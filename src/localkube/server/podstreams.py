@@ -1,17 +1,18 @@
 """The streaming pod subresources: pods/exec, pods/attach and pods/portforward.
 
 `PodStreams.prepare` checks a request as the API server does (the pod, its container, the options, the
-subprotocol) and returns the session to run once the WebSocket is accepted; a refusal is an ApiError,
-answered before the upgrade. Sessions run against the process-mode node (`ProcessNode`): exec and
+subprotocol) and returns the session to run once the upgrade is accepted; a refusal is an ApiError,
+answered before the upgrade. The upgrade is a WebSocket (`streams.py`; kubectl 1.30+, the official
+clients) or SPDY/3.1 (`spdyupgrade.py`; client-go's SPDY executor and dialer, older kubectl), which serves
+what the kubelet serves over it: exec and attach on streams (`spdyexec.py`), port-forward's SPDY session
+(`portforward.py`). Sessions run against the process-mode node (`ProcessNode`): exec and
 port-forward through `localkube.node.exec` with the container's process, attach by following the
 container's log (its stdout and stderr apart) from now on until the container stops.
 
 What is not served, with the reason in the refusal:
 - a node in simulate mode (no `ProcessNode`) has no processes to enter;
 - pods/attach with stdin or a TTY: a process-mode container's stdin is closed, and it has no terminal;
-- SPDY upgrades (`Upgrade: SPDY/3.1`, the fallback of older clients): uvicorn hands the application no raw
-  connection to speak SPDY on. kubectl 1.30+ uses WebSockets for exec and port-forward by default, and its
-  port-forward tunnels SPDY through the WebSocket, which is served (`portforward.py`).
+- a request that is no upgrade at all (a plain POST): there is nothing to stream on.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from typing import Any
 
 from localkube.node import exec as node_exec
 from localkube.node.exec import ContainerProcess, Execution
-from localkube.server import errors, portforward, remotecommand
+from localkube.server import errors, portforward, remotecommand, spdyexec
 from localkube.server.errors import ApiError
 from localkube.server.rest import Resources
 from localkube.server.routing import Target
-from localkube.server.streams import WebSocket, negotiate
+from localkube.server.spdyupgrade import SpdyUpgrade
+from localkube.server.streams import Socket, negotiate
 from localkube.server.subresources import pod_container
 
 SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
@@ -37,7 +39,7 @@ Lookup = Callable[[str, str, str], ContainerProcess | None]
 # (namespace, pod, container, "stdout" or "stderr", stop) -> what the container writes on that stream from
 # now on, until `stop()` is true.
 Output = Callable[[str, str, str, str, Callable[[], bool]], AsyncIterator[bytes]]
-Session = Callable[[WebSocket], Awaitable[None]]
+Session = Callable[[Socket], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,9 @@ class ProcessNode:
     output: Output
 
 
-SPDY_REFUSED = (
-    "localkube serves pods/{sub} over WebSocket only (subprotocols {protocols}); SPDY upgrades are not "
-    "supported: use a client that speaks WebSockets (kubectl 1.30 and later do by default)"
+NOT_UPGRADED = (
+    "unable to upgrade pods/{sub}: the request asks for neither a WebSocket (Upgrade: websocket) nor "
+    "SPDY/3.1 (Connection: Upgrade, Upgrade: SPDY/3.1)"
 )
 SIMULATED = (
     "pods on localkube's simulated node run no processes: exec, attach and port-forward need "
@@ -67,16 +69,27 @@ class PodStreams:
         self._resources = resources
         self.node: ProcessNode | None = None  # set once a process-mode node runs
 
-    def prepare(self, target: Target, query: dict[str, list[str]], offered: Sequence[str]) -> Session:
-        """The session a request asks for, once checked; ApiError when it is refused."""
+    def prepare(
+        self,
+        target: Target,
+        query: dict[str, list[str]],
+        offered: Sequence[str],
+        spdy_handshake: Callable[[Sequence[str]], str] | None = None,
+    ) -> Session:
+        """The session a request asks for, once checked; ApiError when it is refused. `offered` are a
+        WebSocket's subprotocols; a SPDY upgrade gives instead its `spdy_handshake`, which picks one of the
+        protocols served over SPDY (or refuses, as the kubelet's handshake does)."""
         assert target.name is not None and target.namespace is not None and target.subresource is not None
         pod = self._resources.get(target.resource_type, target.namespace, target.name)
         if target.subresource == "portforward":
             wanted = portforward.ports(query.get("ports", []))
-            protocol = _protocol(offered, portforward.PROTOCOLS, "portforward")
+            if spdy_handshake is not None:
+                protocol = spdy_handshake(portforward.SPDY_PROTOCOLS)
+            else:
+                protocol = _protocol(offered, portforward.PROTOCOLS, "portforward")
             lookup = self._node().lookup
             dial = partial(self._dial, lookup, pod)
-            if protocol in portforward.TUNNEL_PROTOCOLS:
+            if spdy_handshake is not None or protocol in portforward.TUNNEL_PROTOCOLS:
                 return _session(protocol, partial(portforward.serve_tunnel, dial=dial, pod=target.name))
             if not wanted:
                 raise errors.bad_request("at least one port must be specified")
@@ -85,7 +98,10 @@ class PodStreams:
         container = pod_container(pod, target.name, (query.get("container") or [""])[-1])
         attach = target.subresource == "attach"
         options = remotecommand.exec_options(pod, container, query, attach=attach)
-        protocol = _protocol(offered, remotecommand.PROTOCOLS, target.subresource)
+        if spdy_handshake is not None:
+            protocol = spdy_handshake(spdyexec.PROTOCOLS)
+        else:
+            protocol = _protocol(offered, remotecommand.PROTOCOLS, target.subresource)
         node = self._node()
         self._running(node.lookup, target.namespace, target.name, container)  # checked again at the start
         start: Callable[[tuple[int, int] | None], Awaitable[remotecommand.Process]]
@@ -95,6 +111,10 @@ class PodStreams:
             start = partial(self._attach, node, target.namespace, target.name, options.container)
         else:
             start = partial(self._exec, node.lookup, target.namespace, target.name, options)
+        if spdy_handshake is not None:
+            return _spdy_session(
+                protocol, partial(spdyexec.serve, protocol=protocol, options=options, start=start)
+            )
         run = partial(remotecommand.serve, protocol=protocol, options=options, start=start)
         return _session(protocol, run)
 
@@ -149,12 +169,21 @@ class PodStreams:
                 return await node_exec.dial(process.pid, port)
         raise ConnectionError(f"no container of pod {metadata['name']} is running")
 
-    @staticmethod
-    def refuse_upgrade(target: Target) -> ApiError:
-        """The answer to a request for a streaming subresource that is not a WebSocket (SPDY)."""
-        sub = target.subresource or ""
-        protocols = portforward.PROTOCOLS if sub == "portforward" else remotecommand.PROTOCOLS
-        return errors.bad_request(SPDY_REFUSED.format(sub=sub, protocols=", ".join(protocols)))
+
+def is_stream_path(path: str) -> bool:
+    """Whether `path` names a pod's exec, attach or portforward (as an upgrade request must)."""
+    segments = [segment for segment in path.split("/") if segment]
+    return (
+        len(segments) == 7
+        and segments[:3] == ["api", "v1", "namespaces"]
+        and segments[4] == "pods"
+        and segments[6] in SUBRESOURCES
+    )
+
+
+def not_upgraded(target: Target) -> ApiError:
+    """The answer to a request for a streaming subresource that asks for no upgrade."""
+    return errors.bad_request(NOT_UPGRADED.format(sub=target.subresource or ""))
 
 
 class _Attachment:
@@ -205,9 +234,20 @@ def _protocol(offered: Sequence[str], supported: Sequence[str], sub: str) -> str
     return protocol
 
 
-def _session(protocol: str, run: Callable[[WebSocket], Awaitable[None]]) -> Session:
-    async def session(socket: WebSocket) -> None:
+def _session(protocol: str, run: Callable[[Socket], Awaitable[None]]) -> Session:
+    async def session(socket: Socket) -> None:
         await socket.accept(protocol or None)
+        await run(socket)
+
+    return session
+
+
+def _spdy_session(protocol: str, run: Callable[[SpdyUpgrade], Awaitable[None]]) -> Session:
+    """A session that needs the SPDY connection itself (exec's streams), not only its bytes."""
+
+    async def session(socket: Socket) -> None:
+        assert isinstance(socket, SpdyUpgrade)
+        await socket.accept(protocol)
         await run(socket)
 
     return session

@@ -1,13 +1,18 @@
-"""pods/portforward over WebSocket, in the two forms clients use.
+"""pods/portforward over WebSocket, in the two forms clients use, and over SPDY/3.1.
 
     GET /api/v1/namespaces/{ns}/pods/{name}/portforward[?ports=8080&ports=9090]   (Upgrade: websocket)
+    POST /api/v1/namespaces/{ns}/pods/{name}/portforward   (Upgrade: SPDY/3.1, X-Stream-Protocol-Version:
+                                                            portforward.k8s.io)
 
 - `SPDY/3.1+portforward.k8s.io` (kubectl 1.31+; 1.30 named it `v2.portforward.k8s.io`): a SPDY/3.1
-  session tunnelled through the WebSocket (`spdy.py`). For every local connection the client opens an
-  `error` stream and a `data` stream with the headers `streamType`, `port` and `requestID`; once both of a
-  request are there the pod's port is dialled and the data stream carries the bytes both ways, each side
-  ending its half with FIN. A dial that fails writes its reason to the error stream. Connections are
-  independent: any number side by side.
+  session tunnelled through the WebSocket (`spdy.py`); the same session directly on the connection after a
+  SPDY upgrade (`spdyupgrade.py`; client-go's spdy.NewDialer, kubectl before 1.30). For every local
+  connection the client opens an `error` stream and a `data` stream with the headers `streamType`, `port`
+  and `requestID` (without one, the kubelet's guess from the stream ids: an error stream's own, a data
+  stream's minus 2); a stream without a valid port or type is reset. Once both of a request are there the
+  pod's port is dialled and the data stream carries the bytes both ways, each side ending its half with
+  FIN. A dial that fails writes its reason to the error stream. Connections are independent: any number
+  side by side.
 - `v4.channel.k8s.io` or no subprotocol (the official Python client and other WebSocket clients): the ports
   come from the query; port i has the data channel 2i and the error channel 2i+1, each of which first
   carries the port number (2 bytes, little-endian); then a message on a data channel is `[channel, data]`.
@@ -37,7 +42,7 @@ from typing import Any
 
 from localkube.node.exec import Connection
 from localkube.server import errors, spdy
-from localkube.server.streams import Disconnected, WebSocket
+from localkube.server.streams import Disconnected, Messages
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,8 @@ log = logging.getLogger(__name__)
 TUNNEL_PROTOCOLS = ("SPDY/3.1+portforward.k8s.io", "v2.portforward.k8s.io", "portforward.k8s.io")
 CHANNEL_PROTOCOLS = ("v4.channel.k8s.io",)
 PROTOCOLS = (*TUNNEL_PROTOCOLS, *CHANNEL_PROTOCOLS)
+# The X-Stream-Protocol-Version of a SPDY upgrade (the kubelet's SupportedPortForwardProtocols).
+SPDY_PROTOCOLS = ("portforward.k8s.io",)
 READ_SIZE = 32 * 1024
 # A connection's bytes from the client not yet read by its pod: reading the WebSocket pauses at the high mark
 # and resumes at the low one (a few socket buffers' worth: enough to keep a pod that reads fast busy).
@@ -147,9 +154,9 @@ class _Stream:
 
 
 class _Tunnel:
-    """One SPDY session in a WebSocket: streams by id, forwards by request id."""
+    """One SPDY session (in a WebSocket, or on an upgraded connection): streams by id, forwards by request id."""
 
-    def __init__(self, socket: WebSocket, dial: Dial, pod: str) -> None:
+    def __init__(self, socket: Messages, dial: Dial, pod: str) -> None:
         self._socket = socket
         self._dial = dial
         self._pod = pod
@@ -203,9 +210,11 @@ class _Tunnel:
         headers = frame.headers or {}
         kind, request = headers.get("streamtype", ""), headers.get("requestid", "")
         port = headers.get("port", "")
-        if kind not in ("data", "error") or not port.isdigit():
+        if kind not in ("data", "error") or not port.isdigit() or not 0 < int(port) < 65536:
             await self._socket.send(self._writer.rst_stream(frame.stream, spdy.PROTOCOL_ERROR))
             return
+        if not request:
+            request = str(frame.stream if kind == "error" else frame.stream - 2)
         stream = _Stream(frame.stream, kind, int(port), request)
         if kind == "error":
             stream.inbound.close()  # only this side writes an error stream: what a client sends there is dropped
@@ -281,14 +290,14 @@ async def _copy_both_ways(
             await sending
 
 
-async def serve_tunnel(socket: WebSocket, dial: Dial, pod: str) -> None:
+async def serve_tunnel(socket: Messages, dial: Dial, pod: str) -> None:
     await _Tunnel(socket, dial, pod).run()
 
 
 # -- the channel protocol ------------------------------------------------------------------------------------
 
 
-async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[int]) -> None:
+async def serve_channels(socket: Messages, dial: Dial, pod: str, wanted: list[int]) -> None:
     """One connection per port, on channels 2i (data) and 2i+1 (error), for the WebSocket's lifetime."""
     inbound: dict[int, _Upload] = {}
     tasks: list[asyncio.Future[None]] = []
@@ -319,7 +328,7 @@ async def serve_channels(socket: WebSocket, dial: Dial, pod: str, wanted: list[i
         await asyncio.gather(everything, receiving, return_exceptions=True)
 
 
-async def _receive_channels(socket: WebSocket, inbound: dict[int, _Upload]) -> None:
+async def _receive_channels(socket: Messages, inbound: dict[int, _Upload]) -> None:
     while True:
         message = await socket.receive()
         upload = inbound.get(message[0]) if message else None
@@ -329,7 +338,7 @@ async def _receive_channels(socket: WebSocket, inbound: dict[int, _Upload]) -> N
 
 
 async def _forward_channel(
-    socket: WebSocket, dial: Dial, pod: str, index: int, port: int, inbound: _Upload
+    socket: Messages, dial: Dial, pod: str, index: int, port: int, inbound: _Upload
 ) -> None:
     try:
         try:

@@ -31,7 +31,7 @@ import orjson
 
 from localkube.server import errors
 from localkube.server.errors import ApiError
-from localkube.server.streams import Disconnected, WebSocket
+from localkube.server.streams import Disconnected, Messages
 
 log = logging.getLogger(__name__)
 
@@ -128,12 +128,16 @@ def _failure(protocol: str, error: ApiError) -> bytes:
 
 
 async def serve(
-    socket: WebSocket,
+    socket: Messages,
     protocol: str,
     options: ExecOptions,
     start: Callable[[tuple[int, int] | None], Awaitable[Process]],
+    *,
+    stdin_ends: bool = False,
 ) -> None:
-    """Runs one exec session on an accepted WebSocket until the command ends or the client goes."""
+    """Runs one exec session on an accepted WebSocket (or SPDY streams as its channels, `spdyexec.py`) until
+    the command ends or the client goes. The CLOSE message ends stdin in v5, and in any protocol with
+    `stdin_ends` (a transport that can say so: SPDY's FIN on the stdin stream)."""
     try:
         execution = await start(None)
     except ApiError as error:
@@ -141,7 +145,9 @@ async def serve(
             await socket.send(bytes([ERROR]) + _failure(protocol, error))
         await socket.close()
         return
-    inbound = asyncio.ensure_future(_inbound(socket, execution, protocol))
+    inbound = asyncio.ensure_future(
+        _inbound(socket, execution, protocol, stdin_ends or protocol == PROTOCOLS[0])
+    )
     wanted = {STDOUT: options.stdout, STDERR: options.stderr}
     pumps = [
         asyncio.ensure_future(_pump(socket, channel, read, wanted[channel]))
@@ -173,7 +179,7 @@ async def _finish(execution: Process, pumps: Sequence[asyncio.Future[None]]) -> 
     return code
 
 
-async def _pump(socket: WebSocket, channel: int, read: Callable[[], Awaitable[bytes]], send: bool) -> None:
+async def _pump(socket: Messages, channel: int, read: Callable[[], Awaitable[bytes]], send: bool) -> None:
     """Sends a stream's output on its channel; a stream the client did not ask for is read and dropped, so
     that the command never blocks on a full pipe."""
     while data := await read():
@@ -181,8 +187,8 @@ async def _pump(socket: WebSocket, channel: int, read: Callable[[], Awaitable[by
             await socket.send(bytes([channel]) + data)
 
 
-async def _inbound(socket: WebSocket, execution: Process, protocol: str) -> None:
-    """The client's messages: stdin, terminal sizes, and (v5) the end of stdin."""
+async def _inbound(socket: Messages, execution: Process, protocol: str, stdin_ends: bool) -> None:
+    """The client's messages: stdin, terminal sizes, and (v5, SPDY) the end of stdin."""
     while True:
         message = await socket.receive()
         if not message:
@@ -194,5 +200,5 @@ async def _inbound(socket: WebSocket, execution: Process, protocol: str) -> None
             with contextlib.suppress(ValueError, TypeError, AttributeError):
                 size = orjson.loads(data)
                 execution.resize(int(size.get("Width", 0)), int(size.get("Height", 0)))
-        elif channel == CLOSE and protocol == PROTOCOLS[0] and data[:1] == bytes([STDIN]):
+        elif channel == CLOSE and stdin_ends and data[:1] == bytes([STDIN]):
             execution.close_stdin()

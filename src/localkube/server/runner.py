@@ -37,6 +37,7 @@ from localkube.server.proxy import Proxy
 from localkube.server.rbac import bootstrap_policy
 from localkube.server.registry import Registry
 from localkube.server.rest import SYSTEM_NAMESPACES, Resources
+from localkube.server.spdyupgrade import HttpProtocol
 from localkube.server.subresources import LogText
 from localkube.server.tls import ensure_tls
 from localkube.storage import SpaceExceeded, Store
@@ -203,7 +204,8 @@ def serve(options: ServeOptions) -> None:
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http="httptools",
+        # uvicorn's httptools protocol, which also switches to SPDY/3.1 (pods/exec, attach, portforward).
+        http=HttpProtocol,
         # wsproto accepts kubectl's port-forward subprotocol ("SPDY/3.1+portforward.k8s.io"), which the
         # websockets library refuses as not a token.
         ws="wsproto",

@@ -1,9 +1,10 @@
-"""SPDY/3.1 framing, as far as `kubectl port-forward` needs it from a server.
+"""SPDY/3.1 framing, as far as exec, attach and port-forward need it from a server.
 
-kubectl 1.30+ port-forwards over a WebSocket whose subprotocol is `SPDY/3.1+portforward.k8s.io`: the
-WebSocket's binary messages carry the bytes of an ordinary SPDY/3.1 session (no HTTP upgrade inside), in
-which the client opens one stream per direction-of-use (see `portforward.py`). This module reads and
-writes that session's frames:
+A SPDY session comes two ways: an HTTP connection switched by `Upgrade: SPDY/3.1` (`spdyupgrade.py`;
+client-go's SPDY executor and dialer), or the binary messages of a WebSocket whose subprotocol is
+`SPDY/3.1+portforward.k8s.io` (kubectl 1.30+ port-forward; no HTTP upgrade inside). In either the client
+opens the streams (exec: `spdyexec.py`; port-forward: `portforward.py`). This module reads and writes the
+session's frames:
 
 - a control frame: `1 | version(15) | type(16) | flags(8) | length(24) | payload`;
 - a data frame: `0 | stream id(31) | flags(8) | length(24) | payload`;
@@ -210,6 +211,10 @@ class FrameWriter:
 
     def ping(self, ping_id: bytes) -> bytes:
         return self._control(PING, 0, ping_id)
+
+    def goaway(self, last_stream: int, status: int = 0) -> bytes:
+        """The session is over: no stream after `last_stream` (the peer's last this side took) was seen."""
+        return self._control(GOAWAY, 0, struct.pack(">II", last_stream, status))
 
     @staticmethod
     def data(stream: int, data: bytes, fin: bool = False) -> bytes:

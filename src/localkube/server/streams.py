@@ -1,7 +1,9 @@
 """A WebSocket over one ASGI connection, for the streaming subresources (pods/exec, pods/portforward).
 
 `WebSocket` turns the ASGI messages of one connection into accept / refuse (an HTTP reply with a Status
-instead of the upgrade) / send / receive / close; `negotiate` picks the subprotocol.
+instead of the upgrade) / send / receive / close; `negotiate` picks the subprotocol. `Socket` is what a
+session uses of it, which a SPDY/3.1 upgrade (`spdyupgrade.SpdyUpgrade`) offers too; `Messages` is the part
+the exec session needs, which the SPDY exec streams (`spdyexec.py`) present as the WebSocket's channels.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from typing import Protocol
 
 import orjson
 
@@ -18,6 +21,18 @@ from localkube.server.routing import Receive, Send
 
 class Disconnected(ServingError):
     """The client closed the WebSocket."""
+
+
+class Messages(Protocol):
+    async def receive(self) -> bytes: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class Socket(Messages, Protocol):
+    async def accept(self, subprotocol: str | None) -> None: ...
 
 
 class WebSocket:
