@@ -114,13 +114,24 @@ def _connect(server: LocalKubeProcess) -> ssl.SSLSocket:
     return server.ssl_context().wrap_socket(raw, server_hostname=host)
 
 
-def _upgrade(server: LocalKubeProcess, path: str, protocols: list[str]) -> tuple[ssl.SSLSocket, bytes]:
-    """Sends a SPDY upgrade request; the connection and the answer's head (and body, when it is no 101)."""
+def _upgrade(
+    server: LocalKubeProcess, path: str, protocols: list[str], early: bytes = b""
+) -> tuple[ssl.SSLSocket, bytes]:
+    """Sends a SPDY upgrade request (and `early` in the same write); the connection and the answer's head
+    (and body, when it is no 101)."""
+    conn, answer, _ = _upgrade_reading_on(server, path, protocols, early)
+    return conn, answer
+
+
+def _upgrade_reading_on(
+    server: LocalKubeProcess, path: str, protocols: list[str], early: bytes = b""
+) -> tuple[ssl.SSLSocket, bytes, bytes]:
+    """`_upgrade`, and what came after a 101's head in the same reads."""
     conn = _connect(server)
     lines = [f"POST {path} HTTP/1.1", f"Host: {server.url.removeprefix('https://')}",
              f"Authorization: Bearer {server.token}", "Connection: Upgrade", "Upgrade: SPDY/3.1",
              "Content-Length: 0", *(f"X-Stream-Protocol-Version: {p}" for p in protocols)]  # fmt: skip
-    conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + early)
     answer = b""
     while b"\r\n\r\n" not in answer:
         chunk = conn.recv(65536)
@@ -137,8 +148,8 @@ def _upgrade(server: LocalKubeProcess, path: str, protocols: list[str]) -> tuple
         )
         while len(rest) < length:
             rest += conn.recv(65536)
-        return conn, head + b"\r\n\r\n" + rest
-    return conn, head
+        return conn, head + b"\r\n\r\n" + rest, b""
+    return conn, head, rest
 
 
 def _syn_stream(stream: int, headers: dict[str, str], deflate: Any) -> bytes:
@@ -239,3 +250,37 @@ def test_a_stream_never_opened_ends_the_session_before_the_command_runs(
         assert children(server.process.pid) <= before  # waiting for stderr: nothing runs yet
     eventually(lambda: children(server.process.pid) <= before, 30, "no command left")  # type: ignore[union-attr]
     _still_serves(streamclient, server)
+
+
+def test_frames_sent_with_the_request_itself_are_served_after_the_switch(
+    server: LocalKubeProcess, web_port: int
+) -> None:
+    """A client that does not wait for the 101: its streams, in the same write as the request, are read as
+    the session's first bytes. The session ends as the kubelet's does: stdout, the error stream's Status
+    and a FIN on each stream, then GOAWAY."""
+    deflate = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 15, zdict=spdy.DICTIONARY)
+    early = _syn_stream(1, {"streamtype": "error"}, deflate) + _syn_stream(
+        3, {"streamtype": "stdout"}, deflate
+    )
+    path = _exec_path("command=echo&command=early&stdout=true")
+    conn, head, rest = _upgrade_reading_on(server, path, ["v4.channel.k8s.io"], early)
+    with conn:
+        assert head.startswith(b"HTTP/1.1 101 Switching Protocols"), head
+        reader = spdy.FrameReader()
+        frames = list(reader.feed(rest))
+        conn.settimeout(60)
+        while not any(frame.kind == spdy.GOAWAY for frame in frames):
+            chunk = conn.recv(65536)
+            assert chunk, f"closed before GOAWAY, after {frames}"
+            frames += reader.feed(chunk)
+    data = {1: b"", 3: b""}
+    for frame in frames:
+        if frame.kind == 0:
+            data[frame.stream] += frame.payload
+    assert data == {1: b'{"metadata":{},"status":"Success"}', 3: b"early\n"}
+    assert [frame.kind for frame in frames if frame.kind != 0] == [
+        spdy.SYN_REPLY,
+        spdy.SYN_REPLY,
+        spdy.GOAWAY,
+    ]
+    assert [frame.stream for frame in frames if frame.kind == 0 and frame.fin] == [3, 1]  # stdout, then error
