@@ -185,17 +185,16 @@ class Scheduler:
             await self._binder.create(
                 self._binder.pods, metadata["namespace"], metadata["name"], binding, SCHEDULER_USER
             )
-        except ApiError as refused:
-            log.info("binding %s/%s refused: %s", metadata["namespace"], metadata["name"], refused.message)
+        except Exception as failed:  # a refusal (ApiError) or anything else: the assumption must not stay
+            why = failed.message if isinstance(failed, ApiError) else repr(failed)
+            log.info("binding %s/%s failed: %s", metadata["namespace"], metadata["name"], why)
             held = self._holding.pop(key, None)
             if held is not None:
                 self._usage_of(held[0]).add(held[1], -1)
             self._refused[key] = time.monotonic() + UNSCHEDULABLE_RETRY
             pod = self._store.get(key)
             if pod is not None and not (pod.get("spec") or {}).get("nodeName"):
-                self._unschedulable(
-                    key, pod, f'running Bind plugin "DefaultBinder": {refused.message}', "SchedulerError"
-                )
+                self._unschedulable(key, pod, f'running Bind plugin "DefaultBinder": {why}', "SchedulerError")
         finally:
             self._binding.pop(key, None)
 

@@ -40,7 +40,10 @@ def assign(
 ) -> None:
     """Assigns the pod to the Binding's node with the Binding's annotations (setPodHostAndAnnotations)."""
     node = target_node(name, binding)
-    pod = resources.get(resource_type, namespace, name)
+    key = resource_type.key(namespace, name)
+    pod = resources.store.get(key)  # the stored form, written back as such
+    if pod is None:
+        raise errors.not_found(resource_type.plural, resource_type.group, name)
     bound = (pod.get("spec") or {}).get("nodeName")
     if bound:
         raise errors.conflict("pods/binding", "", name, f'pod {name} is already assigned to node "{bound}"')
@@ -55,7 +58,7 @@ def assign(
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()}
     )
     pod.setdefault("status", {})["conditions"] = conditions
-    resources.store.update(resource_type.key(namespace, name), pod, int(pod["metadata"]["resourceVersion"]))
+    resources.store.update(key, pod, int(pod["metadata"]["resourceVersion"]))
 
 
 class Binder:
