@@ -23,7 +23,7 @@ import pytest
 
 from conformance.support import children, process_mode_localkube, start_web_pod
 from localkube.server import spdy
-from support import toolbuild
+from support import runreport, toolbuild
 from support.eventually import eventually
 from support.localkube_process import LocalKubeProcess
 
@@ -36,7 +36,8 @@ RUN_TIMEOUT = 120.0
 def streamclient() -> Path:
     """The client-go program, built once per machine (its fixture's name is its tool's, so a cold run builds
     it beside the rest of the suite)."""
-    path, _ = toolbuild.ensure("streamclient")
+    path, seconds = toolbuild.ensure("streamclient")
+    runreport.report(f"streamclient: {path} ready in {seconds:.1f} s (built on first use)")
     return path
 
 
