@@ -78,6 +78,8 @@ def test_node_label_deliverys_mutating_webhooks_as_deploy_webhook_registers_them
     assert (bindings["name"], bindings["clientConfig"]["service"]["path"], bindings["failurePolicy"]) == ("mbinding.kb.io", nodelabels.BINDING_PATH, "Ignore")  # fmt: skip
     assert bindings["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}]  # fmt: skip
     assert "objectSelector" not in bindings
+    # Its one side effect (the RequiredNodeLabelMissing Event) is not made on a dry run.
+    assert (pods["sideEffects"], bindings["sideEffects"]) == ("None", "NoneOnDryRun")
     # The binding webhook reads the Node.
     rules = find(objects, "ClusterRole", "kuberay-operator")["rules"]
     assert {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]} in rules

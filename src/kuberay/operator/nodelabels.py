@@ -8,7 +8,8 @@ ENABLE_WEBHOOKS is `true`; what they change is kuberay.builders.nodelabels.
   carries no labels for a selector and every pod's binding is sent): for such a worker, the mapped labels of
   the target Node that `allowedNodeLabels` allows go on the Binding as the `ray.io/topology-labels`
   annotation, which the API server merges into the pod. When one is missing, nothing is delivered and a
-  Warning Event `RequiredNodeLabelMissing` is recorded on the pod.
+  Warning Event `RequiredNodeLabelMissing` is recorded on the pod (not on a dry run: sideEffects
+  NoneOnDryRun).
 
 Both always allow: they only add what delivery needs. The RayCluster comes from the operator's cache (a live
 read when it is not there yet); the pod and the Node of a binding are read live (the pod may be newer than
@@ -78,7 +79,7 @@ class NodeLabelDelivery:
                 group = (nodelabels.worker_group(pod) or ("", ""))[1]
                 message = nodelabels.missing_message(node, delivered.missing, group)
                 log.info("pod %s/%s: %s", namespace, name, message)
-                if self._recorder is not None:
+                if self._recorder is not None and not admission.get("dryRun"):  # NoneOnDryRun
                     self._recorder.record(pod, "Warning", nodelabels.REQUIRED_NODE_LABEL_MISSING, message)
                 return []
             log.info("pod %s/%s bound to %s: delivering %s", namespace, name, node, delivered.labels)

@@ -74,8 +74,15 @@ def delivery(reads: Reads, events: Events | None = None, cached: bool = True) ->
     return nodelabels.NodeLabelDelivery(cast(Client, reads), clusters, events, ["example.com/rack"])
 
 
-def call(handler: Any, path: str, obj: dict[str, Any], name: str = "w") -> tuple[int, list[dict[str, Any]] | None]:  # fmt: skip
-    request = {"uid": "u", "operation": "CREATE", "namespace": "ns", "name": name, "object": obj}
+def call(handler: Any, path: str, obj: dict[str, Any], name: str = "w", dry_run: bool = False) -> tuple[int, list[dict[str, Any]] | None]:  # fmt: skip
+    request = {
+        "uid": "u",
+        "operation": "CREATE",
+        "namespace": "ns",
+        "name": name,
+        "object": obj,
+        "dryRun": dry_run,
+    }
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
     status, _, reply = asyncio.run(handler(HttpRequest("POST", path, {}, body.encode())))
     if status != 200:
@@ -115,6 +122,8 @@ def test_binding_delivers_the_allowed_mapped_labels() -> None:
 def test_binding_to_a_node_without_the_label_delivers_nothing_and_records_the_event() -> None:
     events = Events()
     hooks = delivery(Reads(worker_pod(), node({"secret": "s"})), events)
+    assert call(hooks.mutate_binding, nodelabels.BINDING_PATH, binding(), dry_run=True) == (200, [])
+    assert events.recorded == []  # no side effect on a dry run
     assert call(hooks.mutate_binding, nodelabels.BINDING_PATH, binding()) == (200, [])
     [(pod, type, reason, message)] = events.recorded
     assert (pod, type, reason) == ("w", "Warning", "RequiredNodeLabelMissing")
