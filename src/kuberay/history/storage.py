@@ -9,6 +9,7 @@ directory backend is the embedded default (`kuberay local up --history`); S3-com
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from abc import ABC, abstractmethod
@@ -75,10 +76,21 @@ def check_key(key: str) -> str:
     return key
 
 
+# What reading a key that no file can be named by raises (a part past NAME_MAX, a NUL): no put stored
+# such a key, so a read of it finds nothing, as a read of any other absent key.
+_UNNAMEABLE = (FileNotFoundError, IsADirectoryError, NotADirectoryError, ValueError)
+
+
+def _unnameable(error: OSError | ValueError) -> bool:
+    return isinstance(error, _UNNAMEABLE) or (
+        isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG
+    )
+
+
 class LocalDirectory(Storage):
     """Keys are files under a directory. A put writes a temporary file beside the target, fsyncs it and
     renames it over the target, so a crash mid-write leaves the old value (and a stray temporary file that
-    `keys` ignores)."""
+    `keys` ignores). Reads of a key no file can be named by (too long, a NUL) find nothing."""
 
     _TEMP_PREFIX = ".put-"
 
@@ -101,23 +113,33 @@ class LocalDirectory(Storage):
         except OSError as e:
             raise StorageError(f"cannot store {key!r} under {self.root}: {e}") from e
 
+    def _unread(self, key: str, error: OSError | ValueError) -> StorageError:
+        if _unnameable(error):
+            return NoSuchKey(key)
+        return StorageError(f"cannot read {key!r} under {self.root}: {error}")
+
     def get(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise NoSuchKey(key) from None
+        except (OSError, ValueError) as e:
+            raise self._unread(key, e) from None
 
     def read_range(self, key: str, start: int, length: int) -> bytes:
         try:
             with self._path(key).open("rb") as f:
                 f.seek(start)
                 return f.read(length)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise NoSuchKey(key) from None
+        except (OSError, ValueError) as e:
+            raise self._unread(key, e) from None
 
     def size(self, key: str) -> int | None:
         path = self._path(key)
-        return path.stat().st_size if path.is_file() else None
+        try:
+            return path.stat().st_size if path.is_file() else None
+        except (OSError, ValueError) as e:
+            if _unnameable(e):
+                return None
+            raise self._unread(key, e) from None
 
     def sweep(self, prefix: str) -> None:
         base = self.root / prefix.strip("/")
@@ -126,8 +148,13 @@ class LocalDirectory(Storage):
 
     def keys(self, prefix: str) -> list[str]:
         base = self.root / prefix.strip("/") if prefix.strip("/") else self.root
-        if not base.is_dir():
-            return []
+        try:
+            if not base.is_dir():
+                return []
+        except OSError as e:
+            if _unnameable(e):
+                return []
+            raise StorageError(f"cannot list {prefix!r} under {self.root}: {e}") from e
         keys = [
             path.relative_to(self.root).as_posix()
             for path in base.rglob("*")
