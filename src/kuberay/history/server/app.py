@@ -283,9 +283,11 @@ class HistoryApp:
                 ),
                 400,
             )
-        files = logs.matching(
-            await self.catalog.log_files(stored, node_id), request.query_params.get("glob", "*")
-        )
+        try:
+            stored_files = await self.catalog.log_files(stored, node_id)
+        except layout.LayoutError as e:  # a node id that is no directory name (`..`, a `/`)
+            return JSONResponse(stateapi.reply(None, str(e), ok=False), 400)
+        files = logs.matching(stored_files, request.query_params.get("glob", "*"))
         return JSONResponse(stateapi.reply(logs.categorize(files)))
 
     async def log_file(self, request: Request, stored: StoredSession) -> Response:
