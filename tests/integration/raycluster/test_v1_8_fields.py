@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from conformance.webhookserver import make_certificates
+from kuberay.local.ports import free_port
 from kuberay.rayresources import RAYCLUSTER, RAYCRONJOB, RAYJOB, RAYSERVICE
 from kuberay.runtime import errors
 from kuberay.runtime.client import PatchType
@@ -40,14 +42,20 @@ ACTIVE_PASSIVE_STORED = {"leaseDurationSeconds": 30, "renewDeadlineSeconds": 10,
 @pytest.fixture(scope="module")
 def operator(kube_backend: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     """As conftest's, with upstream v1.8's two gates on as well, so that specs using the gated fields are
-    valid and reconciled (their features are not implemented: the fields are accepted and kept)."""
+    valid and reconciled (active-passive heads are not implemented: that field is accepted and kept), and
+    with its webhook server on, which labelMappings needs (no webhook is registered: no pod here has a
+    node's labels delivered)."""
     log_dir = os.environ.get("RAYCLUSTER_TEST_LOG_DIR")
     directory = Path(log_dir) if log_dir else tmp_path_factory.mktemp("operator")
     kubeconfig = service_account_kubeconfig(kube_backend, "kuberay-system", directory / "kubeconfig")
     gates = (
         f"--feature-gates={ALPHA_GATES},TopologyLabelDelivery=true,GCSFaultToleranceActivePassiveHead=true"
     )
-    process = OperatorProcess(kubeconfig, directory / "operator.log", gates).start()
+    make_certificates(directory / "webhook-certs", ["kuberay-webhook-service.ray-system.svc"])
+    webhooks = (f"--webhook-port={free_port()}", f"--webhook-cert-dir={directory / 'webhook-certs'}")
+    process = OperatorProcess(
+        kubeconfig, directory / "operator.log", gates, *webhooks, env={"ENABLE_WEBHOOKS": "true"}
+    ).start()
     try:
         yield process
     finally:

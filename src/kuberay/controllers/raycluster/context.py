@@ -60,6 +60,8 @@ class ClusterOptions:
     pods: PodOptions = field(default_factory=PodOptions)
     env: RayClusterEnvironment = field(default_factory=RayClusterEnvironment)
     cluster_ip_head_service: bool = False  # ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE
+    # ENABLE_WEBHOOKS: Node Label Delivery's labels reach a pod only through the operator's webhooks.
+    webhooks: bool = False
 
     @property
     def conditions_enabled(self) -> bool:
@@ -73,6 +75,7 @@ class ClusterOptions:
             pods=pod_options(settings.feature_gates, environment.pods, settings.config),
             env=environment.raycluster,
             cluster_ip_head_service=environment.pods.cluster_ip_head_service,
+            webhooks=environment.webhook.enabled,
         )
 
 

@@ -168,6 +168,13 @@ class RayClusterReconciler:
         gates = self.ctx.options.gates
         for error in rules.cluster_spec(spec, wire.strings(meta, "annotations"), gates, "spec"):
             return "InvalidRayClusterSpec", f"The RayCluster spec is invalid {key}: {error.message}"
+        if not self.ctx.options.webhooks and any(wire.has(g, "labelMappings") for g in wire.objs(spec, "workerGroupSpecs")):  # fmt: skip
+            # Upstream's reconciler check (kuberay#5300): without the webhooks no label would be delivered.
+            return (
+                "InvalidRayClusterSpec",
+                f"The RayCluster spec is invalid {key}: labelMappings requires the operator to run with webhooks "
+                "(ENABLE_WEBHOOKS=true)",
+            )
         if (warning := autoscaler_v1_restart_policy_warning(model)) is not None:
             self._invalid(cluster, "InvalidRayClusterSpec", f"RayCluster spec warning {key}: {warning}")
         if tls.is_enabled(spec, gates) and not self.ctx.cert_manager:
