@@ -102,13 +102,23 @@ def test_a_clients_binding_is_admitted_and_its_annotations_merged(cluster: tuple
     node = api.get("/api/v1/nodes").json()["items"][0]["metadata"]["name"]
     configure(api, MUTATING, namespace, ca, f"https://127.0.0.1:{server.port}/annotate")
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "mine", "annotations": {"own": "kept"}}, "target": {"name": node}}  # fmt: skip
-    reply = api.post(f"/api/v1/namespaces/{namespace}/pods/mine/binding", json=binding)
+    path = f"/api/v1/namespaces/{namespace}/pods/mine/binding"
+
+    def webhook_called() -> bool:
+        # kube-apiserver takes up a new configuration a moment later: dry runs until the webhook sees one.
+        api.post(path, json=binding, params={"dryRun": "All"}).raise_for_status()
+        return bool(server.received.get("/annotate"))
+
+    eventually(webhook_called, 30, "the webhook called on a dry-run binding", every=0.2)
+    assert server.received["/annotate"][-1]["request"]["dryRun"] is True
+    assert not read(api, namespace, "mine")["spec"].get("nodeName")  # a dry run binds nothing
+    reply = api.post(path, json=binding)
     assert reply.status_code == 201, reply.text
     found = read(api, namespace, "mine")
     assert found["spec"]["nodeName"] == node
     # The webhook's patch replaced the Binding's annotations; what it left is merged into the pod's.
     assert found["metadata"]["annotations"]["annotated"] == "yes"
-    assert len(server.received["/annotate"]) == 1
+    assert server.received["/annotate"][-1]["request"]["dryRun"] is False
 
 
 def test_a_refused_binding_leaves_the_pod_unbound_until_admission_allows_it(cluster: tuple[httpx.Client, str, WebhookServer, bytes]) -> None:  # fmt: skip
