@@ -16,7 +16,7 @@ always build the same spec.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kuberay.api import constants
@@ -140,7 +140,7 @@ def build_leaf_certificate(
     )
 
 
-def is_ready(certificate: JSON) -> bool:
+def is_ready(certificate: Mapping[str, Any]) -> bool:
     """cert-manager's Ready condition is True for the certificate's current generation: a Ready left from
     before a SAN change does not count, as the Secret still holds the old certificate."""
     for condition in (certificate.get("status") or {}).get("conditions") or ():

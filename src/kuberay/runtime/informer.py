@@ -12,6 +12,11 @@ The loop, per watched namespace (or once for all namespaces):
    last resourceVersion, after a backoff if it broke. When the server answers 410 Gone (the version was
    compacted), go back to 1.
 
+An optional informer (`optional=True`: a kind of another project's API, cert-manager's, say) treats a 404
+on its first list as "this API is not served": it is then synced, empty and done (`served` is False), as
+controller-runtime's users avoid a cache that would never sync by asking discovery first. The API is not
+looked for again; installing it later takes a restart, as upstream's start-up probe does.
+
 Handlers run synchronously in the informer's task, in event order, and must not block (controllers only
 enqueue keys). After the first full list of every scope the informer is synced and calls `gc.freeze()`,
 moving the bulk of the cache out of the cyclic collector's way. A periodic resync (if configured) delivers
@@ -68,9 +73,13 @@ class Informer:
         watch_timeout_seconds: int = 300,
         retry_delays: tuple[float, float] = (0.2, 5.0),
         clock: Clock | None = None,
+        optional: bool = False,
     ) -> None:
         self.client = client
         self.resource = resource
+        self.optional = optional
+        # Whether the server serves the kind: None until an optional informer's first list answers.
+        self.served: bool | None = None if optional else True
         self.store = Store()
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -131,6 +140,7 @@ class Informer:
             try:
                 if position.resource_version is None:
                     position.resource_version = await self._relist(namespace)
+                    self.served = True
                     self._scope_synced(namespace)
                 await self._watch(namespace, position.resource_version, position)
                 failures = 0
@@ -141,6 +151,11 @@ class Informer:
                 position.resource_version = None
                 self.relists += 1
             except errors.KubeError as e:
+                if isinstance(e, errors.NotFoundError) and self.optional and not self.served:
+                    log.info("%s is not served; not watching it", self.resource)
+                    self.served = False
+                    self._scope_synced(namespace)
+                    return
                 self._connected_since[namespace] = None
                 failures += 1
                 base, cap = self._retry_delays

@@ -66,8 +66,10 @@ class Manager:
         self._synced = asyncio.Event()
         self._started = False
 
-    def informer(self, resource: Resource) -> Informer:
-        """The shared informer of a kind (created on first use, before `run`)."""
+    def informer(self, resource: Resource, *, optional: bool = False) -> Informer:
+        """The shared informer of a kind (created on first use, before `run`). `optional`: the kind's API
+        may not be served (`Informer`); it counts only where the informer is created, so ask for an
+        optional kind before anything else uses it."""
         informer = self._informers.get(resource)
         if informer is None:
             if self._started:
@@ -79,6 +81,7 @@ class Manager:
                 label_selector=self.selectors.get(resource),
                 resync_period=self.resync_period,
                 clock=self.clock,
+                optional=optional,
             )
             self._informers[resource] = informer
         return informer

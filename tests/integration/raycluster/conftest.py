@@ -22,6 +22,7 @@ from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.client import Client
 from kuberay.runtime.resources import EVENT, POD, SERVICE
+from support.certmanager_process import CertManager
 from support.operator_process import OperatorProcess
 from support.shared import yaml_documents
 
@@ -47,6 +48,20 @@ def service_account_kubeconfig(kube_backend: Any, namespace: str, target: Path) 
     kube_backend.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
     kube_backend.apply([account, role, binding])
     return kube_backend.service_account_kubeconfig(namespace, account["metadata"]["name"], target)
+
+
+@pytest.fixture(scope="module")
+def cert_manager_installed(
+    cert_manager: Path, kube_backend: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CertManager]:
+    """The real cert-manager on the backend for one module (tests/support/certmanager_process.py), removed
+    after it, so the other modules' operators find no cert-manager."""
+    log = tmp_path_factory.mktemp("cert-manager") / "controller.log"
+    manager = CertManager.install(cert_manager, kube_backend.kubeconfig, log)
+    try:
+        yield manager
+    finally:
+        manager.uninstall()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import contextlib
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +34,8 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ray-cluster.mtls.y
 
 
 @pytest.fixture(scope="module")
-def installed(
-    cert_manager: Path, kube_backend: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[CertManager]:
-    log = tmp_path_factory.mktemp("cert-manager") / "controller.log"
-    manager = CertManager.install(cert_manager, kube_backend.kubeconfig, log)
-    try:
-        yield manager
-    finally:
-        manager.uninstall()
+def installed(cert_manager_installed: CertManager) -> CertManager:
+    return cert_manager_installed
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,15 @@
 client), whom it tells (the Event recorder), what it remembers (scale expectations), and the operator's
 options that shape it.
 
-Reads of owned kinds (Pods, Services, Secrets, PVCs, Jobs) come from the informers' caches; kinds the
-controller does not watch (Ingress, Route, RBAC objects) are read with the client, as upstream reads them.
+Reads of owned kinds (Pods, Services, Secrets, PVCs, Jobs, and with the RayClusterMTLS gate cert-manager's
+Certificates and Issuers) come from the informers' caches; kinds the controller does not watch (Ingress,
+Route, RBAC objects) are read with the client, as upstream reads them.
 All writes go through the client. One `Context` per controller; it holds no per-reconcile state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,8 @@ class Context:
     pods: Store
     services: Store
     jobs: Store
+    secrets: Store
+    pvcs: Store
     recorder: EventRecorder | None
     expectations: ScaleExpectations
     clock: Clock
@@ -94,7 +97,12 @@ class Context:
     scheduler: BatchScheduler = field(default_factory=BatchScheduler)
     # Whether the server serves OpenShift Routes; found out on first need (None until then).
     openshift: bool | None = None
-    # Whether it serves cert-manager.io/v1; found out on the first mTLS cluster (`mtls.cert_manager_installed`).
+    # cert-manager's kinds, cached with the RayClusterMTLS gate on (empty otherwise), and whether their
+    # informers found cert-manager.io/v1 served (None: not asked, as with the gate off).
+    certificates: Store = field(default_factory=Store)
+    issuers: Store = field(default_factory=Store)
+    cert_manager_served: Callable[[], bool | None] = lambda: None
+    # That answer as the reconciles use it, taken on the first mTLS cluster (`mtls.cert_manager_installed`).
     cert_manager: bool | None = None
 
     def event(

@@ -4,8 +4,8 @@ head, headless and serve Services; the GCS storage PVC.
 
 All are create-if-missing (upstream never updates them), except the Ingress, whose labels, annotations and
 spec are kept as built, and the PVC, whose owner reference follows `deletionPolicy`. Kinds the controller
-watches (Services, Secrets, PVCs) are read from the cache; the others are read with the client, as upstream
-reads them. Each function raises on the error that stops the chain (after its Warning Event).
+watches (Services, Secrets, PVCs) are read from the cache (a create the cache has not seen yet answers
+AlreadyExists, which is fine); the others are read with the client, as upstream reads them. Each function raises on the error that stops the chain (after its Warning Event).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kuberay.controllers.raycluster import status
 from kuberay.controllers.raycluster.context import ROUTE, Context
 from kuberay.runtime import errors
 from kuberay.runtime.events import NORMAL, WARNING
+from kuberay.runtime.frozen import thaw
 from kuberay.runtime.resources import (
     INGRESS,
     PERSISTENT_VOLUME_CLAIM,
@@ -32,6 +33,7 @@ from kuberay.runtime.resources import (
     SECRET,
     SERVICE,
     SERVICE_ACCOUNT,
+    ObjectKey,
     Resource,
 )
 
@@ -169,7 +171,7 @@ async def auth_secret(ctx: Context, cluster: RayCluster) -> None:
     if not secret.needs_auth_secret(cluster):
         return
     desired = secret.build_auth_secret(cluster, base64.b64encode(secrets.token_bytes(32)).decode())
-    if await _get(ctx, SECRET, desired["metadata"]["name"], cluster.namespace) is None:
+    if ctx.secrets.get(ObjectKey(cluster.namespace, desired["metadata"]["name"])) is None:
         with contextlib.suppress(errors.AlreadyExistsError):
             await ctx.client.create(SECRET, desired)
 
@@ -200,7 +202,7 @@ async def serve_service(ctx: Context, cluster: RayCluster) -> None:
     if cluster.annotations.get(constants.ENABLE_SERVE_SERVICE_ANNOTATION) != "true":
         return
     name = cluster.name + constants.SERVE_SERVICE_SUFFIX
-    if await _get(ctx, SERVICE, name, cluster.namespace) is not None:
+    if ctx.services.get(ObjectKey(cluster.namespace, name)) is not None:
         return
     try:
         desired = service.build_serve_service(cluster)
@@ -217,7 +219,7 @@ async def gcs_storage_pvc(ctx: Context, cluster: RayCluster) -> None:
     namespace = cluster.namespace
     claim = ((options or {}).get("storage") or {}).get("claimName")
     if claim:
-        if await _get(ctx, PERSISTENT_VOLUME_CLAIM, claim, namespace) is None:
+        if ctx.pvcs.get(ObjectKey(namespace, claim)) is None:
             ctx.event(
                 cluster,
                 WARNING,
@@ -229,12 +231,13 @@ async def gcs_storage_pvc(ctx: Context, cluster: RayCluster) -> None:
         return
     desired = pvc.build_gcs_pvc(cluster)
     name = desired["metadata"]["name"]
-    live = await _get(ctx, PERSISTENT_VOLUME_CLAIM, name, namespace)
-    if live is None:
+    cached = ctx.pvcs.get(ObjectKey(namespace, name))
+    if cached is None:
         try:
             await ctx.client.create(PERSISTENT_VOLUME_CLAIM, desired)
         except errors.AlreadyExistsError:
-            live = await _get(ctx, PERSISTENT_VOLUME_CLAIM, name, namespace)
+            # Made before the cache saw it (its watch event is on the way): the next pass checks it.
+            return
         except errors.KubeError as e:
             ctx.event(
                 cluster,
@@ -247,8 +250,7 @@ async def gcs_storage_pvc(ctx: Context, cluster: RayCluster) -> None:
         else:
             ctx.event(cluster, NORMAL, "CreatedPVC", f"Created GCS storage PVC {namespace}/{name}", CREATE)
             return
-    if live is None:
-        return
+    live = thaw(cached)
     if differences := pvc.drift(desired, live):
         ctx.event(
             cluster,

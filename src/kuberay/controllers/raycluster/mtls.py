@@ -13,8 +13,16 @@ A failure is a Warning Event `MTLSFailedToReconcile` naming the object, and ends
 Pods are held (`hold_reason`) until both leaf Certificates are Ready at their current generation and both
 Secrets hold `tls.crt`, `tls.key` and `ca.crt`, as upstream's RayCluster controller holds them.
 
-Whether cert-manager is installed (`cert-manager.io/v1` served) is found out once, on the first mTLS
-cluster, and kept (upstream asks discovery once, at start-up).
+Everything is read from the informers' caches (Issuers, Certificates, Secrets, Pods), as upstream's cached
+client reads them; the writes go through the client. The controller watches Issuers and Certificates (by
+their controller reference to the RayCluster) and the Secrets cert-manager issues (`issued_secret_owner`),
+so a certificate that becomes Ready, or its Secret written, wakes its cluster at once. The next pass is
+also due by upstream's requeue decision (`requeue_seconds`): 30 s while the leaf certificates are not
+Ready, every 60 s once they are, so an expiry is warned of without an event.
+
+Whether cert-manager is installed (`cert-manager.io/v1` served) is what the Certificate informer's first
+list found at start-up (an optional informer: a 404 there means not served), taken on the first mTLS
+cluster and kept (upstream asks discovery once, at start-up).
 """
 
 from __future__ import annotations
@@ -29,11 +37,14 @@ from kuberay.api import constants
 from kuberay.api.features import Feature
 from kuberay.api.raycluster import RayCluster
 from kuberay.builders import certificates, tls
-from kuberay.controllers.raycluster import dependents
 from kuberay.controllers.raycluster.context import Context
+from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
+from kuberay.runtime.cache import CachedObject, Store
+from kuberay.runtime.controller import Mapper, controller_owner
 from kuberay.runtime.events import NORMAL, WARNING
-from kuberay.runtime.resources import SECRET, Resource
+from kuberay.runtime.frozen import thaw
+from kuberay.runtime.resources import SECRET, ObjectKey, Resource
 from kubesemantics import times
 
 log = logging.getLogger(__name__)
@@ -42,6 +53,11 @@ ISSUER = Resource(certificates.API_VERSION, certificates.ISSUER_KIND, "issuers")
 CERTIFICATE = Resource(certificates.API_VERSION, certificates.CERTIFICATE_KIND, "certificates")
 RECONCILE, UPDATE = "Reconcile", "Update"
 EXPIRY_WARNING = timedelta(hours=24)
+# Upstream's mtlsDefaultRequeueDuration and mtlsPeriodicCheckDuration (raycluster_mtls_controller.go).
+NOT_READY_REQUEUE_SECONDS = 30.0
+READY_REQUEUE_SECONDS = 60.0
+# What cert-manager writes on every Secret it issues: the name of the Certificate the Secret is for.
+CERTIFICATE_NAME_ANNOTATION = "cert-manager.io/certificate-name"
 NODE_TYPES = (constants.HEAD_NODE, constants.WORKER_NODE)
 
 Obj = Mapping[str, Any]
@@ -53,11 +69,34 @@ def enabled(ctx: Context, cluster: RayCluster) -> bool:
     return gates.enabled(Feature.RAY_CLUSTER_MTLS) and tls.is_enabled(cluster.spec.dump(), gates)
 
 
-async def cert_manager_installed(ctx: Context) -> bool:
-    """`cert-manager.io/v1` is served; asked once per process."""
+def requeue_seconds(certificates_ready: bool) -> float:
+    """When an mTLS cluster's next pass is due, as upstream's mTLS controller decides it."""
+    return READY_REQUEUE_SECONDS if certificates_ready else NOT_READY_REQUEUE_SECONDS
+
+
+def issued_secret_owner(certificates: Store) -> Mapper:
+    """Maps a Secret cert-manager issued to the RayCluster controlling its Certificate (found in
+    `certificates`): a Secret's first issuance comes before `_own_secret` makes the Certificate its owner,
+    and the Secret may reach the cache after its Certificate turns Ready, when the pods still wait for it."""
+    cluster_of = controller_owner(RAYCLUSTER)
+
+    def owners(secret: CachedObject) -> tuple[ObjectKey, ...]:
+        metadata = secret["metadata"]
+        name = (metadata.get("annotations") or {}).get(CERTIFICATE_NAME_ANNOTATION)
+        certificate = certificates.get(ObjectKey(metadata.get("namespace") or "", name)) if name else None
+        return tuple(cluster_of(certificate)) if certificate is not None else ()
+
+    return owners
+
+
+def cert_manager_installed(ctx: Context) -> bool:
+    """`cert-manager.io/v1` is served, as the Certificate informer found at start-up; logged once."""
     if ctx.cert_manager is None:
-        ctx.cert_manager = await dependents.api_served(ctx, CERTIFICATE)
-        if ctx.cert_manager:
+        served = ctx.cert_manager_served()
+        if served is None:
+            return False
+        ctx.cert_manager = served
+        if served:
             log.info("cert-manager API found; RayClusters with tlsOptions get their certificates from it")
         else:
             log.info(
@@ -66,11 +105,8 @@ async def cert_manager_installed(ctx: Context) -> bool:
     return ctx.cert_manager
 
 
-async def _get(ctx: Context, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
-    try:
-        return await ctx.client.get(resource, name, namespace)
-    except errors.NotFoundError:
-        return None
+def _cached(store: Store, name: str, namespace: str) -> CachedObject | None:
+    return store.get(ObjectKey(namespace, name))
 
 
 def _pod_ips(ctx: Context, cluster: RayCluster, node_type: str) -> list[str]:
@@ -88,10 +124,13 @@ def _pod_ips(ctx: Context, cluster: RayCluster, node_type: str) -> list[str]:
     ]
 
 
-async def _create_if_missing(ctx: Context, resource: Resource, desired: Obj) -> dict[str, Any] | None:
-    """The live object, or None after creating `desired` (AlreadyExists: a stale read; the next pass sees it)."""
+async def _create_if_missing(
+    ctx: Context, store: Store, resource: Resource, desired: Obj
+) -> CachedObject | None:
+    """The cached object, or None after creating `desired` (AlreadyExists: the cache had not seen it yet;
+    the watch brings it, and the next pass)."""
     metadata = desired["metadata"]
-    live = await _get(ctx, resource, metadata["name"], metadata["namespace"])
+    live = _cached(store, metadata["name"], metadata["namespace"])
     if live is None:
         with contextlib.suppress(errors.AlreadyExistsError):
             await ctx.client.create(resource, desired)
@@ -101,13 +140,13 @@ async def _create_if_missing(ctx: Context, resource: Resource, desired: Obj) -> 
 async def _own_secret(ctx: Context, certificate: Obj) -> None:
     """Adds the Certificate as an owner of its Secret (once cert-manager has written it)."""
     metadata = certificate["metadata"]
-    secret = await _get(ctx, SECRET, certificate["spec"]["secretName"], metadata["namespace"])
-    if secret is None:
+    cached = _cached(ctx.secrets, certificate["spec"]["secretName"], metadata["namespace"])
+    if cached is None:
         return
-    owners = secret["metadata"].setdefault("ownerReferences", [])
-    if any(owner.get("uid") == metadata["uid"] for owner in owners):
+    if any(owner.get("uid") == metadata["uid"] for owner in cached["metadata"].get("ownerReferences") or ()):
         return
-    owners.append(
+    secret = thaw(cached)
+    secret["metadata"].setdefault("ownerReferences", []).append(
         {
             "apiVersion": certificates.API_VERSION,
             "kind": certificates.CERTIFICATE_KIND,
@@ -126,36 +165,39 @@ async def _leaf(ctx: Context, cluster: RayCluster, node_type: str) -> None:
     desired = certificates.build_leaf_certificate(
         cluster, node_type, _pod_ips(ctx, cluster, node_type), ctx.options.pods.cluster_domain
     )
-    live = await _create_if_missing(ctx, CERTIFICATE, desired)
+    live = await _create_if_missing(ctx, ctx.certificates, CERTIFICATE, desired)
     if live is None:
         return
     if live["metadata"].get("labels") != desired["metadata"]["labels"] or _sans_differ(
         live["spec"], desired["spec"]
     ):
-        live["metadata"]["labels"] = desired["metadata"]["labels"]
-        live["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
-        live["spec"] = desired["spec"]
+        updated = thaw(live)
+        updated["metadata"]["labels"] = desired["metadata"]["labels"]
+        updated["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
+        updated["spec"] = desired["spec"]
         ips = desired["spec"]["ipAddresses"]
         ctx.event(
             cluster, NORMAL, "MTLSCertificatesUpdated",
             f"Updated {node_type} certificate SANs (IPs: [{' '.join(ips)}])", UPDATE,
         )  # fmt: skip
-        live = await ctx.client.update(CERTIFICATE, live)
+        live = await ctx.client.update(CERTIFICATE, updated)
     await _own_secret(ctx, live)
 
 
 async def _self_signed_issuer(ctx: Context, cluster: RayCluster) -> None:
-    await _create_if_missing(ctx, ISSUER, certificates.build_self_signed_issuer(cluster))
+    await _create_if_missing(ctx, ctx.issuers, ISSUER, certificates.build_self_signed_issuer(cluster))
 
 
 async def _ca_certificate(ctx: Context, cluster: RayCluster) -> None:
-    live = await _create_if_missing(ctx, CERTIFICATE, certificates.build_ca_certificate(cluster))
+    live = await _create_if_missing(
+        ctx, ctx.certificates, CERTIFICATE, certificates.build_ca_certificate(cluster)
+    )
     if live is not None:
         await _own_secret(ctx, live)
 
 
 async def _ca_issuer(ctx: Context, cluster: RayCluster) -> None:
-    await _create_if_missing(ctx, ISSUER, certificates.build_ca_issuer(cluster))
+    await _create_if_missing(ctx, ctx.issuers, ISSUER, certificates.build_ca_issuer(cluster))
 
 
 async def _head_certificate(ctx: Context, cluster: RayCluster) -> None:
@@ -175,10 +217,11 @@ STEPS = (
 )
 
 
-async def reconcile_certificates(ctx: Context, cluster: RayCluster) -> None:
-    """The step: the PKI made or brought up to date, then its readiness told in an Event."""
+async def reconcile_certificates(ctx: Context, cluster: RayCluster) -> float | None:
+    """The step: the PKI made or brought up to date, then its readiness told in an Event. Returns when
+    the next pass is due (`requeue_seconds`), or None for a cluster without mTLS."""
     if not enabled(ctx, cluster):
-        return
+        return None
     for what, make in STEPS:
         try:
             await make(ctx, cluster)
@@ -188,9 +231,7 @@ async def reconcile_certificates(ctx: Context, cluster: RayCluster) -> None:
             )
             raise
     leaves = [
-        await _get(
-            ctx, CERTIFICATE, certificates.certificate_name(cluster.name, node_type), cluster.namespace
-        )
+        _cached(ctx.certificates, certificates.certificate_name(cluster.name, node_type), cluster.namespace)
         for node_type in NODE_TYPES
     ]
     if not all(leaf is not None and certificates.is_ready(leaf) for leaf in leaves):
@@ -201,7 +242,7 @@ async def reconcile_certificates(ctx: Context, cluster: RayCluster) -> None:
             "Waiting for cert-manager to issue mTLS certificates",
             RECONCILE,
         )
-        return
+        return requeue_seconds(False)
     ctx.event(
         cluster,
         NORMAL,
@@ -209,12 +250,13 @@ async def reconcile_certificates(ctx: Context, cluster: RayCluster) -> None:
         "mTLS PKI is ready: CA, head, and worker certificates issued",
         RECONCILE,
     )
-    ca = await _get(ctx, CERTIFICATE, certificates.ca_certificate_name(cluster.name), cluster.namespace)
+    ca = _cached(ctx.certificates, certificates.ca_certificate_name(cluster.name), cluster.namespace)
     _warn_expiring(ctx, cluster, [*leaves, ca], ctx.clock.now())
+    return requeue_seconds(True)
 
 
 def _warn_expiring(
-    ctx: Context, cluster: RayCluster, found: list[dict[str, Any] | None], now: datetime
+    ctx: Context, cluster: RayCluster, found: list[CachedObject | None], now: datetime
 ) -> None:
     """Ray reads its certificate files once, at start: a renewed certificate needs a pod restart."""
     for certificate in found:
@@ -231,11 +273,11 @@ def _warn_expiring(
             )  # fmt: skip
 
 
-async def hold_reason(ctx: Context, cluster: RayCluster) -> str | None:
+def hold_reason(ctx: Context, cluster: RayCluster) -> str | None:
     """Why pods of this mTLS cluster may not be made yet (upstream's checkMTLSSecretsReady), or None."""
     for node_type in NODE_TYPES:
         name = certificates.certificate_name(cluster.name, node_type)
-        certificate = await _get(ctx, CERTIFICATE, name, cluster.namespace)
+        certificate = _cached(ctx.certificates, name, cluster.namespace)
         if certificate is None:
             return f"certificate {name} not found"
         if not certificates.is_ready(certificate):
@@ -243,7 +285,7 @@ async def hold_reason(ctx: Context, cluster: RayCluster) -> str | None:
             return f"certificate {name} is not ready at current generation {generation}"
     for node_type in NODE_TYPES:
         name = tls.secret_name(cluster.name, node_type)
-        secret = await _get(ctx, SECRET, name, cluster.namespace)
+        secret = _cached(ctx.secrets, name, cluster.namespace)
         if secret is None:
             return f"secret {name} not found"
         for key in certificates.SECRET_KEYS:

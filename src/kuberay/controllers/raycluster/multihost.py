@@ -99,7 +99,7 @@ class MultiHostGroup:
         if scalegate.holds_creation(self.writer.cluster, self.model, missing * self.hosts, why):
             return
         if missing > 0:
-            await self.writer.check_mtls()
+            self.writer.check_mtls()
             used = {
                 int(label)
                 for pods in valid.values()

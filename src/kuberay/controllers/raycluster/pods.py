@@ -191,7 +191,7 @@ class PodReconciler:
             and self.cluster.annotations.get(constants.DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION) == "true"
         ):
             return True
-        await self.writer.check_mtls()
+        self.writer.check_mtls()
         built = pod.build_head_pod(
             self.cluster, self.ctx.options.pods, recreate_hash=recreate.spec_hash(self.writer.spec)
         )
@@ -266,7 +266,7 @@ class PodReconciler:
         if scalegate.holds_creation(self.cluster, group, diff, why):
             return
         if diff > 0:
-            await self.writer.check_mtls()
+            self.writer.check_mtls()
             used = {
                 int(label)
                 for p in running

@@ -40,6 +40,12 @@ class PodsError(ReconcileError):
     """A pass over the pods stopped early without a ReplicaFailure reason (requeue and retry)."""
 
 
+class MTLSHold(PodsError):
+    """No pod may be made yet: the cluster's certificates or their Secrets are not issued. Not retried with
+    backoff: the watches of Certificates and issued Secrets wake the cluster, and the mTLS step's requeue
+    looks again (upstream's RayCluster controller backs off; its mTLS controller requeues)."""
+
+
 class PodWriter:
     """Creates, deletes and lists the pods of one RayCluster for one pass (cheap to build)."""
 
@@ -180,17 +186,17 @@ class PodWriter:
         self.ctx.expectations.expect(self.owner, group_name, podstate.pod_name(p), ScaleAction.DELETE)
         self.event(NORMAL, "DeletedWorkerPod", note)
 
-    async def check_mtls(self) -> None:
+    def check_mtls(self) -> None:
         """Pods of an mTLS cluster wait for their certificates; without cert-manager they never come."""
         if not tls.is_enabled(self.spec, self.ctx.options.gates):
             return
         reason = (
-            await mtls.hold_reason(self.ctx, self.cluster)
+            mtls.hold_reason(self.ctx, self.cluster)
             if self.ctx.cert_manager
             else "cert-manager is not installed"
         )
         if reason is not None:
-            raise PodsError(f"mTLS secrets not ready: {reason}")
+            raise MTLSHold(f"mTLS secrets not ready: {reason}")
 
     def random_delete_allowed(self) -> bool:
         return not autoscaler.is_enabled(self.spec) or self.ctx.options.env.random_pod_delete

@@ -13,7 +13,9 @@
    only when a compared field changed.
 7. Requeue: 2 s after an error, a status write or a pass that skipped a group its scale expectations held
    back (a create that never shows up is given up on by time, which sends no event), else the periodic
-   resync (300 s by default).
+   resync (300 s by default), or sooner for an mTLS cluster: upstream's mTLS requeue (30 s while its
+   certificates are not Ready, 60 s once they are). Pods held for certificates (`MTLSHold`) are not an
+   error to back off from: the Certificate and Secret watches wake the cluster when cert-manager issues.
 
 Each stage is a named step (`kuberay.runtime.steps`): "validate", "finalizer", one per owned object,
 "pods" and "status", so a failure is reported as `reconcile step "pods" failed: ...`. The cached object is
@@ -54,7 +56,7 @@ from kuberay.controllers.raycluster import (
 from kuberay.controllers.raycluster.context import SHORT_REQUEUE_SECONDS, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.pods import PodReconciler
-from kuberay.controllers.raycluster.podwrites import PodsError
+from kuberay.controllers.raycluster.podwrites import MTLSHold, PodsError
 from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result, TemporaryError
@@ -106,7 +108,7 @@ class RayClusterReconciler:
             return await self._write_invalid(cluster, message)
         with step("validate"):
             if mtls.enabled(self.ctx, model):
-                await mtls.cert_manager_installed(self.ctx)
+                mtls.cert_manager_installed(self.ctx)
             refusal = self._validate(cluster, model, key)
         if refusal is not None:
             return await self._write_invalid(cluster, refusal)
@@ -119,13 +121,14 @@ class RayClusterReconciler:
             return Result()
 
         reconcile_error: Exception | None = None
+        mtls_requeue: float | None = None
         pods = PodReconciler(self.ctx, model)
         try:
             for name, dependent in dependents.STEPS:
                 with step(name):
                     await dependent(self.ctx, model)
             with step("mtls"):
-                await mtls.reconcile_certificates(self.ctx, model)
+                mtls_requeue = await mtls.reconcile_certificates(self.ctx, model)
             with step("pods"):
                 await pods.run()
         except (errors.KubeError, dependents.DependentError, status.ReplicaFailureError, PodsError) as e:
@@ -133,16 +136,22 @@ class RayClusterReconciler:
 
         with step("status"):
             changed, status_error = await self._write_status(model, reconcile_error)
-            if reconcile_error is None and isinstance(status_error, errors.ConflictError):
+            # Held pods are not an error to back off from (see the module's docstring, 7).
+            held = isinstance(reconcile_error, MTLSHold)
+            failed = None if held else reconcile_error
+            if failed is None and isinstance(status_error, errors.ConflictError):
                 # The cache had not yet seen our previous write; recalculate once it has (no error to report).
                 return Result(requeue=True)
-            if reconcile_error is None and status_error is not None:
+            if failed is None and status_error is not None:
                 raise TemporaryError(str(status_error)) from status_error
-        if reconcile_error is not None:
-            raise TemporaryError(str(reconcile_error)) from reconcile_error
+        if failed is not None:
+            raise TemporaryError(str(failed)) from failed
+        if held:
+            log.info("%s, requeuing before pod creation", reconcile_error)
         if changed or pods.waiting:
             return Result(requeue_after=SHORT_REQUEUE_SECONDS)
-        return Result(requeue_after=self.ctx.options.env.requeue_seconds)
+        periodic = self.ctx.options.env.requeue_seconds
+        return Result(requeue_after=periodic if mtls_requeue is None else min(periodic, mtls_requeue))
 
     def _invalid(self, cluster: Obj, reason: str, message: str) -> None:
         self.ctx.event(cluster, WARNING, reason, message, VALIDATE)

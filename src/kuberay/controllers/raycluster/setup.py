@@ -5,12 +5,19 @@ labels or annotations change (status-only writes do not wake it), and the Pods, 
 it controls. Batch Jobs are
 cached (the Redis cleanup Job is read from the cache) but not watched: cleanup progress is polled by
 requeue, as upstream does.
+
+With the RayClusterMTLS gate, also cert-manager's Issuers and Certificates the cluster controls, and the
+Secrets cert-manager issues for those Certificates (upstream's mTLS controller owns Issuers and
+Certificates). Their informers are optional: without cert-manager they find nothing served and watch
+nothing, so the manager still becomes ready (upstream probes discovery before registering them).
 """
 
 from __future__ import annotations
 
 from kuberay.api import constants
+from kuberay.api.features import Feature
 from kuberay.api.settings import OperatorSettings
+from kuberay.controllers.raycluster import mtls
 from kuberay.controllers.raycluster.context import ClusterOptions, Context
 from kuberay.controllers.raycluster.metrics import ClusterMetrics
 from kuberay.controllers.raycluster.reconciler import RayClusterReconciler
@@ -53,6 +60,8 @@ def install(manager: Manager, settings: OperatorSettings) -> RayClusterReconcile
         pods=pods,
         services=manager.cache(SERVICE),
         jobs=manager.cache(JOB),
+        secrets=manager.cache(SECRET),
+        pvcs=manager.cache(PERSISTENT_VOLUME_CLAIM),
         recorder=manager.recorder,
         expectations=ScaleExpectations(
             pods.get, manager.clock, connected_since=manager.informer(POD).connected_since
@@ -77,5 +86,17 @@ def install(manager: Manager, settings: OperatorSettings) -> RayClusterReconcile
         .owns(SECRET)
         .owns(PERSISTENT_VOLUME_CLAIM)
     )
+    if options.gates.enabled(Feature.RAY_CLUSTER_MTLS):
+        _watch_cert_manager(manager, ctx, controller)
     manager.add(controller)
     return reconciler
+
+
+def _watch_cert_manager(manager: Manager, ctx: Context, controller: Controller) -> None:
+    """cert-manager's caches and watches (before `manager.add`, which would make plain informers of them)."""
+    certificates = manager.informer(mtls.CERTIFICATE, optional=True)
+    ctx.certificates = certificates.store
+    ctx.issuers = manager.informer(mtls.ISSUER, optional=True).store
+    ctx.cert_manager_served = lambda: certificates.served
+    controller.owns(mtls.ISSUER).owns(mtls.CERTIFICATE)
+    controller.watches(SECRET, mtls.issued_secret_owner(ctx.certificates))
