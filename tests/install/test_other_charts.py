@@ -5,27 +5,59 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from install.rendered import find, kinds, validate_all
 from kuberay.apiserver import main as apiserver
-from support.helm import Helm
+from support.helm import CHARTS, Helm
+
+# Upstream v1.7.0's helm-chart/kuberay-apiserver/values.yaml `security` (as facts): the security proxy is
+# on by default, its token left for the user to give.
+UPSTREAM_SECURITY = {
+    "proxy": {"repository": "quay.io/kuberay/security-proxy", "tag": "nightly", "pullPolicy": "IfNotPresent"},
+    "env": {"HTTP_LOCAL_PORT": 8988, "GRPC_LOCAL_PORT": 8987, "SECURITY_PREFIX": "/", "ENABLE_GRPC": "true"},
+}
 
 
 def test_apiserver_defaults(helm: Helm) -> None:
     objects = helm.template("kuberay-apiserver", release="kuberay-apiserver")
     validate_all(objects)
+    defaults = yaml.safe_load((CHARTS / "kuberay-apiserver" / "values.yaml").read_text())
+    assert defaults["security"] == UPSTREAM_SECURITY
     deployment = find(objects, "Deployment", "kuberay-apiserver")
-    (main,) = deployment["spec"]["template"]["spec"]["containers"]
+    main, proxy = deployment["spec"]["template"]["spec"]["containers"]
     assert main["name"] == "kuberay-apiserver-container"
     assert (main["command"], main["args"]) == (["kuberay-apiserver"], ["--enable-api-server-v2=true"])
     assert [p["containerPort"] for p in main["ports"]] == [8888, 8887]
+    # Upstream's proxy beside it: its image, its ports, its environment with the APIServer's ports added.
+    assert (proxy["name"], proxy["image"], proxy["imagePullPolicy"]) == (
+        "security-proxy-container", "quay.io/kuberay/security-proxy:nightly", "IfNotPresent"
+    )  # fmt: skip
+    assert [(p["name"], p["containerPort"]) for p in proxy["ports"]] == [("http", 8988), ("grpc", 8987)]
+    assert proxy["env"] == [
+        {"name": "ENABLE_GRPC", "value": "true"}, {"name": "GRPC_LOCAL_PORT", "value": "8987"},
+        {"name": "HTTP_LOCAL_PORT", "value": "8988"}, {"name": "SECURITY_PREFIX", "value": "/"},
+        {"name": "HTTP_REMOTE_PORT", "value": "8888"}, {"name": "GRPC_REMOTE_PORT", "value": "8887"},
+    ]  # fmt: skip
+    assert proxy["resources"] == main["resources"]
     service = find(objects, "Service", "kuberay-apiserver-service")
     assert [(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [
-        ("http", 8888, 8888), ("rpc", 8887, 8887)
+        ("http", 8888, 8988), ("rpc", 8887, 8987)
     ]  # fmt: skip
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
     assert {("ClusterRole", "kuberay-apiserver"), ("ClusterRoleBinding", "kuberay-apiserver"),
             ("ClusterRole", "kuberay-apiserver-service-access"),
             ("ServiceAccount", "kuberay-apiserver")} <= kinds(objects)  # fmt: skip
+
+
+def test_apiserver_without_the_security_proxy(helm: Helm) -> None:
+    # Upstream's way to run without it: remove the section (null deletes a default key in Helm).
+    objects = helm.template("kuberay-apiserver", {"security": None}, release="kuberay-apiserver")
+    validate_all(objects)
+    (main,) = find(objects, "Deployment", "kuberay-apiserver")["spec"]["template"]["spec"]["containers"]
+    assert main["name"] == "kuberay-apiserver-container"
+    service = find(objects, "Service", "kuberay-apiserver-service")
+    assert [(p["name"], p["targetPort"]) for p in service["spec"]["ports"]] == [("http", 8888), ("rpc", 8887)]
 
 
 def test_apiserver_security_proxy_and_scope(helm: Helm) -> None:
