@@ -135,3 +135,23 @@ def test_a_refused_binding_leaves_the_pod_unbound_until_admission_allows_it(clus
     assert not read(api, namespace, "p")["spec"].get("nodeName")
     api.delete(f"{VALIDATING}/{namespace}").raise_for_status()
     eventually(lambda: read(api, namespace, "p")["spec"].get("nodeName"), 90, "p bound once admission allows it")  # fmt: skip
+
+
+def test_a_binding_must_name_its_pod_and_match_its_uid(cluster: tuple[httpx.Client, str, WebhookServer, bytes]) -> None:  # fmt: skip
+    api, namespace, _, _ = cluster
+    created = api.post(f"/api/v1/namespaces/{namespace}/pods", json=pod("unbound", schedulerName="nobody"))
+    created.raise_for_status()
+    node = api.get("/api/v1/nodes").json()["items"][0]["metadata"]["name"]
+    path = f"/api/v1/namespaces/{namespace}/pods/unbound/binding"
+    for metadata in ({}, {"name": "other"}):
+        reply = api.post(path, json={"apiVersion": "v1", "kind": "Binding", "metadata": metadata, "target": {"name": node}})  # fmt: skip
+        assert (reply.status_code, reply.json()["message"]) == (400, "name in URL does not match name in Binding object")  # fmt: skip
+    stale = {"name": "unbound", "uid": "00000000-0000-0000-0000-000000000000"}
+    reply = api.post(path, json={"apiVersion": "v1", "kind": "Binding", "metadata": stale, "target": {"name": node}})  # fmt: skip
+    assert reply.status_code == 409
+    assert reply.json()["message"] == (
+        f'Operation cannot be fulfilled on pods "unbound": StorageError: invalid object, Code: 4, Key: '
+        f"/registry/pods/{namespace}/unbound, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in "
+        f"precondition: {stale['uid']}, UID in object meta: {created.json()['metadata']['uid']}"
+    )
+    assert not read(api, namespace, "unbound")["spec"].get("nodeName")
