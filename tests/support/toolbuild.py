@@ -1,6 +1,7 @@
 """The real parts the suite runs beside kuberay and builds once per machine from their Go modules: Helm
 (`scripts/tools/helm`), the Kubernetes control plane (`scripts/realkube build`), cert-manager
-(`scripts/tools/cert-manager/build`), Kueue (`scripts/tools/kueue/build`) and a client-go test program
+(`scripts/tools/cert-manager/build`), Kueue (`scripts/tools/kueue/build`), the scheduler-plugins gang
+scheduler (`scripts/tools/scheduler-plugins/build`) and a client-go test program
 (`scripts/tools/streamclient/build`), each into the shared cache (see scripts/tools/gobuild.sh).
 
 A build runs in a session of its own, with its output in files rather than pipes: a test stopped while it
@@ -31,6 +32,8 @@ TOOLS: dict[str, Path] = {
     "cert_manager": REPO / "scripts" / "tools" / "cert-manager" / "build",
     # The Kueue manager and its manifests (tests/support/kueue.py); the key is its fixture's name too.
     "kueue": REPO / "scripts" / "tools" / "kueue" / "build",
+    # The scheduler-plugins gang scheduler and PodGroup controller (tests/support/scheduler_plugins.py).
+    "scheduler_plugins": REPO / "scripts" / "tools" / "scheduler-plugins" / "build",
     # A client-go program doing exec and port-forward over SPDY and WebSockets (tests/conformance/
     # test_clientgo_streams.py); its fixture's name too.
     "streamclient": REPO / "scripts" / "tools" / "streamclient" / "build",
