@@ -80,6 +80,7 @@ FEATURES: dict[Pair, str] = {
     (group, resource, verb): reason
     for group, resources, verbs, reason in [
         ("", ["persistentvolumeclaims"], ("create", "get", "update"), "GCS fault tolerance with embedded storage (alpha gate): tests/integration/raycluster"),
+        ("", ["nodes"], ("get",), "Node Label Delivery's pods/binding webhook (ENABLE_WEBHOOKS): tests/integration/raycluster/test_node_label_delivery.py"),
         ("", ["secrets"], ("create", "get"), "spec.authOptions token auth: tests/integration/raycluster"),
         ("", ["secrets"], ("update",), "gate RayClusterMTLS with cert-manager: tests/integration/raycluster/test_mtls.py"),
         ("cert-manager.io", ["issuers"], ("get", "watch", "create"), "gate RayClusterMTLS with cert-manager: tests/integration/raycluster/test_mtls.py"),
