@@ -34,7 +34,7 @@ class Reads:
             # Field paths name the served form (events.k8s.io's `regarding.name`), not the stored one.
             stored_match = field_match
             field_match = lambda obj: stored_match(self.core.output(resource_type, obj))  # noqa: E731
-        limit = int(query.get("limit") or 0)
+        limit = _limit(query.get("limit"))
         token = query.get("continue")
         revision, start_after = decode_continue(token) if token else (self.core.store.revision, None)
         prefix = resource_type.prefix(namespace)
@@ -86,3 +86,11 @@ def _exact_name(field_selector: str | None) -> str | None:
         if found and path.strip() == "metadata.name" and "!" not in path:
             return value.strip()
     return None
+
+
+def _limit(text: str | None) -> int:
+    """A list's `limit`, as kube-apiserver decodes it: a number, else 400 (not a 500 from int())."""
+    try:
+        return max(int(text or 0), 0)
+    except ValueError as exc:
+        raise errors.bad_request(f'invalid limit: "{text}" is not a number') from exc
