@@ -402,6 +402,10 @@ class Client:
                 response = await self._http.request(
                     method, path, params=params, content=content, headers=headers, extensions=extensions
                 )
+            except httpx2.InvalidURL as e:
+                # A URL no request can carry (a 64 KiB continue token): refused before anything is sent,
+                # as the API server would refuse it; the same request cannot do better later.
+                raise errors.Invalid(f"{method} {path[:200]}: {e}", status=400, reason="BadRequest") from e
             except httpx2.HTTPError as e:
                 self._metrics.attempted(method, self._host, None, len(content or b""))
                 if isinstance(e, _UNSENT):

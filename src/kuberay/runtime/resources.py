@@ -8,9 +8,26 @@ module stays free of Ray.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+
+class InvalidName(ValueError):
+    """A namespace or name that cannot be one segment of a URL path."""
+
+
+def path_segment(value: str, what: str) -> str:
+    """`value` as one segment of a URL path, refused as client-go refuses it (IsValidPathSegmentName), so
+    that no name a caller passes on (`..`, `a/b`) names another URL; anything else a URL cannot carry
+    as it is (a NUL, `?`, `#`) percent-encoded, so it stays inside its segment. Valid names are unchanged."""
+    if value in (".", ".."):
+        raise InvalidName(f"invalid {what} {value!r}: may not be {value!r}")
+    for forbidden in ("/", "%"):
+        if forbidden in value:
+            raise InvalidName(f"invalid {what} {value!r}: may not contain {forbidden!r}")
+    return urllib.parse.quote(value, safe=":@!$&'()*+,;=")
 
 
 @dataclass(frozen=True)
@@ -34,14 +51,14 @@ class Resource:
         """The URL path of the collection (no name) or of one object; `namespace=None` means all namespaces."""
         parts = ["/api", self.api_version] if not self.group else ["/apis", self.group, self.version]
         if self.namespaced and namespace is not None:
-            parts += ["namespaces", namespace]
+            parts += ["namespaces", path_segment(namespace, "namespace")]
         elif not self.namespaced and namespace:
             raise ValueError(f"{self.kind} is cluster-scoped; got namespace {namespace!r}")
         parts.append(self.plural)
         if name is not None:
             if not name:
                 raise ValueError(f"{self.kind}: metadata.name must not be empty")
-            parts.append(name)
+            parts.append(path_segment(name, f"{self.kind} name"))
             if subresource:
                 parts.append(subresource)
         return "/".join(parts)
