@@ -15,9 +15,10 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kuberay.apiserver import errors
+from kuberay.apiserver import errors, names
 from kuberay.apiserver.backend import Backend, Handler
 from kuberay.apiserver.protos import Method
+from kuberay.runtime.resources import InvalidName
 
 log = logging.getLogger("kuberay.apiserver")
 
@@ -62,6 +63,7 @@ class Dispatcher:
         code = grpc.StatusCode.OK
         try:
             as_dict: dict[str, Any] = json_format.MessageToDict(request, preserving_proto_field_name=True)
+            names.check(as_dict)
             try:
                 reply = await asyncio.wait_for(
                     self._handlers[method.full_name](backend, as_dict), self._timeout
@@ -79,6 +81,10 @@ class Dispatcher:
             code = e.code
             log.warning("%s: %s", method.full_name, e.message)
             raise
+        except InvalidName as e:  # a name deeper in the request (a compute template's) that no URL can carry
+            code = grpc.StatusCode.INVALID_ARGUMENT
+            log.warning("%s: %s", method.full_name, e)
+            raise errors.invalid_input(str(e)) from e
         except Exception as e:
             code = grpc.StatusCode.INTERNAL
             log.exception("%s failed", method.full_name)

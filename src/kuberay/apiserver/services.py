@@ -39,6 +39,7 @@ def _require(value: str, message: str) -> None:
 
 
 _KUBE_CODES = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,  # what the caller passed on was refused (a page token not Kubernetes')
     401: grpc.StatusCode.UNAUTHENTICATED,
     403: grpc.StatusCode.PERMISSION_DENIED,
     410: grpc.StatusCode.OUT_OF_RANGE,  # a page token Kubernetes no longer keeps

@@ -125,6 +125,8 @@ async def stop_ray_job(backend: Backend, request: Object) -> Object:
     dashboard, submission = _client(backend, request), _submission_id(request)
     try:
         await dashboard.stop_job(submission)
+    except JobNotFound as e:  # as getting it: a job the cluster never had is not found, not a failure
+        raise errors.not_found(f"Job submission {submission} not found", e) from e
     except DashboardError as e:
         raise _failed("Failed to stop job", e) from e
     return {}
