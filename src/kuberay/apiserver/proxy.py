@@ -38,7 +38,7 @@ from kuberay.apiserver import clusters, errors, templates
 from kuberay.apiserver.auth import Auth
 from kuberay.runtime import errors as kube_errors
 from kuberay.runtime.client import Client, api_server_http
-from kuberay.runtime.resources import CONFIG_MAP, SERVICE
+from kuberay.runtime.resources import CONFIG_MAP, SERVICE, InvalidName
 
 Object = dict[str, Any]
 
@@ -116,12 +116,30 @@ def apply_template(group: Object, container_name: str, template: Object) -> None
         spec.setdefault("tolerations", []).extend(template["tolerations"])
 
 
+def unforwardable(path: str) -> Response | None:
+    """400 for a path (decoded) that a URL's normalization would make another: a `.` or `..` segment (httpx
+    removes them, so `/apis/ray.io/v1/../../api/v1/...` would reach any object the server's credentials
+    can read), or a character no path carries (a NUL, a control character)."""
+    if any(segment in (".", "..") for segment in path.split("/")):
+        return JSONResponse(
+            {"message": f"invalid path {path[:200]!r}: may not contain '.' or '..' segments"}, 400
+        )
+    if any(ord(c) < 0x20 or c == "\x7f" for c in path):
+        return JSONResponse(
+            {"message": f"invalid path {path[:200]!r}: may not contain control characters"}, 400
+        )
+    return None
+
+
 class Proxy:
     def __init__(self, config: SingleConfig, kube: Client, auth: Auth) -> None:
         self._server = config.cluster.server.rstrip("/")
         self._http = api_server_http(config, DEADLINE)
         self._kube = kube
         self._auth = auth
+
+    async def close(self) -> None:
+        await self._http.aclose()
 
     async def _template(self, name: str, namespace: str) -> Object:
         try:
@@ -139,19 +157,24 @@ class Proxy:
                 apply_template(group, container, await self._template(name, namespace))
         return json.dumps(obj).encode()
 
-    async def _forward(self, request: Request, path: str, *, content: bytes | None = None,
+    async def _forward(self, request: Request, *, content: bytes | None = None,
                        params: Sequence[tuple[str, str]] | None = None, content_type: str | None = None) -> Response:  # fmt: skip
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
         if content_type:
             headers["content-type"] = content_type
         body = content if content is not None else await request.body()
         query = list(params if params is not None else request.query_params.multi_items())
-        url = self._server + path
+        # The path as the client sent it, encoding kept (`%2F` stays inside its segment, `%3F` is no query),
+        # as Go's ReverseProxy forwards it; `unforwardable` has checked its decoded form.
+        url = self._server + request.scope.get("raw_path", request.url.path.encode()).decode("latin-1")
         deadline = time.monotonic() + DEADLINE
         streaming = any(k == "watch" and v in ("1", "true") for k, v in query)
         for attempt in range(MAX_RETRIES + 1):
-            upstream = self._http.build_request(request.method, url, params=tuple(query), headers=headers, content=body,
-                                                timeout=None if streaming else DEADLINE)  # fmt: skip
+            try:
+                upstream = self._http.build_request(request.method, url, params=tuple(query), headers=headers,
+                                                    content=body, timeout=None if streaming else DEADLINE)  # fmt: skip
+            except httpx.InvalidURL as e:
+                return JSONResponse({"message": f"invalid request URL: {e}"}, status_code=400)
             try:
                 answer = await self._http.send(upstream, stream=True)
             except httpx.HTTPError as e:
@@ -170,11 +193,12 @@ class Proxy:
                                  background=BackgroundTask(answer.aclose))  # fmt: skip
 
     async def _admitted(self, request: Request) -> Response | None:
+        """The refusal of a caller who may not pass, or of a path that would name another one."""
         try:
             await self._auth.backend_for(request.headers.get("authorization"))
         except errors.UserError as e:
             return JSONResponse(e.http_body(), status_code=e.http_status)
-        return None
+        return unforwardable(request.url.path)
 
     async def ray(self, request: Request) -> Response:
         refused = await self._admitted(request)
@@ -190,8 +214,8 @@ class Proxy:
                                                   parts[6], parts[5])  # fmt: skip
             except MiddlewareError as e:
                 return Response(str(e), status_code=e.status)
-            return await self._forward(request, path, content=body, content_type="application/json")
-        return await self._forward(request, path)
+            return await self._forward(request, content=body, content_type="application/json")
+        return await self._forward(request)
 
     async def events(self, request: Request) -> Response:
         refused = await self._admitted(request)
@@ -200,7 +224,7 @@ class Proxy:
         params = [(k, v) for k, v in request.query_params.multi_items() if k != "fieldSelector"]
         selectors = [v for k, v in request.query_params.multi_items() if k == "fieldSelector" and v]
         params.append(("fieldSelector", ",".join([*selectors, "regarding.apiVersion=ray.io/v1"])))
-        return await self._forward(request, request.url.path, params=params)
+        return await self._forward(request, params=params)
 
     async def service_proxy(self, request: Request) -> Response:
         refused = await self._admitted(request)
@@ -215,11 +239,13 @@ class Proxy:
             page = await self._kube.list(
                 SERVICE, namespace, label_selector=f"{clusters.APP_NAME_LABEL}={clusters.APP_NAME}"
             )
+        except (InvalidName, kube_errors.Invalid) as e:  # a namespace no path can carry (`%`, 64 KiB)
+            return Response(str(e), status_code=400)
         except kube_errors.KubeError as e:
             return Response(f"failed to list services: {e}", status_code=500)
         if not any(s["metadata"]["name"] == name for s in page.items):
             return Response("kuberay service not found", status_code=404)
-        return await self._forward(request, request.url.path)
+        return await self._forward(request)
 
 
 def installer(config: SingleConfig, kube: Client, auth: Auth) -> Callable[[FastAPI], None]:
