@@ -85,6 +85,8 @@ class S3Proxy:
         def bucket_made() -> bool:
             try:
                 client.create_bucket(Bucket=self.bucket)
+            except client.exceptions.BucketAlreadyOwnedByYou:
+                return True  # started again over its store (an outage drill)
             except Exception:
                 assert process.poll() is None, f"S3Proxy exited: {log.read_text()[-2000:]}"
                 return False
@@ -100,6 +102,7 @@ class S3Proxy:
         return self
 
     def stop(self) -> None:
+        """Stops it; `start` serves the same store on the same port again."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(30)

@@ -2,12 +2,13 @@
 (no Ray needed: the collector only reads files and takes HTTP posts): logs, Ray's rotated files and posted
 events reach storage; SIGTERM flushes within the bound; a collector SIGKILLed mid-upload (caught with an
 upload's temporary file present in storage) and started again loses nothing acknowledged and duplicates
-nothing."""
+nothing; S3 stopped mid-upload and started again loses nothing acknowledged."""
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import signal
 import subprocess
 import sys
@@ -19,8 +20,10 @@ import httpx
 import pytest
 
 from kuberay.history import layout
+from kuberay.history.backends import from_env
 from kuberay.local.ports import free_port
 from support.eventually import eventually
+from support.history_processes import S3Proxy
 
 COLLECTOR = str(Path(sys.executable).parent / "kuberay-history-collector")
 SESSION = "session_2026-01-02_03-04-05_678901_42"
@@ -31,7 +34,11 @@ CLUSTER = layout.ClusterRef("team-a", "demo-raycluster-x1", "RayJob", "demo")
 class Node:
     """A Ray node's /tmp/ray as Ray leaves it, and a collector process for it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, storage_env: dict[str, str] | None = None) -> None:
+        self.storage_env = storage_env or {
+            "STORAGE_BACKEND": "local",
+            "STORAGE_LOCAL_DIR": str(root / "store"),
+        }
         self.ray_root = root / "ray"
         self.logs = self.ray_root / SESSION / "logs"
         self.logs.mkdir(parents=True)
@@ -48,7 +55,7 @@ class Node:
             "RAY_ROLE": "Worker", "OWNER_KIND": CLUSTER.owner_kind, "OWNER_NAME": CLUSTER.owner_name,
             "EVENTS_PORT": str(self.port), "RAY_TMP_ROOT": str(self.ray_root), "POD_IP": "127.0.0.1",
             # No dashboard here: the node id comes from the raylet's log.
-            "FQ_RAY_IP": "127.0.0.1:1", "STORAGE_BACKEND": "local", "STORAGE_LOCAL_DIR": str(self.store),
+            "FQ_RAY_IP": "127.0.0.1:1", **self.storage_env,
             "PUSH_INTERVAL": "0.2s", "RAY_COLLECTOR_FLUSH_TIMEOUT": "60s",
         }  # fmt: skip
         with self.log.open("ab") as log:
@@ -171,3 +178,67 @@ def test_a_collector_killed_mid_upload_loses_and_duplicates_nothing(node: Node) 
     assert len(seen) == len(set(seen)), "an event was stored twice"
     assert set(acknowledged) <= set(seen), "an acknowledged event was lost"
     assert acknowledged, "no batch was acknowledged"
+
+
+def test_the_object_store_unreachable_mid_upload_loses_nothing_acknowledged(
+    tmp_path: Path, s3: S3Proxy
+) -> None:
+    """S3 stopped while the collector uploads, for as many rounds as an outage of minutes gives it (each
+    round fails the same way: at its first request, after boto3's retries), with Ray posting events all
+    along: first with the logs all stored (the events' upload is the one that fails), then with a log
+    growing (its upload fails first); started again over the same store, the collector's next rounds upload
+    everything: every acknowledged event, once, and every byte of the log."""
+    node = Node(tmp_path, s3.env())
+    storage = from_env(s3.env())
+    log_file = node.logs / "python-core-worker-w.log"
+    log_file.write_bytes(b"z\n")
+    key = posixpath.join(CLUSTER.logs_dir("", SESSION, NODE), log_file.name)
+    node.start()
+    stop_writing, growing = threading.Event(), threading.Event()
+    acknowledged: list[int] = []
+    during: list[int] = []  # batches acknowledged while S3 was away
+
+    def write() -> None:
+        sequence = 0
+        while not stop_writing.is_set():
+            if growing.is_set():
+                with log_file.open("ab") as f:
+                    f.write(b"y" * 1000 + b"\n" * 200)
+            batch = [{"eventType": "TASK_LIFECYCLE_EVENT", "sessionName": SESSION, "seq": sequence + i} for i in range(20)]  # fmt: skip
+            if _post(node, batch):
+                acknowledged.extend(range(sequence, sequence + 20))
+                if s3.process is not None and s3.process.poll() is not None:
+                    during.append(sequence)
+            sequence += 20
+            stop_writing.wait(0.05)
+
+    def events() -> list[int]:
+        base = CLUSTER.node_dir("", SESSION, NODE)
+        keys = [k for k in storage.keys(base) if k.endswith(".jsonl")]
+        return [int(json.loads(line)["seq"]) for k in keys for line in storage.get(k).splitlines()]
+
+    def failed_rounds() -> int:
+        return node.log.read_text().count("upload failed")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        eventually(lambda: storage.size(key) == 2 and events(), 60, "the log and events stored", every=0.1)
+        s3.stop()  # events are uploaded every round: mid-upload, or a round from one
+        for phase in ("with only events", "with a log growing"):
+            failed, before = failed_rounds(), len(during)
+            eventually(lambda: failed_rounds() >= failed + 3 and len(during) >= before + 3,  # noqa: B023
+                       120, f"three failed rounds {phase}, batches acknowledged meanwhile", every=0.2)  # fmt: skip
+            growing.set()
+        s3.start()
+    finally:
+        stop_writing.set()
+        writer.join()
+    eventually(lambda: set(acknowledged) <= set(events()), 120, "every acknowledged event uploaded", every=0.5)  # fmt: skip
+    eventually(lambda: storage.size(key) == log_file.stat().st_size, 60, "the whole log uploaded", every=0.5)
+    assert node.stop(signal.SIGTERM) == 0
+    assert storage.get(key) == log_file.read_bytes()
+    seen = events()
+    assert len(seen) == len(set(seen)), "an event was stored twice"
+    assert set(acknowledged) <= set(seen), "an acknowledged event was lost"
+
