@@ -19,6 +19,13 @@ import botocore.exceptions
 from kuberay.history.storage import NoSuchKey, Storage, StorageError, check_key
 
 _NOT_FOUND = ("404", "NoSuchKey", "NotFound")
+MAX_KEY_BYTES = 1024  # S3's bound on a key, UTF-8
+
+
+def _storable(key: str) -> bool:
+    """Whether any object can have `key`: one past S3's bound or with a NUL (S3 answers 400 Bad Request,
+    not 404) was never stored, so a read of it finds nothing without asking."""
+    return len(key.encode()) <= MAX_KEY_BYTES and "\x00" not in key
 
 
 class S3Storage(Storage):
@@ -72,6 +79,8 @@ class S3Storage(Storage):
             raise self._fail(key, e) from e
 
     def _get(self, key: str, **extra: str) -> bytes:
+        if not _storable(check_key(key)):
+            raise NoSuchKey(key)
         try:
             reply = self._client.get_object(Bucket=self.bucket, Key=check_key(key), **extra)
             body: bytes = reply["Body"].read()
@@ -93,6 +102,8 @@ class S3Storage(Storage):
             raise
 
     def size(self, key: str) -> int | None:
+        if not _storable(check_key(key)):
+            return None
         try:
             reply = self._client.head_object(Bucket=self.bucket, Key=check_key(key))
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
@@ -104,6 +115,8 @@ class S3Storage(Storage):
 
     def keys(self, prefix: str) -> list[str]:
         base = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        if not _storable(base):
+            return []
         keys: list[str] = []
         try:
             for page in self._client.get_paginator("list_objects_v2").paginate(
@@ -120,6 +133,8 @@ class S3Storage(Storage):
 
     def list_dirs(self, prefix: str) -> list[str]:
         base = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        if not _storable(base):
+            return []
         names: list[str] = []
         try:
             pages = self._client.get_paginator("list_objects_v2").paginate(

@@ -62,3 +62,15 @@ def test_s3_errors_name_the_object_and_never_a_credential(s3: S3Proxy) -> None:
         wrong.put("k", b"v")
     assert f"s3://{s3.bucket}/k" in str(failure.value)
     assert "not-the-secret-123" not in str(failure.value) and s3.IDENTITY not in str(failure.value)
+
+
+def test_a_key_no_object_can_have_is_absent(storage: Storage) -> None:
+    # Keys the server makes of a request's path or query (hostile input): past S3's 1024 bytes or a file
+    # name's 255, or with a NUL. No put stored them, so reads find nothing, as reads of any absent key.
+    for key in ("a/" + "x" * 2000, "a/" + "x" * 300, "a/x\x00y", "a/" + "\u00e9" * 600):
+        with pytest.raises(NoSuchKey):
+            storage.get(key)
+        with pytest.raises(NoSuchKey):
+            storage.read_range(key, 0, 10)
+        assert storage.size(key) is None
+        assert storage.keys(key) == [] and storage.list_dirs(key) == []
