@@ -172,3 +172,35 @@ async def test_reflection_lists_the_services(channel: grpc.aio.Channel) -> None:
         names |= {s.name for s in answer.list_services_response.service}
     assert names >= {"proto.ClusterService", "proto.ComputeTemplateService", "proto.RayJobService",
                      "proto.RayServeService", "proto.RayJobSubmissionService"}  # fmt: skip
+
+
+async def test_names_that_would_name_another_url_are_invalid_over_grpc(
+    pb: Any, channel: grpc.aio.Channel, namespace: str
+) -> None:
+    # What the HTTP routes cannot carry (a `/`) reaches the methods over gRPC: each is refused before
+    # Kubernetes or a dashboard is asked, as over HTTP (reliability/test_apiserver_hostile_input.py).
+    templates = pb.config_pb2_grpc.ComputeTemplateServiceStub(channel)
+    submissions = pb.job_submission_pb2_grpc.RayJobSubmissionServiceStub(channel)
+    for name in ("..", "../../namespaces/kube-system", "a/b", "a\x00b", "x" * 300):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await templates.GetComputeTemplate(
+                pb.config_pb2.GetComputeTemplateRequest(name=name, namespace=namespace)
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, name
+        assert "name: invalid value" in (refused.value.details() or ""), refused.value.details()
+    # A cluster name or namespace is a part of the dashboard's host name: none may make it another host.
+    for cluster, space in (("169.254.169.254#", namespace), ("x", "evil.example:80/"), ("x", "a.b")):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await submissions.GetJobDetails(
+                pb.job_submission_pb2.GetJobDetailsRequest(
+                    namespace=space, clustername=cluster, submissionid="s"
+                )
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (cluster, space)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await submissions.GetJobDetails(
+            pb.job_submission_pb2.GetJobDetailsRequest(
+                namespace=namespace, clustername="x", submissionid="../../api"
+            )
+        )
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
