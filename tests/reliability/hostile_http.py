@@ -164,6 +164,7 @@ class Tally:
 
     title: str
     secrets: Sequence[bytes]
+    outside: str = "outside the storage root"  # where the secrets are planted, for the report
     counts: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)
     failures: list[str] = field(default_factory=list)
 
@@ -177,7 +178,7 @@ class Tally:
             return
         if any(secret in answer.body for secret in self.secrets):
             self.counts[(route, "leak")] += 1
-            self.failures.append(f"{route}: {what}: {answer.status} with the secret planted outside the root")
+            self.failures.append(f"{route}: {what}: {answer.status} with the secret planted {self.outside}")
         if answer.status >= 500:
             self.counts[(route, "5xx")] += 1
             self.failures.append(
@@ -206,7 +207,7 @@ class Tally:
         lines = [
             f"{self.title}: {total['tried']} requests over {len(routes)} routes, {total['refused']} refused"
             f" cleanly (4xx with a message), {total['answered']} answered (2xx/3xx), {total['5xx']} answered"
-            f" 5xx, {total['hang']} hung, {total['leak']} read outside the storage root",
+            f" 5xx, {total['hang']} hung, {total['leak']} read {self.outside}",
             f"  {'route':<{width}}" + "".join(f"{o:>10}" for o in outcomes),
         ]
         lines += [f"  {r:<{width}}" + "".join(f"{self.counts[(r, o)]:>10}" for o in outcomes) for r in routes]

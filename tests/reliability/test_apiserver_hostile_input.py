@@ -137,7 +137,9 @@ async def test_the_apiserver_under_attack(
     values = dict(hostile_values(f"/{kube_path}", (3, 7), kube_path))
     values |= {f"{label} (file)": v for label, v in hostile_values(str(tmp_path / "secret.txt"), (1,))}
     by_route = {(m.route.method, m.route.path): m for m in methods()}
-    tally = Tally("APIServer hostile input", [secret.encode()])
+    tally = Tally(
+        "APIServer hostile input", [secret.encode()], "outside what the routes name (a ConfigMap, a file)"
+    )
     limit = asyncio.Semaphore(PARALLEL)
     checks = [
         request
