@@ -93,7 +93,7 @@ def _valid(target: Target, namespace: str) -> dict[str, str]:
     name = "a.swagger.json" if target.path.startswith("/swagger/") else "x"
     values = {"namespace": namespace, "name": name, "clustername": "x", "submissionid": "x", "service": "svc",
               "rest": rest, "path": "index.html"}  # fmt: skip
-    return {p: values[p] for p in target.params}
+    return {p: values.get(p, "x") for p in target.params}  # a parameter new to the drill is attacked too
 
 
 def _query_names(target: Target, method: Method | None) -> list[str]:
