@@ -96,6 +96,8 @@ DEFAULT_METRICS_PORT: Final = 8080
 DEFAULT_DASHBOARD_AGENT_LISTEN_PORT: Final = 52365
 DEFAULT_SERVING_PORT: Final = 8000
 DEFAULT_COLLECTOR_EVENTS_PORT: Final = 8084
+# Ours: on the collector's events port, the final snapshot the head container's preStop hook waits for.
+COLLECTOR_FINAL_SNAPSHOT_PATH: Final = "/v1/final-snapshot"
 DEFAULT_GATEWAY_LISTENER_PORT: Final = 80
 CLIENT_PORT_NAME: Final = "client"
 GCS_SERVER_PORT_NAME: Final = "gcs-server"

@@ -4,11 +4,14 @@
 The collector receives Ray's exported events on port 8084 and reads the Ray logs from the shared
 `ray-logs` volume (added by the pod builder), then ships both to the history server. It is told who it is
 through env: the cluster, its role, and (from the RayCluster's labels) which RayJob or RayService owns it.
+On the head, the Ray container gets a preStop hook that waits for the collector's final snapshot
+(`add_head_pre_stop`), so that a deleted pod's dashboard is still up when it is taken.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,3 +78,68 @@ def build_container(
         )
     sidecar["env"] = env + user_env
     return sidecar
+
+
+# The head container's preStop hook when it already has one: a Python program (every Ray image has Python;
+# no shell or curl needed) that asks the collector for the final snapshot and waits, bounded, then does what
+# the user's hook did: runs its command (argv[2:]), or with `--get` makes its HTTP request, as the kubelet
+# would (to the pod's address when no host is given). Ours goes first: a user's hook is often `ray stop`,
+# which takes the dashboard down.
+_COMPOSED_HOOK = """\
+import json, os, socket, sys, urllib.request as r
+def get(url, headers={}):
+    r.urlopen(r.Request(url, headers=headers), timeout=60).read()
+try:
+    get(sys.argv[1])
+except Exception as e:
+    print("the history collector's final snapshot:", e, file=sys.stderr)
+if sys.argv[2] == "--get":
+    scheme, host, port, path, headers = sys.argv[3:8]
+    get(f"{scheme}://{host or socket.gethostbyname(socket.gethostname())}:{port}{path}", json.loads(headers))
+else:
+    os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def _then(user: Mapping[str, Any], ray: Mapping[str, Any]) -> list[str] | None:
+    """The composed hook's arguments after the collector's URL that do what the user's hook does, or None
+    for a hook this cannot do (a tcpSocket one, which the kubelet does not run either; a named port the
+    container does not have)."""
+    if "exec" in user:
+        command = [str(c) for c in (user["exec"] or {}).get("command") or ()]
+        return command or None
+    if "sleep" in user:
+        return ["sleep", str((user["sleep"] or {}).get("seconds", 0))]
+    if "httpGet" in user:
+        get = user["httpGet"] or {}
+        port = get.get("port")
+        if not str(port).isdigit():
+            named = [p for p in ray.get("ports") or () if p.get("name") == port]
+            if not named:
+                return None
+            port = named[0]["containerPort"]
+        path = str(get.get("path") or "/")
+        headers = {h["name"]: h["value"] for h in get.get("httpHeaders") or ()}
+        scheme = str(get.get("scheme") or "HTTP").lower()
+        host = str(get.get("host") or "")
+        path = path if path.startswith("/") else "/" + path
+        return ["--get", scheme, host, str(port), path, json.dumps(headers, sort_keys=True)]
+    return None
+
+
+def add_head_pre_stop(ray: container.JSON) -> None:
+    """Gives the head's Ray container a preStop hook that waits for the collector's final snapshot (the
+    kubelet sends the container SIGTERM only once the hook is over, within its grace period), so that the
+    snapshot is taken while the dashboard is still up: a pod's containers are otherwise all signalled at
+    once, and the dashboard would be gone before the collector asked it. A user's hook still runs, after."""
+    port = constants.DEFAULT_COLLECTOR_EVENTS_PORT  # the sidecar's EVENTS_PORT, which users may not set
+    lifecycle = ray.setdefault("lifecycle", {})
+    user = lifecycle.get("preStop")
+    if not user:
+        lifecycle["preStop"] = {"httpGet": {"path": constants.COLLECTOR_FINAL_SNAPSHOT_PATH, "port": port}}
+        return
+    then = _then(user, ray)
+    if then is None:
+        return  # the user's hook as it is; the collector snapshots on its own SIGTERM
+    url = f"http://localhost:{port}{constants.COLLECTOR_FINAL_SNAPSHOT_PATH}"
+    lifecycle["preStop"] = {"exec": {"command": ["python", "-c", _COMPOSED_HOOK, url, *then]}}

@@ -297,6 +297,8 @@ def _configure_auth_tls_collector(
         )
         if auth.is_enabled(facts.spec):
             auth.set_container_env(facts.name, sidecar, auth_options)
+        if node_type == constants.HEAD_NODE:
+            collector.add_head_pre_stop(pod_spec["containers"][constants.RAY_CONTAINER_INDEX])
         pod_spec["containers"].append(sidecar)
 
 
