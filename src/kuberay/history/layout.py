@@ -7,6 +7,7 @@ the other wrote. Pure (no I/O).
         <node id>/node_events/<node id>-<hour>-<nanoseconds>.jsonl
         <node id>/job_events/<job id>/<node id>-<hour>-<nanoseconds>.jsonl
         fetched_endpoints/restful__<dashboard path with / as __>[?<query>, where upstream keeps it]
+        session_end.json (ours: the head's collector's record of how the session ended, `session_end`)
     <root>/cluster-metadata/raycluster/<ns>_<cluster>/<session>
     <root>/cluster-metadata/<rayjob|rayservice>/<ns>_<owner>_<cluster>/<session>
 
@@ -30,6 +31,7 @@ FETCHED_ENDPOINTS_DIR = "fetched_endpoints"
 LOGS_DIR = "logs"
 NODE_EVENTS_DIR = "node_events"
 JOB_EVENTS_DIR = "job_events"
+SESSION_END = "session_end.json"
 CONNECTOR = "_"
 
 RAYCLUSTER = "raycluster"
@@ -85,6 +87,11 @@ class ClusterRef:
     def endpoints_dir(self, root: str, session: str) -> str:
         return posixpath.join(self.session_dir(root, session), FETCHED_ENDPOINTS_DIR)
 
+    def session_end_key(self, root: str, session: str) -> str:
+        """The end-of-session record: a file beside the node directories, never taken for one (only
+        directories are listed as nodes)."""
+        return posixpath.join(self.session_dir(root, session), SESSION_END)
+
     def metadata_key(self, root: str, session: str) -> str:
         name = CONNECTOR.join([self.namespace, *self._owned(), self.name])
         return _join(root, CLUSTER_METADATA_DIR, self.kind, name, _checked_session(session))
@@ -132,6 +139,39 @@ def session_info(cluster: ClusterRef, session: str) -> dict[str, object]:
     if cluster.kind != RAYCLUSTER:
         info |= {"ownerKind": cluster.kind, "ownerName": cluster.owner_name.strip()}
     return info
+
+
+# Why a session ended, as its record says: the head's preStop hook asked for the final snapshot (the
+# dashboard was still up), or the collector was signalled first.
+END_REASONS = ("preStop", "SIGTERM", "SIGINT")
+# The final upload after the snapshot: not known to be over (the record is written once before it, so that
+# a collector killed or cut short by its bound during it still leaves one), done, or failed.
+FINAL_UPLOAD = ("pending", "done", "failed")
+
+
+def session_end(
+    session: str,
+    ended: datetime.datetime,
+    reason: str,
+    snapshot: dict[str, object] | None,
+    final_upload: str,
+) -> dict[str, object]:
+    """The end-of-session record (our own object, which upstream has not): when the collector's final
+    snapshot was taken and why, whether it succeeded (`snapshot`: `succeeded`, the endpoints left
+    `unanswered`; None on a session whose dashboard was never snapshotted) and how the final upload went.
+    A session with one is complete: its stored snapshots are the cluster's last word."""
+    if reason not in END_REASONS:
+        raise LayoutError(f"invalid end reason {reason!r}")
+    if final_upload not in FINAL_UPLOAD:
+        raise LayoutError(f"invalid final upload state {final_upload!r}")
+    return {
+        "sessionName": _checked_session(session),
+        "endTime": times.format_time(ended),
+        "endTimeStamp": int(ended.timestamp()),
+        "reason": reason,
+        "finalSnapshot": snapshot,
+        "finalUpload": final_upload,
+    }
 
 
 def metadata_ref(key: str, root: str) -> tuple[ClusterRef, str]:

@@ -141,8 +141,8 @@ class EventSpool:
             uploaded += 1
         return uploaded
 
-    def app(self) -> Starlette:
-        """`POST /v1/events`: a JSON array of Ray events."""
+    def app(self, *routes: Route) -> Starlette:
+        """`POST /v1/events`: a JSON array of Ray events; the collector's other `routes` beside it."""
 
         async def receive(request: Request) -> Response:
             if self.draining:
@@ -158,4 +158,4 @@ class EventSpool:
             self.append(events)
             return PlainTextResponse("ok")
 
-        return Starlette(routes=[Route("/v1/events", receive, methods=["POST"])])
+        return Starlette(routes=[Route("/v1/events", receive, methods=["POST"]), *routes])

@@ -2,9 +2,11 @@
 
 It waits for Ray's session on its pod, learns the node's Ray id, then every push interval uploads the logs
 that changed and the rotated event files, and (on the head) every poll interval the dashboard's answers and,
-once per session, the session's metadata object (what the server lists). On SIGTERM (the pod is going) it
-stops taking events and runs one last upload of everything, bounded by `RAY_COLLECTOR_FLUSH_TIMEOUT`, then
-exits; a SIGKILL at any point loses nothing that was acknowledged (see `logsync` and `events`).
+once per session, the session's metadata object (what the server lists). The head's last snapshot is taken
+while the dashboard is still up, when the Ray container's preStop hook asks for it (`ending`), else on
+SIGTERM; it is followed by the session's end record. On SIGTERM (the pod is going) it stops taking events
+and runs one last upload of everything, bounded by `RAY_COLLECTOR_FLUSH_TIMEOUT`, then exits; a SIGKILL at
+any point loses nothing that was acknowledged (see `logsync` and `events`).
 """
 
 from __future__ import annotations
@@ -12,21 +14,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import json
 import logging
+import math
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
+from starlette.routing import Route
 
 from kuberay.history import layout
 from kuberay.history.backends import from_env
 from kuberay.history.collector import node, settings
+from kuberay.history.collector.ending import FINAL_SNAPSHOT_PATH, Finale, Result
 from kuberay.history.collector.events import EventSpool
 from kuberay.history.collector.logsync import LogSync
 from kuberay.history.collector.snapshots import Snapshots
@@ -49,6 +56,9 @@ class _Session:
     node_id: str
     logs: LogSync
     metadata_written: bool = False
+    # Once the final snapshot is taken (`Collector.final_snapshot`), the dashboard is not polled again for
+    # this session, and `ending` is what its end record says: the reason and the snapshot's outcome.
+    ending: tuple[str, Result] | None = None
 
 
 @dataclass
@@ -59,7 +69,10 @@ class Collector:
     storage: Storage
     spool: EventSpool = field(init=False)
     session: _Session | None = None
-    _last_snapshot: float = 0.0
+    _last_snapshot: float = -math.inf  # the first round snapshots, however young the machine's clock
+    # A round and the final snapshot (asked by the preStop hook, from the event server) never overlap: they
+    # share the log sync and the spool, neither of which is thread-safe.
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.spool = EventSpool(
@@ -102,39 +115,91 @@ class Collector:
         assert self.session is not None
         return self.settings.cluster.node_dir(self.settings.storage_root, session_name, self.session.node_id)
 
-    def step(self, final: bool = False) -> None:
-        """One round (blocking: the loop runs it in a thread)."""
-        self._discover()
-        session = self.session
-        if session is None:
+    def _record_end(self, session: _Session, final_upload: str) -> None:
+        """The session's end record (`layout.session_end`), from the head only: it speaks for the session."""
+        if not self.settings.head or session.ending is None:
             return
-        if self.settings.head and not session.metadata_written:
-            self._metadata(session)
-        session.logs.sync()
-        if final:
-            self.spool.draining = True
-        self.spool.rotate(session.node_id)
-        self.spool.upload(self.storage, self._event_key)
-        now = time.monotonic()
-        if self.settings.head and (final or now - self._last_snapshot >= self.settings.poll_interval):
+        reason, snapshot = session.ending
+        record = layout.session_end(
+            session.name, datetime.datetime.now(datetime.UTC), reason, snapshot, final_upload
+        )
+        key = self.settings.cluster.session_end_key(self.settings.storage_root, session.name)
+        self.storage.put(key, json.dumps(record).encode())
+
+    def final_snapshot(self, reason: str) -> Result:
+        """The session's last snapshot of the dashboard and its end record, once (blocking). Only what needs
+        the dashboard is done here, while the preStop hook holds the Ray container up; the logs and events
+        follow in the rounds and the final flush."""
+        with self._lock:
+            self._discover()
+            session = self.session
+            if session is None or not self.settings.head:
+                return None
+            if session.ending is not None:
+                return session.ending[1]
+            if not session.metadata_written:
+                self._metadata(session)
             endpoints = self.settings.cluster.endpoints_dir(self.settings.storage_root, session.name)
-            self.snapshots.take(endpoints, timeout=2.0 if final else 5.0)
-            self._last_snapshot = now
-        if final:
-            session.logs.sync()  # what Ray wrote while the snapshots were taken
+            taken = self.snapshots.take(endpoints, timeout=2.0)
+            snapshot: Result = {"succeeded": taken.succeeded, "unanswered": taken.unanswered}
+            session.ending = (reason, snapshot)
+            self._record_end(session, "pending")
+            log.info(
+                "final snapshot of session %s (%s): %s", session.name, reason,
+                "stored" if taken.succeeded else f"the dashboard did not answer {taken.unanswered or 'the jobs'}",
+            )  # fmt: skip
+            return snapshot
+
+    def step(self, final: bool = False) -> None:
+        """One round (blocking: the loop runs it in a thread); the final one records the session's end."""
+        with self._lock:
+            self._discover()
+            session = self.session
+            if session is None:
+                return
+            if self.settings.head and not session.metadata_written:
+                self._metadata(session)
+            session.logs.sync()
+            if final:
+                self.spool.draining = True
+            self.spool.rotate(session.node_id)
+            self.spool.upload(self.storage, self._event_key)
+            now = time.monotonic()
+            due = now - self._last_snapshot >= self.settings.poll_interval
+            if self.settings.head and session.ending is None and due:
+                endpoints = self.settings.cluster.endpoints_dir(self.settings.storage_root, session.name)
+                self.snapshots.take(endpoints, timeout=5.0)
+                self._last_snapshot = now
+            if final:
+                session.logs.sync()  # what Ray wrote while the events were uploaded
+                self._record_end(session, "done")
+
+    def record_failed_upload(self) -> None:
+        """The end record of a final upload that failed (blocking)."""
+        with self._lock:
+            if self.session is not None:
+                self._record_end(self.session, "failed")
 
 
-async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") -> None:
-    """Runs until `stop`, then flushes within the bound."""
+async def run(
+    collector: Collector,
+    stop: asyncio.Event,
+    host: str = "0.0.0.0",
+    reason: Callable[[], str] = lambda: "SIGTERM",
+) -> None:
+    """Runs until `stop`, then takes the final snapshot (unless the preStop hook had it taken) and flushes,
+    within the bound; `reason` names the signal that stopped it."""
     collector.spool.recover()
+    finale = Finale(collector.final_snapshot, collector.settings.flush_timeout)
     cluster = collector.settings.cluster
     log.info(
         "collecting for %s %s/%s (%s node), events on port %d",
         cluster.kind, cluster.namespace, cluster.name, "head" if collector.settings.head else "worker",
         collector.settings.events_port,
     )  # fmt: skip
+    final_route = Route(FINAL_SNAPSHOT_PATH, finale.route, methods=["GET", "POST"])
     config = uvicorn.Config(
-        collector.spool.app(), host=host, port=collector.settings.events_port, log_level="warning"
+        collector.spool.app(final_route), host=host, port=collector.settings.events_port, log_level="warning"
     )
     server = asgiserver.Server(config)
     listening = asyncio.create_task(server.serve())
@@ -153,13 +218,19 @@ async def run(collector: Collector, stop: asyncio.Event, host: str = "0.0.0.0") 
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)
     collector.spool.draining = True
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + collector.settings.flush_timeout
+    # The event server stays up meanwhile: a preStop hook that comes after SIGTERM waits for the same.
+    await finale.wait(reason())
     try:
-        await asyncio.wait_for(asyncio.to_thread(collector.step, True), collector.settings.flush_timeout)
+        await asyncio.wait_for(asyncio.to_thread(collector.step, True), max(0.0, deadline - loop.time()))
         log.info("final upload done")
     except TimeoutError:
         log.error("final upload did not finish within %s s", collector.settings.flush_timeout)
     except StorageError as e:
         log.error("final upload failed: %s", e)
+        with contextlib.suppress(StorageError, TimeoutError):
+            await asyncio.wait_for(asyncio.to_thread(collector.record_failed_upload), 5.0)
     server.should_exit = True
     await listening
 
@@ -186,10 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     async def serve() -> None:
         stop = asyncio.Event()
+        received: list[str] = []
+
+        def stopped(name: str) -> None:
+            received.append(name)
+            stop.set()
+
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        await run(Collector(config, storage), stop)
+            loop.add_signal_handler(signum, stopped, signal.Signals(signum).name)
+        await run(Collector(config, storage), stop, reason=lambda: received[0] if received else "SIGTERM")
 
     asyncio.run(serve())
     return 0

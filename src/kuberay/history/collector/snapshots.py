@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -23,11 +24,12 @@ log = logging.getLogger("kuberay.history.collector")
 # What the collector asks, query included; `layout.snapshot_key` names where each answer is stored. Both
 # forms of the cluster status: `format=0` is Ray's dict, `format=1` the text Ray's frontend reads (Ray
 # formats it from the autoscaler's state, which is gone with the cluster).
+JOBS = "/api/jobs/"
 ENDPOINTS = (
     "/api/v0/cluster_metadata",
     "/timezone",
     "/api/version",
-    "/api/jobs/",
+    JOBS,
     "/nodes?view=summary",
     "/api/v0/tasks?limit=10000&detail=1",
     "/logical/actors",
@@ -39,6 +41,22 @@ ENDPOINTS = (
     layout.PLACEMENT_GROUPS,
 )
 DATASETS = "/api/data/datasets/"
+
+
+@dataclass
+class Taken:
+    """What one snapshot got: how many answers were stored (changed ones only) and which endpoints the
+    dashboard did not answer at all (one that answered an error, e.g. Serve's without Serve, did). A snapshot
+    succeeded when the dashboard answered everything and the jobs with 200: the jobs carry the final
+    status that nothing else keeps."""
+
+    stored: int = 0
+    unanswered: list[str] = field(default_factory=list)
+    jobs: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return self.jobs and not self.unanswered
 
 
 class Snapshots:
@@ -63,10 +81,10 @@ class Snapshots:
         self._digests[key] = digest
         return True
 
-    def take(self, endpoints_dir: str, timeout: float = 5.0) -> int:
-        """Fetches every endpoint; returns how many answers were stored. An endpoint that fails now keeps
-        its last snapshot."""
-        stored = 0
+    def take(self, endpoints_dir: str, timeout: float = 5.0) -> Taken:
+        """Fetches every endpoint; says what was stored and what went unanswered. An endpoint that fails
+        now keeps its last snapshot."""
+        taken = Taken()
         with httpx.Client(
             base_url=self.dashboard, headers=self.headers, timeout=timeout, transport=self.transport
         ) as client:
@@ -76,23 +94,26 @@ class Snapshots:
                     reply = client.get(uri)
                 except httpx.HTTPError as e:
                     log.debug("snapshot of %s failed: %s", uri, e)
+                    taken.unanswered.append(uri)
                     continue
                 if reply.status_code != 200:
                     continue
                 answers[uri] = reply
-                stored += self._store(posixpath.join(endpoints_dir, layout.snapshot_key(uri)), reply.content)
-            jobs = answers.get("/api/jobs/")
+                key = posixpath.join(endpoints_dir, layout.snapshot_key(uri))
+                taken.stored += self._store(key, reply.content)
+            jobs = answers.get(JOBS)
+            taken.jobs = jobs is not None
             for job in _job_ids(jobs.json() if jobs is not None else []):
                 path = DATASETS + job
                 try:
                     reply = client.get(path)
                 except httpx.HTTPError:
+                    taken.unanswered.append(path)
                     continue
                 if reply.status_code == 200:
-                    stored += self._store(
-                        posixpath.join(endpoints_dir, layout.endpoint_key(path)), reply.content
-                    )
-        return stored
+                    key = posixpath.join(endpoints_dir, layout.endpoint_key(path))
+                    taken.stored += self._store(key, reply.content)
+        return taken
 
 
 def _job_ids(jobs: Any) -> list[str]:
