@@ -6,7 +6,8 @@ remembers it in cookies (upstream's names, renewed by every request of the sessi
 them), so that Ray's frontend, which knows nothing of clusters, can then ask its usual relative URLs. A
 request for a session-scoped route without those cookies gets 400 with the way to enter one. Answers are
 the collector's stored snapshots, filtered per request (Ray's empty shapes where upstream has them for a
-page the session never stored, `fallbacks`); logs come from the stored log files (`logfile`). `/` and `/static/` serve Ray's own dashboard build (from the installed `ray`
+page the session never stored, `fallbacks`); logs come from the stored log files (`logfile`); our own
+`/api/history/session_end` answers the session's end record and whether the session is complete. `/` and `/static/` serve Ray's own dashboard build (from the installed `ray`
 package, or `--dashboard-dir`).
 """
 
@@ -43,6 +44,8 @@ COOKIE_SESSION_NAME = "session_name"
 COOKIE_OWNER_KIND = "owner_kind"
 COOKIE_OWNER_NAME = "owner_name"
 COOKIE_MAX_AGE = 600
+# Ours (upstream's server has no such route): the entered session's end record.
+SESSION_END_ROUTE = "/api/history/session_end"
 
 Handler = Callable[[Request, StoredSession], Awaitable[Response]]
 
@@ -147,6 +150,21 @@ class HistoryApp:
             empty = fallbacks.empty_answer(request.url.path)
             return self._missing(request.url.path) if empty is None else JSONResponse(empty)
         return Response(raw, media_type="application/json")
+
+    async def session_end(self, request: Request, stored: StoredSession) -> Response:
+        """Ours: how the session ended, as its head's collector recorded it, and whether it is `complete`
+        (its final snapshot, taken while the dashboard was up, and its final upload both done): only then
+        are the stored answers the cluster's last word (a job stored RUNNING may have finished)."""
+        record = await self.catalog.session_end(stored)
+        if record is None:
+            return PlainTextResponse(
+                "no end recorded for this session: it is still running, or its collector was stopped before "
+                "its final snapshot",
+                404,
+            )
+        snapshot = record.get("finalSnapshot")
+        succeeded = isinstance(snapshot, dict) and snapshot.get("succeeded") is True
+        return JSONResponse({**record, "complete": succeeded and record.get("finalUpload") == "done"})
 
     async def jobs(self, request: Request, stored: StoredSession) -> Response:
         found = await self._stored(stored, "/api/jobs/")
@@ -334,6 +352,7 @@ class HistoryApp:
             Route("/enter_cluster/{namespace}/{kind}/{name}/{session}", self.enter_cluster),
             Route("/api/authentication_mode", self.authentication_mode),
             Route("/api/authenticate", self.authenticate, methods=["POST"]),
+            Route(SESSION_END_ROUTE, s(self.session_end)),
             Route("/api/jobs/", s(self.jobs)),
             Route("/api/jobs/{job_id}", s(self.job)),
             Route("/nodes", s(self.nodes)),

@@ -114,6 +114,17 @@ class Catalog:
         endpoints = stored.cluster.endpoints_dir(self.root, stored.session)
         return await self._load(posixpath.join(endpoints, layout.uri_key(uri)), parse=True)
 
+    async def session_end(self, stored: StoredSession) -> dict[str, Any] | None:
+        """The session's end record (`layout.session_end`), or None when it has none (or none this server
+        can read). Not cached: a live session's collector writes it late, then again when its upload is
+        done, and it is a few hundred bytes."""
+        key = stored.cluster.session_end_key(self.root, stored.session)
+        try:
+            record = json.loads(await asyncio.to_thread(self.storage.get, key))
+        except (NoSuchKey, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
     async def nodes_with_logs(self, stored: StoredSession) -> list[str]:
         names = await asyncio.to_thread(
             self.storage.list_dirs, stored.cluster.session_dir(self.root, stored.session)
