@@ -35,7 +35,7 @@ from kuberay.kubectl import scale as scale_ops
 from kuberay.kubectl import version as version_ops
 from kuberay.kubectl.kube import KubeFlags, PluginError
 from kuberay.rayresources import RAYCLUSTER
-from kuberay.runtime.resources import Resource
+from kuberay.runtime.resources import InvalidName, Resource
 from kubesemantics import goparse
 
 T = TypeVar("T")
@@ -523,7 +523,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except PluginError as e:
+    except (PluginError, InvalidName) as e:  # a name no URL can carry: refused as client-go refuses it
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)
     except click.exceptions.Exit as e:

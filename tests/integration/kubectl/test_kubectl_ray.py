@@ -345,3 +345,10 @@ def test_job_submit_checks_and_dry_run(ray_cli: RayCli, namespace: str, tmp_path
     fails(ray_cli("job", "submit", "--name", "j", "--working-dir", str(tmp_path), "--head-cpu", "x", "--", "python"),
           "head-cpu is not a valid resource quantity")  # fmt: skip
     fails(ray_cli("log", "nothing"), "No Ray nodes found for resource nothing")
+
+
+def test_a_name_that_is_no_path_segment_is_an_error_line(ray_cli: RayCli) -> None:
+    # As kubectl-ray's client-go refuses it (IsValidPathSegmentName), never a request for another URL.
+    fails(ray_cli("delete", "raycluster/a%b", "-y"), "invalid RayCluster name 'a%b': may not contain '%'")
+    fails(ray_cli("delete", "..", "-y"), "invalid RayCluster name '..': may not be '..'")
+    fails(ray_cli("get", "cluster", "a/b"), "Ray cluster a/b not found")  # a list, filtered: no URL of it
