@@ -13,7 +13,9 @@ kube-controller-manager and kube-scheduler on loopback, built by `scripts/realku
   the tests already send to localkube.
 - a kubeconfig per identity (`kubeconfig` is the admin's, `node.kubeconfig` the node's).
 The API server runs with `--authorization-mode=Node,RBAC` and its default admission plugins plus
-NodeRestriction; the controller-manager with `--use-service-account-credentials` (each controller its own
+NodeRestriction (on loopback, with `--enable-aggregator-routing`: there is no kube-proxy, so a webhook's
+`service` is dialled on its endpoints, which must name a non-loopback address of this machine, not on its
+ClusterIP); the controller-manager with `--use-service-account-credentials` (each controller its own
 ServiceAccount, as on a kubeadm cluster) and its default controllers (service-account tokens, garbage
 collector, namespace, Job, ...). `start()` returns when /readyz answers and the controller-manager has made
 the `default` ServiceAccount. Each process logs to `data_dir/<name>.log`.
@@ -165,7 +167,9 @@ class RealKubeProcess(LocalKubeProcess):
     def _apiserver_node_args(self) -> list[str]:
         if ipaddress.ip_address(self.address).is_loopback:
             # The endpoint reconciler refuses a loopback address for the `kubernetes` Service's endpoints.
-            return ["--endpoint-reconciler-type=none"]
+            # No kube-proxy here: a webhook's (or a CRD conversion's) `service` is reached on its
+            # EndpointSlices' address, not its ClusterIP, which nothing routes (buildServiceResolver).
+            return ["--endpoint-reconciler-type=none", "--enable-aggregator-routing=true"]
         # A real kubelet: reached on its node's address (its name resolves nowhere), for logs, exec, port-forward.
         return ["--kubelet-preferred-address-types=InternalIP"]
 
