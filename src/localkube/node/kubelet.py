@@ -5,15 +5,19 @@ Status comes from `simulate.pod_status`, a pure function of the pod and the time
 admitted it, so a recheck that finds nothing new writes nothing. Pod addresses come from a pool in the
 loopback range (127.244.0.0/16): a simulated pod runs no process, and a client that dials its address
 reaches nothing but this machine. The annotation `localkube.io/pod-ip` pins a pod's address instead (it
-must be a loopback address): a test can point a simulated pod at a real server it started there, such as
-a Ray head's dashboard reached through the API server's service proxy. Deleting a pod bound here completes at once (nothing to stop); a pod
-that still has finalizers waits for them and is removed on the next change.
+must be a loopback address or another of this machine's own): a test can point a simulated pod at a real
+server it started there, such as a Ray head's dashboard reached through the API server's service proxy (the
+real kube-apiserver's proxies only to a global unicast address, and its EndpointSlices refuse loopback).
+Deleting a pod bound here completes at once (nothing to stop); a pod that still has finalizers waits for them
+and is removed on the next change.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import ipaddress
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -207,10 +211,25 @@ class SimulatedKubelet:
         """The pod's address: pinned by annotation, else kept for its lifetime, the next free one of the pool
         for a new pod."""
         pinned = str(((pod.get("metadata") or {}).get("annotations") or {}).get(POD_IP_ANNOTATION) or "")
-        if pinned and ipaddress.ip_address(pinned).is_loopback:
+        if pinned and _of_this_machine(pinned):
             self._addresses.pin(key, pinned)
             return pinned
         return self._addresses.assign(key)
+
+
+@functools.cache
+def _of_this_machine(address: str) -> bool:
+    """A loopback address, or one a socket here can bind: a pinned pod still reaches this machine alone."""
+    ip = ipaddress.ip_address(address)
+    if ip.is_loopback:
+        return True
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    with socket.socket(family) as probe:
+        try:
+            probe.bind((address, 0))
+        except OSError:
+            return False
+    return True
 
 
 def _start_time(pod: dict[str, Any]) -> datetime.datetime | None:

@@ -10,6 +10,7 @@ from localkube.controllers.scheduler import Scheduler
 from localkube.node.kubelet import NODES_PREFIX, NodeOptions, SimulatedKubelet
 from localkube.storage import Store
 from support.eventually import eventually
+from support.hostaddress import host_address
 
 POD_KEY = "/registry/core/pods/default/"
 
@@ -102,6 +103,18 @@ async def test_a_loopback_address_can_be_pinned_by_annotation(store: Store) -> N
     store.create(POD_KEY + "pinned", _pod("pinned", annotations={"localkube.io/pod-ip": "127.0.0.1"}))
     pod = await _until(store, POD_KEY + "pinned", lambda p: bool(p and p.get("status", {}).get("podIP")))
     assert pod is not None and pod["status"]["podIP"] == "127.0.0.1"
+
+
+async def test_an_address_of_this_machine_can_be_pinned_and_a_foreign_one_cannot(store: Store) -> None:
+    # The real API server's proxies and EndpointSlices refuse loopback: a pod there is pinned to another of
+    # this machine's addresses (tests/e2e/kueue). One no socket here can bind would point it off the machine.
+    own = host_address()
+    store.create(POD_KEY + "own", _pod("own", annotations={"localkube.io/pod-ip": own}))
+    store.create(POD_KEY + "foreign", _pod("foreign", annotations={"localkube.io/pod-ip": "203.0.113.7"}))
+    for name, want in (("own", own), ("foreign", None)):
+        pod = await _until(store, POD_KEY + name, lambda p: bool(p and p.get("status", {}).get("podIP")))
+        assert pod is not None
+        assert (pod["status"]["podIP"] == want) if want else pod["status"]["podIP"].startswith("127.244.")
 
 
 async def test_pods_keep_their_addresses_across_a_restart_and_new_pods_get_others(tmp_path: Path) -> None:
