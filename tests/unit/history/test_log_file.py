@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
+from kuberay.history.server.logfile import content_disposition
 from unit.history.stored import JOB_CLUSTER, NODE, Store
 
 WORKER, OTHER = "11" * 28, "22" * 28
@@ -94,3 +95,16 @@ def test_a_file_under_a_directory_is_read_and_one_outside_refused(store: Store, 
     store.log(JOB_CLUSTER, "serve/replica_app_dep_x1.log", b"replica ready\n")
     assert _log(client, node_id=NODE, filename="serve/replica_app_dep_x1.log") == (200, "replica ready\n")
     assert _log(client, node_id=NODE, filename="../../../cluster-metadata/x")[0] == 400
+
+
+def test_a_download_name_can_neither_end_the_header_nor_add_a_parameter() -> None:
+    assert content_disposition("raylet.out") == 'attachment; filename="raylet.out"'
+    # Was the name as it came: `filename="a"; x=""`, and a CR/LF or NUL made a header uvicorn refuses (a 500).
+    assert (
+        content_disposition('a"; x="')
+        == "attachment; filename=\"a_; x=_\"; filename*=UTF-8''a%22%3B%20x%3D%22"
+    )
+    assert content_disposition("a\r\nSet-Cookie: x=1") == (
+        "attachment; filename=\"a__Set-Cookie: x=1\"; filename*=UTF-8''a%0D%0ASet-Cookie%3A%20x%3D1"
+    )
+    assert content_disposition("café.log").endswith("filename*=UTF-8''caf%C3%A9.log")

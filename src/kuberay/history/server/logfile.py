@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -219,10 +220,19 @@ class LogFiles:
         return StreamingResponse(
             without_ansi(body) if o.filter_ansi_code else body,
             media_type="text/plain",
-            headers={
-                "Content-Disposition": f'attachment; filename="{o.download_filename or found.filename}"'
-            },
+            headers={"Content-Disposition": content_disposition(o.download_filename or found.filename)},
         )
+
+
+def content_disposition(name: str) -> str:
+    """An attachment named `name` as RFC 6266 has it: the name as it is when it is plain printable ASCII
+    without a quote or a backslash; else `filename` with those replaced and the whole name in `filename*`
+    (UTF-8, percent-encoded). A name from the query (`download_filename`) can then neither end the header
+    (a CR, LF or NUL, which uvicorn refuses to send: a 500), add a parameter (a quote), nor be unsendable."""
+    plain = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in name)
+    if plain == name:
+        return f'attachment; filename="{name}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{urllib.parse.quote(name, safe='')}"
 
 
 async def without_ansi(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
