@@ -5,7 +5,8 @@ the tally the drills print.
 A request goes to the app itself, with the scope uvicorn builds from the request line (the target decoded
 once, the query string raw): `..` and encoded separators arrive as a client sent them, where httpx, and so
 Starlette's test client, would normalise `..` away before the server saw it. Every request has a bound; one
-that outlives it counts as a hang. An exception out of the app is what uvicorn answers 500.
+that outlives it counts as a hang. An exception out of the app, or a response header uvicorn would refuse to
+send (a CR, LF or NUL in it), is what uvicorn answers 500.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def hostile_values(absolute: str, depths: Sequence[int], tail: str = "secret.txt
         ("absolute", urllib.parse.quote(absolute, safe="")),
         ("absolute raw", absolute),
         ("NUL", "a%00b"),
+        ("CRLF", "a%0d%0aSet-Cookie:%20x=1"),
+        ("quote", "a%22%3B%20x%3D%22"),
         ("NUL after dotdot", "..%00"),
         ("backslash", "..%5C" * max(depths) + tail.replace("/", "%5C")),
         ("backslash raw", "..\\" * max(depths) + tail.replace("/", "\\")),
@@ -69,6 +72,11 @@ def malformed_queries(names: Sequence[str]) -> list[tuple[str, str]]:
         ("repeated keys", "&".join(f"{n}={i}" for n in names for i in range(200))),
         ("keys without values", "&".join(names) + "&&&=&=="),
     ]
+
+
+# uvicorn's checks of a response's headers (httptools_impl): a header that fails them is never sent.
+_HEADER_NAME = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"]')
+_HEADER_VALUE = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass
@@ -107,6 +115,9 @@ async def call(
     async def send(message: dict[str, Any]) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
+            for name, value in message.get("headers", []):  # what uvicorn refuses to send (then a 500)
+                if _HEADER_NAME.search(name) or _HEADER_VALUE.search(value):
+                    raise RuntimeError(f"Invalid HTTP header: {name!r}: {value[:200]!r}")
             status = message["status"]
             out_headers.update(
                 (k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])

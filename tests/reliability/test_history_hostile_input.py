@@ -127,7 +127,7 @@ async def _drill(
             url = target.url(base | {param: value})
             await check(f"{param}={label} ({url[:200]})", url, _headers())
     for name in query_names:  # each query parameter the server reads, with what it needs to be read
-        others = f"&node_id={NODE}" if name not in ("node_id", "node_ip") else "&filename=raylet.out"
+        others = _needed(name)
         for label, value in values:
             await check(f"?{name}={label}", f"{target.url(base)}?{name}={value}{others}", _headers())
     for label, query in malformed_queries(query_names):
@@ -137,6 +137,17 @@ async def _drill(
             await check(f"cookie {cookie}={label}", target.url(base), _headers(COOKIES | {cookie: value}))
     for label, headers in _wrong_tokens():
         await check(f"auth: {label}", target.url(base), headers, refused=not _open(target))
+
+
+def _needed(name: str) -> str:
+    """The other parameters a log request needs to get as far as reading `name`: a node for a way of
+    naming a log (Ray's order: a file by name wins), a node and a file for the rest (download_filename,
+    lines, suffix, ...), so that the answer is made."""
+    if name in ("node_id", "node_ip"):
+        return "&filename=raylet.out"
+    if name in ("filename", "actor_id", "task_id", "pid", "submission_id"):
+        return f"&node_id={NODE}"
+    return f"&node_id={NODE}&filename=raylet.out"
 
 
 def _wrong_tokens() -> list[tuple[str, list[tuple[str, str]]]]:
