@@ -30,6 +30,7 @@ from unit.builders import podcases
 
 COLLECTOR = str(Path(sys.executable).parent / "kuberay-history-collector")
 SESSION = "session_2026-05-06_07-08-09_101112_13"
+NEXT_SESSION = "session_2026-05-06_07-20-00_000001_14"
 NODE_ID = "cd" * 28
 CLUSTER = layout.ClusterRef("jobs", "rayjob-sample-raycluster-abcde", "RayJob", "rayjob-sample")
 # The builders' golden case: a RayJob's cluster with the collector injected.
@@ -172,6 +173,25 @@ def test_a_dashboard_gone_first_leaves_an_end_record_saying_the_final_snapshot_f
     record = head.end_record()
     assert record["reason"] == "SIGTERM" and record["finalUpload"] == "done"
     assert record["finalSnapshot"] == {"succeeded": False, "unanswered": list(ENDPOINTS)}
+
+
+def test_a_restarted_ray_containers_session_is_recorded_over_and_the_next_one_snapshotted(head: Head) -> None:
+    """The kubelet runs the hook when it restarts the Ray container too (a failed liveness probe): Ray then
+    starts a new session, whose dashboard the collector snapshots again, and the old one's record is final."""
+    head.dashboard.status = "SUCCEEDED"
+    assert head.pre_stop().status_code == 200
+    assert head.end_record()["finalUpload"] == "pending"
+    ray_root = head.logs.parent.parent
+    logs = ray_root / NEXT_SESSION / "logs"
+    logs.mkdir(parents=True)
+    (logs / "raylet.out").write_text(f"[raylet] main.cc:711: Setting node ID node_id={NODE_ID}\n")
+    (ray_root / "session_latest").unlink()
+    (ray_root / "session_latest").symlink_to(NEXT_SESSION)
+    head.dashboard.status = "RUNNING"  # the restarted head's next job
+    jobs = head.store / CLUSTER.endpoints_dir("", NEXT_SESSION) / "restful__api__jobs"
+    eventually(jobs.is_file, 60, "the new session snapshotted", every=0.1)
+    assert head.end_record()["finalUpload"] == "done"
+    assert head.stored_status() == "SUCCEEDED"  # the old session's last word is kept
 
 
 def test_a_composed_hook_asks_the_collector_then_does_what_the_users_hook_did(tmp_path: Path) -> None:

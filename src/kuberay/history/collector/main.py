@@ -94,6 +94,7 @@ class Collector:
             return  # Ray is still starting: next round
         if self.session is not None:
             self.session.logs.sync()  # what the previous session wrote last
+            self._record_end(self.session, "done")  # a restarted Ray container's session is over
         root, cluster = self.settings.storage_root, self.settings.cluster
         # What a previous run of this collector, killed mid-upload, left in its own directories.
         self.storage.sweep(cluster.node_dir(root, directory.name, node_id))
@@ -103,6 +104,7 @@ class Collector:
             self.storage, directory / layout.LOGS_DIR, cluster.logs_dir(root, directory.name, node_id)
         )
         self.session = _Session(directory.name, node_id, keys)
+        self._last_snapshot = -math.inf  # a new session is snapshotted at once
         log.info("collecting session %s of node %s", directory.name, node_id)
 
     def _metadata(self, session: _Session) -> None:
