@@ -9,21 +9,28 @@ config/default does, with the manager as a host process rather than a Deployment
   a conversion webhook given it (crd/kustomization.yaml's patches: Kueue's certificate rotator injects its CA
   into those CRDs and into both webhook configurations, and is not ready until it has);
 - the webhook Service `kueue-webhook-service` with no selector and an Endpoints object naming the manager's
-  port on 127.0.0.1, which is where the API server's calls (resolved through the Service's Endpoints, the
-  certificate checked for `kueue-webhook-service.kueue-system.svc`) reach it;
+  port on its webhook host, which is where the API server's calls (resolved through the Service's endpoints,
+  the certificate checked for `kueue-webhook-service.kueue-system.svc`) reach it. On localkube that host is
+  127.0.0.1 (its webhook client dials the Endpoints' address, on this machine); on the real control plane
+  it is this machine's default-route address (tests/support/hostaddress.py), dialled through the
+  EndpointSlice the controller-manager mirrors from the Endpoints (its API server runs with
+  `--enable-aggregator-routing`, tests/support/realkube_process.py), since endpoint validation refuses the
+  loopback range (pkg/apis/core/validation ValidateEndpointIP);
 - the empty Secret `kueue-webhook-server-cert` the rotator fills, and the webhook configurations, named and
   namespaced as kustomize would (`kueue-` prefix, `kueue-system`), with config/components/webhook's
   namespaceSelectors for the pod, deployment and statefulset webhooks;
 - the manager, `bin/kueue --config` with the Configuration `configuration()` writes (the integrations it is
-  given, `ray.io/rayjob` and `ray.io/raycluster` by default; internal certificate management; its ports free
-  ones on 127.0.0.1; no leader election, no metrics server, no visibility server, whose aggregated API this
-  install does not register), against `kubeconfig`;
+  given, `ray.io/rayjob` and `ray.io/raycluster` by default; internal certificate management; its webhook
+  server on the webhook host, its health port on 127.0.0.1; no leader election, no metrics server, no
+  visibility server, whose aggregated API this install does not register), against `kubeconfig`;
 - the kubelet's part, done here: once the rotator has written the Secret, its `tls.crt`/`tls.key` are copied
   into the manager's certDir (where a pod would have the Secret mounted); the rotator waits for them there.
 
 `install` returns once the manager's /readyz answers 200 (its webhook server serving, the CA injected).
-`uninstall()` stops the manager and deletes the webhook configurations first (so nothing else on the control
-plane is refused for want of Kueue), then the CRDs.
+`uninstall()` deletes the webhook configurations first (so nothing else on the control plane is refused for
+want of Kueue), then every object of Kueue's kinds while the manager still runs (it holds finalizers on
+Workloads, ClusterQueues and ResourceFlavors that only it removes), then stops it and deletes the CRDs and its
+namespace: what a shared control plane (the session's realkube) must be left as for later tests.
 """
 
 from __future__ import annotations
@@ -55,9 +62,9 @@ RAY_INTEGRATIONS = ("ray.io/rayjob", "ray.io/raycluster")
 READY_TIMEOUT = 120.0
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port: int = s.getsockname()[1]
         return port
 
@@ -74,12 +81,13 @@ def _service_reference(reference: dict[str, Any]) -> None:
 
 
 class Kueue:
-    def __init__(self, home: Path, kubeconfig: Path | str, directory: Path) -> None:
+    def __init__(self, home: Path, kubeconfig: Path | str, directory: Path, webhook_host: str) -> None:
         self.home, self.kubeconfig, self.directory = home, str(kubeconfig), directory
         self.components = home / "config" / "components"
         self.log = directory / "kueue.log"
         self.cert_dir = directory / "serving-certs"
-        self.webhook_port = free_port()
+        self.webhook_host = webhook_host
+        self.webhook_port = free_port(self.webhook_host)
         self.health_port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -128,7 +136,7 @@ class Kueue:
             "apiVersion": "v1",
             "kind": "Endpoints",
             "metadata": {"name": WEBHOOK_SERVICE, "namespace": NAMESPACE},
-            "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+            "subsets": [{"addresses": [{"ip": self.webhook_host}],
                          "ports": [{"port": self.webhook_port, "protocol": port.get("protocol", "TCP")}]}],
         }  # fmt: skip
         return [service, endpoints]
@@ -140,7 +148,7 @@ class Kueue:
             "namespace": NAMESPACE,
             "health": {"healthProbeBindAddress": f"127.0.0.1:{self.health_port}"},
             "metrics": {"bindAddress": "0"},
-            "webhook": {"host": "127.0.0.1", "port": self.webhook_port, "certDir": str(self.cert_dir)},
+            "webhook": {"host": self.webhook_host, "port": self.webhook_port, "certDir": str(self.cert_dir)},
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {
                 "enable": True,
@@ -166,19 +174,28 @@ class Kueue:
         kubeconfig: Path | str,
         directory: Path,
         integrations: tuple[str, ...] = RAY_INTEGRATIONS,
+        webhook_host: str = "127.0.0.1",
     ) -> Kueue:
-        kueue = cls(home, kubeconfig, directory)
+        """`webhook_host`: where the webhook server listens and its Endpoints point; 127.0.0.1 on localkube,
+        whose webhook client dials this machine's addresses only, `host_address()` on the real control plane."""
+        kueue = cls(home, kubeconfig, directory, webhook_host)
         directory.mkdir(parents=True, exist_ok=True)
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
         crds = kueue.crds()
         kueue.apply([namespace, *crds])
-        # Not `kubectl wait`: it fails, rather than waits, on a CRD the API server has not given conditions yet.
-        established = '{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{"\\n"}{end}'
+        # Not `kubectl wait`, nor a jsonpath filter: both fail, rather than wait, on a CRD the API server has not
+        # given conditions yet.
         names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-        eventually(
-            lambda: kueue.kubectl("get", *names, "-o", f"jsonpath={established}").split() == ["True"] * len(names),
-            60, "Kueue's CRDs established", every=0.5, blocking=True,
-        )  # fmt: skip
+
+        def established() -> bool:
+            found = json.loads(kueue.kubectl("get", *names, "-o", "json"))["items"]
+            return len(found) == len(names) and all(
+                any(c["type"] == "Established" and c["status"] == "True"
+                    for c in (crd.get("status") or {}).get("conditions") or [])
+                for crd in found
+            )  # fmt: skip
+
+        eventually(established, 60, "Kueue's CRDs established", every=0.5, blocking=True)
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -247,8 +264,13 @@ class Kueue:
         stopping.stop(self.process)
 
     def uninstall(self) -> None:
-        self.stop()
         self.kubectl("delete", "mutatingwebhookconfiguration", MUTATING, "--ignore-not-found")
         self.kubectl("delete", "validatingwebhookconfiguration", VALIDATING, "--ignore-not-found")
         names = [crd["metadata"]["name"] for crd in self.crds()]
-        self.kubectl("delete", "crd", "--ignore-not-found", "--wait=false", *names)
+        if self.running():
+            # `<plural>.<group>` names the kind for kubectl; a cluster-scoped one ignores --all-namespaces.
+            self.kubectl("delete", ",".join(names), "--all", "--all-namespaces", "--ignore-not-found",
+                         "--timeout=120s")  # fmt: skip
+        self.stop()
+        self.kubectl("delete", "crd", "--ignore-not-found", "--timeout=120s", *names)
+        self.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--timeout=120s")

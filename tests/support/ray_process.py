@@ -20,8 +20,11 @@ from support.eventually import eventually
 
 
 class RayHead:
-    def __init__(self, temp_dir: Path) -> None:
+    def __init__(self, temp_dir: Path, dashboard_host: str = "127.0.0.1") -> None:
+        """`dashboard_host`: where the dashboard listens (another address of this machine for a control plane
+        that will not proxy to a loopback one, the real kube-apiserver)."""
         self.temp_dir = temp_dir
+        self.dashboard_host = dashboard_host
         self.gcs_port = free_port()
         self.dashboard_port = free_port()
         self.agent_port = free_port()
@@ -29,13 +32,13 @@ class RayHead:
 
     @property
     def dashboard_url(self) -> str:
-        return f"http://127.0.0.1:{self.dashboard_port}"
+        return f"http://{self.dashboard_host}:{self.dashboard_port}"
 
     def start(self, timeout: float = 120.0) -> None:
         ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
         command = [
             ray, "start", "--head", "--block", "--disable-usage-stats", "--include-dashboard=true",
-            f"--port={self.gcs_port}", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
+            f"--port={self.gcs_port}", f"--dashboard-host={self.dashboard_host}", f"--dashboard-port={self.dashboard_port}",
             f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={self.agent_port}",
             "--num-cpus=2", "--object-store-memory=100000000", f"--temp-dir={self.temp_dir}",
         ]  # fmt: skip

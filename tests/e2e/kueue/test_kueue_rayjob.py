@@ -1,6 +1,7 @@
-"""RayJobs and RayClusters queued by the real Kueue (tests/support/kueue.py, v0.17.0) on localkube, run by our
-operator, as Kueue's own KubeRay tests hold KubeRay to (test/e2e/singlecluster/kuberay_test.go; the RayJob
-tests of test/integration/singlecluster/controller/jobs/rayjob):
+"""RayJobs and RayClusters queued by the real Kueue (tests/support/kueue.py, v0.17.0) on each control plane
+(`kube_backend`: a private localkube, or the session's realkube with localkube's node; the directory's
+conftest.py), run by our operator, as Kueue's own KubeRay tests hold KubeRay to (test/e2e/singlecluster/
+kuberay_test.go; the RayJob tests of test/integration/singlecluster/controller/jobs/rayjob):
 
 - a RayJob labelled `kueue.x-k8s.io/queue-name` is created suspended (Kueue's mutating webhook), gets a
   Workload, is admitted and unsuspended by Kueue, and only then has its RayCluster made; the queue labels
@@ -13,22 +14,27 @@ tests of test/integration/singlecluster/controller/jobs/rayjob):
 - a RayCluster with the label is created suspended, admitted and made ready; a second waits suspended;
 - a RayJob without the label is neither suspended nor given a Workload.
 
-The jobs run on one real Ray head shared by the file (tests/e2e/conftest.py's `ray_head`), as in
-tests/e2e/rayjob/test_rayjob_ray.py: localkube simulates the head pod at 127.0.0.1, where that head's
-dashboard listens, and the operator (in this process) submits in HTTPMode through the API server's service
-proxy. Kueue counts the head template's requests, which the simulated pod does not need to hold.
+The jobs run on one real Ray head per backend (the directory's `ray_head`), as in
+tests/e2e/rayjob/test_rayjob_ray.py: the node simulates the head pod at the address that head's dashboard
+listens on (127.0.0.1 on localkube; on realkube this machine's non-loopback address, which its EndpointSlices
+and its service proxy accept), and the operator (in this process) submits in HTTPMode through the API
+server's service proxy. Kueue counts the head template's requests, which the simulated pod does not need to
+hold. Each test's namespace is deleted at its end, and Kueue uninstalled from realkube after the last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from integration.rayjob.harness import Operator, cluster_spec, operator
 from kuberay.rayresources import RAYCLUSTER
-from kuberay.runtime.resources import NODE, POD, Resource
+from kuberay.runtime import errors
+from kuberay.runtime.resources import NAMESPACE, NODE, POD, Resource
 from support.kueue import PRIORITY_LABEL, QUEUE_LABEL
 from support.localkube_process import LocalKubeProcess
 from support.ray_process import RayHead
@@ -48,6 +54,27 @@ CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
 LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
 # A Ray job through its cluster on a loaded two-core machine: a bound, not a measurement.
 RUN_TIMEOUT = 180.0
+
+
+@contextlib.asynccontextmanager
+async def kueue_operator(server: LocalKubeProcess, **config: Any) -> AsyncIterator[Operator]:
+    """The operator in this process on a namespace of its own (harness.operator); at the end that namespace is
+    deleted, and gone, while the operator and Kueue still run (the RayJobs' finalizer is the operator's, the
+    Workloads' Kueue's): the session's realkube is shared with the tests after these."""
+    async with operator(server, **config) as op:
+        try:
+            yield op
+        finally:
+            await op.client.delete(NAMESPACE, op.namespace)
+
+            async def gone() -> bool:
+                try:
+                    await op.client.get(NAMESPACE, op.namespace)
+                except errors.NotFoundError:
+                    return True
+                return False
+
+            await op.wait(gone, timeout=120)
 
 
 async def queues(
@@ -85,7 +112,7 @@ def queued_rayjob(
 ) -> dict[str, Any]:
     """A RayJob in HTTPMode on the test's Ray head, in `queue`, its head asking for `cpu`; no workers."""
     head = {
-        "metadata": {"annotations": {"localkube.io/pod-ip": "127.0.0.1"}},
+        "metadata": {"annotations": {"localkube.io/pod-ip": ray_head.dashboard_host}},
         "spec": {"containers": [{
             "name": "ray-head", "image": "rayproject/ray:2.52.0",
             "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"cpu": cpu, "memory": "1Gi"}},
@@ -134,9 +161,9 @@ def python(code: str) -> str:
 
 
 async def test_a_queued_rayjob_is_created_suspended_admitted_and_succeeds(
-    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+    kube_backend: LocalKubeProcess, ray_head: RayHead
 ) -> None:
-    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+    async with kueue_operator(kube_backend, use_kubernetes_proxy=True) as op:
         cluster_queue, local_queue = await queues(op, cpu="2")
         created = await op.create(queued_rayjob(op.namespace, "queued", ray_head, python("print(6 * 7)")))
         assert created["spec"]["suspend"] is True  # Kueue's webhook, on the create itself
@@ -165,9 +192,9 @@ async def test_a_queued_rayjob_is_created_suspended_admitted_and_succeeds(
 
 
 async def test_a_second_rayjob_waits_suspended_for_the_quota_and_runs_once_it_is_free(
-    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+    kube_backend: LocalKubeProcess, ray_head: RayHead
 ) -> None:
-    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+    async with kueue_operator(kube_backend, use_kubernetes_proxy=True) as op:
         await queues(op, cpu="1")  # one head of 1 CPU at a time
         first = await op.create(
             queued_rayjob(op.namespace, "first", ray_head, python("import time; time.sleep(15)"))
@@ -213,12 +240,12 @@ def _transition(obj: dict[str, Any] | None, kind: str) -> str:
 
 
 async def test_a_higher_priority_rayjob_preempts_a_running_one_which_resumes_and_completes_later(
-    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+    kube_backend: LocalKubeProcess, ray_head: RayHead
 ) -> None:
     """Kueue's "Should preempt lower priority rayJobs when resource insufficient": the low one is suspended
     by Kueue (its Workload evicted); our operator deletes its cluster and resets its status, as upstream's
     Suspending state does; once the high one is done, the low one is admitted again and runs on a new cluster."""
-    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+    async with kueue_operator(kube_backend, use_kubernetes_proxy=True) as op:
         low, high = f"low-{op.namespace}", f"high-{op.namespace}"
         for name, value in ((low, 100), (high, 1000)):
             await op.client.create(WORKLOAD_PRIORITY_CLASS, {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
@@ -254,32 +281,35 @@ async def test_a_higher_priority_rayjob_preempts_a_running_one_which_resumes_and
 
 
 async def test_a_flavors_node_labels_and_tolerations_reach_the_pods(
-    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+    kube_backend: LocalKubeProcess, ray_head: RayHead
 ) -> None:
     """Kueue injects the admitting ResourceFlavor's nodeLabels (as a nodeSelector) and tolerations into the
     RayJob's pod templates when it unsuspends it; the pods our operator makes carry them and are scheduled on
     the node that has the label."""
-    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+    async with kueue_operator(kube_backend, use_kubernetes_proxy=True) as op:
         label = f"kueue-e2e.example.com/{op.namespace}"
         (node,) = (await op.client.list(NODE)).items
         await op.client.patch(NODE, node["metadata"]["name"], {"metadata": {"labels": {label: "on-demand"}}})
-        toleration = {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
-        flavor = {"nodeLabels": {label: "on-demand"}, "tolerations": [toleration]}
-        await queues(op, cpu="2", flavor=flavor)
-        await op.create(
-            queued_rayjob(op.namespace, "placed", ray_head, python("import time; time.sleep(10)"))
-        )
-        running = await op.wait_status("placed", jobStatus="RUNNING", timeout=RUN_TIMEOUT)
-        head = running["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
-        assert head["nodeSelector"] == {label: "on-demand"}
-        assert toleration in head["tolerations"]
-        name = running["status"]["rayClusterName"]
-        (pod,) = (await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={name}")).items
-        assert pod["spec"]["nodeSelector"] == {label: "on-demand"}
-        assert toleration in pod["spec"]["tolerations"]
-        assert pod["spec"]["nodeName"] == node["metadata"]["name"]
-        done = await op.wait_status("placed", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
-        assert done["status"]["jobStatus"] == "SUCCEEDED"
+        try:
+            toleration = {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
+            flavor = {"nodeLabels": {label: "on-demand"}, "tolerations": [toleration]}
+            await queues(op, cpu="2", flavor=flavor)
+            await op.create(
+                queued_rayjob(op.namespace, "placed", ray_head, python("import time; time.sleep(10)"))
+            )
+            running = await op.wait_status("placed", jobStatus="RUNNING", timeout=RUN_TIMEOUT)
+            head = running["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+            assert head["nodeSelector"] == {label: "on-demand"}
+            assert toleration in head["tolerations"]
+            name = running["status"]["rayClusterName"]
+            (pod,) = (await op.client.list(POD, op.namespace, label_selector=f"ray.io/cluster={name}")).items
+            assert pod["spec"]["nodeSelector"] == {label: "on-demand"}
+            assert toleration in pod["spec"]["tolerations"]
+            assert pod["spec"]["nodeName"] == node["metadata"]["name"]
+            done = await op.wait_status("placed", jobDeploymentStatus="Complete", timeout=RUN_TIMEOUT)
+            assert done["status"]["jobStatus"] == "SUCCEEDED"
+        finally:  # the session's realkube node is the later tests' too
+            await op.client.patch(NODE, node["metadata"]["name"], {"metadata": {"labels": {label: None}}})
 
 
 def queued_raycluster(namespace: str, name: str) -> dict[str, Any]:
@@ -295,12 +325,12 @@ def queued_raycluster(namespace: str, name: str) -> dict[str, Any]:
 
 
 async def test_queued_rayclusters_are_created_suspended_and_admitted_as_the_quota_allows(
-    kueue_localkube: LocalKubeProcess,
+    kube_backend: LocalKubeProcess,
 ) -> None:
     """Kueue's "Should run a RayCluster if admitted": suspended by the webhook on create, then admitted and
     made ready, its pods in the queue; a second one, for which the quota has no room, stays suspended (our
     operator's `suspended` state, no pods) until the first is deleted."""
-    async with operator(kueue_localkube) as op:
+    async with kueue_operator(kube_backend) as op:
         cluster_queue, _ = await queues(op, cpu="2")
         created = await op.create(queued_raycluster(op.namespace, "queued"))
         assert created["spec"]["suspend"] is True
@@ -330,11 +360,11 @@ async def test_queued_rayclusters_are_created_suspended_and_admitted_as_the_quot
 
 
 async def test_a_rayjob_without_a_queue_is_left_alone(
-    kueue_localkube: LocalKubeProcess, ray_head: RayHead
+    kube_backend: LocalKubeProcess, ray_head: RayHead
 ) -> None:
     """Kueue's "Should reconcile jobs only when queue is set" (manageJobsWithoutQueueName is off): not
     suspended on create, no Workload, run by our operator as without Kueue."""
-    async with operator(kueue_localkube, use_kubernetes_proxy=True) as op:
+    async with kueue_operator(kube_backend, use_kubernetes_proxy=True) as op:
         body = queued_rayjob(op.namespace, "unqueued", ray_head, python("print(3)"))
         del body["metadata"]["labels"][QUEUE_LABEL]
         created = await op.create(body)
