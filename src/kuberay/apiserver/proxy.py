@@ -160,6 +160,9 @@ class Proxy:
     async def _forward(self, request: Request, *, content: bytes | None = None,
                        params: Sequence[tuple[str, str]] | None = None, content_type: str | None = None) -> Response:  # fmt: skip
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        # The answer is passed on byte for byte without its Content-Encoding, so it must come uncompressed
+        # (httpx would ask for gzip, which kube-apiserver uses for answers over 128 KiB).
+        headers["accept-encoding"] = "identity"
         if content_type:
             headers["content-type"] = content_type
         body = content if content is not None else await request.body()
