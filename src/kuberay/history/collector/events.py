@@ -7,6 +7,12 @@ Rotation renames an active file to its final name (`<node id>-<hour>-<nanosecond
 uploaded, so an upload is repeatable: a collector killed mid-upload finds the rotated file on start and puts
 it again under the same key, and a file is removed from the spool only after its put returned. While
 draining (SIGTERM) new batches get 503 with Retry-After, so Ray keeps them for another try elsewhere.
+
+The spool is bounded (`--event-max-disk-mb`, upstream's flag and default): a batch that would take it past
+the bound is refused, not an older one dropped, with 503 and Retry-After as upstream's disk pressure is (a
+batch larger than the whole bound with 413, since no retry can fit it). What was acknowledged is thus never
+lost to the bound; Ray keeps the refused batch and sends it again. The spool says once in the log that it
+is full, and once that it has room again, which it has as soon as an upload removes files.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ import logging
 import os
 import posixpath
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -44,6 +51,8 @@ _WITH_JOB = (
     "driverJobLifecycleEvent",
     "actorDefinitionEvent",
 )
+# Why a batch was refused: it would take the spool past its bound, or it is larger than the bound itself.
+Refusal = Literal["full", "too large"]
 _SAFE = re.compile(r"^[0-9A-Za-z_-]+$")
 
 
@@ -80,10 +89,46 @@ def category(event: dict[str, Any]) -> str:
 class EventSpool:
     """The spool directory: `<session>/<category>/active.jsonl` plus rotated files waiting for upload."""
 
-    def __init__(self, directory: Path, default_session: Callable[[], str | None]) -> None:
+    def __init__(self, directory: Path, default_session: Callable[[], str | None], max_bytes: int) -> None:
         self.directory = directory
         self._default_session = default_session
         self.draining = False
+        self.max_bytes = max_bytes
+        self.full = False  # since a batch was refused, until an upload makes room
+        # Appends run on the event loop, uploads in a round's thread: both change the count.
+        self._count_lock = threading.Lock()
+        self._used = sum(f.stat().st_size for f in directory.rglob("*.jsonl")) if directory.is_dir() else 0
+
+    @property
+    def used(self) -> int:
+        """The spool's bytes on disk."""
+        return self._used
+
+    def _admit(self, size: int) -> Refusal | None:
+        """Counts a batch of `size` bytes in, or says why it does not fit; logs when the spool gets full."""
+        if size > self.max_bytes:
+            log.warning(
+                "refusing an event batch of %d bytes: the spool holds %d at most", size, self.max_bytes
+            )
+            return "too large"
+        with self._count_lock:
+            if self._used + size <= self.max_bytes:
+                self._used += size
+                return None
+            if not self.full:
+                self.full = True
+                log.warning(
+                    "event spool full (%d of %d bytes): refusing new event batches until uploads make room",
+                    self._used, self.max_bytes,
+                )  # fmt: skip
+            return "full"
+
+    def _freed(self, size: int) -> None:
+        with self._count_lock:
+            self._used -= size
+            if self.full:
+                self.full = False
+                log.info("event spool has room again (%d of %d bytes)", self._used, self.max_bytes)
 
     def recover(self) -> None:
         """Cuts each active file back to its last whole line: a batch cut short by a kill was never
@@ -95,9 +140,11 @@ class EventSpool:
                 with active.open("r+b") as f:
                     f.truncate(whole)
                     os.fsync(f.fileno())
+                self._freed(len(data) - whole)
 
-    def append(self, events: list[dict[str, Any]]) -> None:
-        """Appends a batch durably (fsync) before it is acknowledged."""
+    def append(self, events: list[dict[str, Any]]) -> Refusal | None:
+        """Appends a batch durably (fsync) before it is acknowledged; or, writing nothing, says why it does
+        not fit within the bound."""
         by_file: dict[Path, list[bytes]] = {}
         for event in events:
             session = str(event.get("sessionName") or self._default_session() or "")
@@ -105,12 +152,16 @@ class EventSpool:
                 session = "unknown"
             path = self.directory / session / category(event) / ACTIVE
             by_file.setdefault(path, []).append(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+        refused = self._admit(sum(len(line) for lines in by_file.values() for line in lines))
+        if refused is not None:
+            return refused
         for path, lines in by_file.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("ab") as out:
                 out.write(b"".join(lines))
                 out.flush()
                 os.fsync(out.fileno())
+        return None
 
     def rotate(self, node_id: str) -> None:
         """Gives every non-empty active file its final name."""
@@ -134,12 +185,17 @@ class EventSpool:
                 base = session_key(session)
             except layout.LayoutError:
                 log.warning("dropping events of unknown session %r", session)
-                path.unlink()
+                self._unlink(path)
                 continue
             storage.put(posixpath.join(base, rest), path.read_bytes())
-            path.unlink()
+            self._unlink(path)
             uploaded += 1
         return uploaded
+
+    def _unlink(self, path: Path) -> None:
+        size = path.stat().st_size
+        path.unlink()
+        self._freed(size)
 
     def app(self, *routes: Route) -> Starlette:
         """`POST /v1/events`: a JSON array of Ray events; the collector's other `routes` beside it."""
@@ -155,7 +211,15 @@ class EventSpool:
                 return PlainTextResponse(f"invalid JSON: {e}", status_code=400)
             if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
                 return PlainTextResponse("expected a JSON array of events", status_code=400)
-            self.append(events)
+            refused = self.append(events)
+            if refused == "too large":
+                return PlainTextResponse("event batch larger than the whole event spool", 413)
+            if refused == "full":
+                return PlainTextResponse(
+                    "event spool full: uploads have not kept up",
+                    status_code=503,
+                    headers={"Retry-After": "10"},
+                )
             return PlainTextResponse("ok")
 
         return Starlette(routes=[Route("/v1/events", receive, methods=["POST"]), *routes])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import json
 import logging
@@ -78,6 +79,7 @@ class Collector:
         self.spool = EventSpool(
             spool_dir(self.settings.ray_root),
             lambda: self.session.name if self.session else None,
+            self.settings.event_max_disk_bytes,
         )
         headers = {AUTH_HEADER: f"Bearer {self.settings.auth_token}"} if self.settings.auth_token else {}
         self.headers = headers
@@ -245,13 +247,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "OWNER_KIND, OWNER_NAME, EVENTS_PORT, STORAGE_BACKEND and the backend's variables.",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--event-max-disk-mb",
+        type=int,
+        default=settings.EVENT_MAX_DISK_MB,
+        help="the event spool's bound: new event batches are refused (503) while it is full",
+    )
     args = parser.parse_args(argv)
+    if args.event_max_disk_mb <= 0:
+        parser.error("--event-max-disk-mb must be positive")
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per snapshot request otherwise
     try:
-        config = settings.from_env()
+        config = dataclasses.replace(
+            settings.from_env(), event_max_disk_bytes=args.event_max_disk_mb * settings.MIB
+        )
         storage = from_env(os.environ)
     except (settings.CollectorSettingsError, StorageError) as e:
         print(f"kuberay-history-collector: {e}", file=sys.stderr)

@@ -12,6 +12,10 @@ from kuberay.history.errors import HistoryServerError
 from kuberay.history.layout import ClusterRef
 from kubesemantics import goparse
 
+# Upstream's `--event-max-disk-mb` and its default: the bound of the event spool (`events`).
+EVENT_MAX_DISK_MB = 200
+MIB = 1024 * 1024
+
 
 class CollectorSettingsError(HistoryServerError, ValueError):
     """A variable with a value the collector cannot use; the message names it."""
@@ -30,6 +34,7 @@ class Settings:
     poll_interval: float  # seconds between two snapshots of the dashboard
     flush_timeout: float  # the bound on the final upload after SIGTERM
     auth_token: str  # RAY_AUTH_TOKEN for a dashboard with token auth; sent to the collector's peers only
+    event_max_disk_bytes: int = EVENT_MAX_DISK_MB * MIB  # --event-max-disk-mb: the event spool's bound
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
