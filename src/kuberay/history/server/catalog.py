@@ -41,6 +41,7 @@ class Catalog:
         self.index_ttl = index_ttl
         self._index: list[StoredSession] = []
         self._index_at = -float("inf")
+        self._loading: dict[str, asyncio.Task[Any | None]] = {}  # the loads under way, by cache key
 
     async def sessions(self) -> list[StoredSession]:
         """Every stored session, newest first."""
@@ -78,15 +79,28 @@ class Catalog:
         return None
 
     async def _load(self, key: str, parse: bool) -> Any | None:
+        """A stored object, from the cache or else read (and parsed) once however many requests want it at
+        the same time: the first starts the load, the others await the same one, so that a large session's
+        cold first requests hold one copy of it, not one each."""
         cache_key = ("json:" if parse else "raw:") + key
         cached = self.cache.get(cache_key)
         if cached is not None:
             return cached
+        loading = self._loading.get(cache_key)
+        if loading is None:
+            loading = asyncio.create_task(self._read(key, parse, cache_key))
+            self._loading[cache_key] = loading
+            loading.add_done_callback(lambda _: self._loading.pop(cache_key, None))
+        # Shielded: a request that goes away does not cancel the load the others wait for.
+        return await asyncio.shield(loading)
+
+    async def _read(self, key: str, parse: bool, cache_key: str) -> Any | None:
         try:
             raw = await asyncio.to_thread(self.storage.get, key)
         except NoSuchKey:
             return None
-        value = json.loads(raw) if parse else raw
+        # Parsed in a thread too: a large session's parse would stall every other request on the loop.
+        value = await asyncio.to_thread(json.loads, raw) if parse else raw
         self.cache.put(cache_key, value, len(raw) * (JSON_COST if parse else 1))
         return value
 
