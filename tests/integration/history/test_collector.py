@@ -241,4 +241,3 @@ def test_the_object_store_unreachable_mid_upload_loses_nothing_acknowledged(
     seen = events()
     assert len(seen) == len(set(seen)), "an event was stored twice"
     assert set(acknowledged) <= set(seen), "an acknowledged event was lost"
-
