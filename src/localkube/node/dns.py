@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
@@ -97,13 +98,8 @@ class ClusterDns:
         self.records: Mapping[str, str] = {}
         self._upstreams = upstreams or HostResolvers(exclude=host).nameservers
         self._upstream_port = upstream_port
-        self._udp = _bind(host, port, socket.SOCK_DGRAM)
+        self._udp, self._tcp = _bind_pair(host, port)
         self.address: tuple[str, int] = (host, self._udp.getsockname()[1])
-        try:
-            self._tcp = _bind(host, self.address[1], socket.SOCK_STREAM)
-        except OSError:
-            self._udp.close()
-            raise
         self._transport: asyncio.DatagramTransport | None = None
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -317,6 +313,24 @@ def _reverse_zone(network: ipaddress.IPv4Network) -> str:
     """The in-addr.arpa zone of a network on an octet boundary (10.246.0.0/16: 246.10.in-addr.arpa)."""
     octets = str(network.network_address).split(".")[: network.prefixlen // 8]
     return ".".join(reversed(octets)) + ".in-addr.arpa."
+
+
+# Port 0 lets the kernel choose the UDP port; the same TCP port may be taken by anyone meanwhile.
+_BIND_ATTEMPTS = 20
+
+
+def _bind_pair(host: str, port: int) -> tuple[socket.socket, socket.socket]:
+    """A UDP and a TCP socket on one port: `port`, or (0) a free one the two share."""
+    attempts = 0
+    while True:
+        udp = _bind(host, port, socket.SOCK_DGRAM)
+        try:
+            return udp, _bind(host, udp.getsockname()[1], socket.SOCK_STREAM)
+        except OSError as error:
+            udp.close()
+            attempts += 1
+            if port != 0 or error.errno != errno.EADDRINUSE or attempts == _BIND_ATTEMPTS:
+                raise
 
 
 def _bind(host: str, port: int, kind: socket.SocketKind) -> socket.socket:

@@ -5,7 +5,9 @@ SERVFAIL when none answers; and the pods' resolv.conf as the kubelet writes it."
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
+import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -232,3 +234,26 @@ def test_resolv_conf_follows_the_pods_dns_policy(tmp_path: Path) -> None:
         "nameserver 1.1.1.1",
         "options ndots:2 rotate",
     ]
+
+
+def test_a_chosen_port_whose_tcp_side_is_taken_is_chosen_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With port 0 the kernel picks the UDP port, and the same TCP port may already be someone's (a CI run
+    saw it): the pair is bound again on another. The fault is made by hand, as no real part makes it on
+    demand: the first TCP bind is refused as taken."""
+    real_bind = cluster_dns._bind
+    refused: list[int] = []
+
+    def bind(host: str, port: int, kind: socket.SocketKind) -> socket.socket:
+        if kind == socket.SOCK_STREAM and not refused:
+            refused.append(port)
+            raise OSError(errno.EADDRINUSE, "Address already in use")
+        return real_bind(host, port, kind)
+
+    monkeypatch.setattr(cluster_dns, "_bind", bind)
+    udp, tcp = cluster_dns._bind_pair("127.0.0.1", 0)
+    try:
+        assert len(refused) == 1
+        assert udp.getsockname()[1] == tcp.getsockname()[1]
+    finally:
+        udp.close()
+        tcp.close()
