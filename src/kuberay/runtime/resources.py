@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from kuberay.runtime.errors import ControllerRuntimeError
 
-class InvalidName(ValueError):
+
+class InvalidName(ControllerRuntimeError, ValueError):
     """A namespace or name that cannot be one segment of a URL path."""
 
 
