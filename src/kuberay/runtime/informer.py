@@ -13,9 +13,10 @@ The loop, per watched namespace (or once for all namespaces):
    compacted), go back to 1.
 
 An optional informer (`optional=True`: a kind of another project's API, cert-manager's, say) treats a 404
-on its first list as "this API is not served": it is then synced, empty and done (`served` is False), as
-controller-runtime's users avoid a cache that would never sync by asking discovery first. The API is not
-looked for again; installing it later takes a restart, as upstream's start-up probe does.
+on its first list as "this API is not served": it is then synced and empty (`served` is False), as
+controller-runtime's users avoid a cache that would never sync by asking discovery first, and it lists
+again every `NOT_SERVED_PROBE` seconds, so an API installed after the operator (cert-manager applied once
+`kuberay local up` runs, as the mTLS example says) is cached from then on, without a restart.
 
 Handlers run synchronously in the informer's task, in event order, and must not block (controllers only
 enqueue keys). After the first full list of every scope the informer is synced and calls `gc.freeze()`,
@@ -40,6 +41,10 @@ from kuberay.runtime.clock import Clock, SystemClock
 from kuberay.runtime.resources import ObjectKey, Resource
 
 log = logging.getLogger(__name__)
+
+# How often an optional informer lists a kind the server did not serve: the wait between installing the
+# API (cert-manager) and the operator's noticing it.
+NOT_SERVED_PROBE = 30.0
 
 
 class EventType(StrEnum):
@@ -152,10 +157,14 @@ class Informer:
                 self.relists += 1
             except errors.KubeError as e:
                 if isinstance(e, errors.NotFoundError) and self.optional and not self.served:
-                    log.info("%s is not served; not watching it", self.resource)
-                    self.served = False
-                    self._scope_synced(namespace)
-                    return
+                    if self.served is None:
+                        log.info(
+                            "%s is not served; looking again every %.0fs", self.resource, NOT_SERVED_PROBE
+                        )
+                        self.served = False
+                        self._scope_synced(namespace)
+                    await self._clock.sleep(NOT_SERVED_PROBE)
+                    continue
                 self._connected_since[namespace] = None
                 failures += 1
                 base, cap = self._retry_delays

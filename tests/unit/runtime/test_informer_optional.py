@@ -1,6 +1,7 @@
 """An optional informer (a kind of another project's API, cert-manager's) whose first list answers 404 is
-synced, empty and done, so a manager without that API still becomes ready (upstream asks discovery before
-it registers such a cache); a served kind lists as any other, and a 404 of a required kind is retried."""
+synced and empty, so a manager without that API still becomes ready (upstream asks discovery before it
+registers such a cache), and looks again now and then, so the API installed later is cached without a
+restart; a served kind lists as any other, and a 404 of a required kind is retried."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from kuberay.runtime import errors
 from kuberay.runtime.client import ObjectList
 from kuberay.runtime.clock import FakeClock
-from kuberay.runtime.informer import Informer
+from kuberay.runtime.informer import NOT_SERVED_PROBE, Informer
 from kuberay.runtime.resources import Resource
 
 CERTIFICATE = Resource("cert-manager.io/v1", "Certificate", "certificates")
@@ -42,11 +43,20 @@ async def run(informer: Informer) -> asyncio.Task[None]:
     return task
 
 
-async def test_an_optional_kind_not_served_is_synced_empty_and_not_listed_again() -> None:
-    server = Server(served=False)
-    informer = Informer(server, CERTIFICATE, optional=True, clock=FakeClock())  # type: ignore[arg-type]
+async def test_an_optional_kind_not_served_is_synced_empty_and_cached_once_installed() -> None:
+    server, clock = Server(served=False), FakeClock()
+    informer = Informer(server, CERTIFICATE, optional=True, clock=clock)  # type: ignore[arg-type]
     task = await run(informer)
     assert (informer.synced, informer.served, len(informer.store), server.lists) == (True, False, 0, 1)
+    clock.advance(NOT_SERVED_PROBE)
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert (informer.served, len(informer.store), server.lists) == (False, 0, 2)
+    server.served = True  # the API installed after the operator started
+    clock.advance(NOT_SERVED_PROBE)
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert (informer.synced, informer.served, len(informer.store), server.lists) == (True, True, 1, 3)
     task.cancel()
 
 

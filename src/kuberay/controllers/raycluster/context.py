@@ -102,7 +102,7 @@ class Context:
     certificates: Store = field(default_factory=Store)
     issuers: Store = field(default_factory=Store)
     cert_manager_served: Callable[[], bool | None] = lambda: None
-    # That answer as the reconciles use it, taken on the first mTLS cluster (`mtls.cert_manager_installed`).
+    # That answer as the reconciles last used it (`mtls.cert_manager_installed`), to log each change once.
     cert_manager: bool | None = None
 
     def event(

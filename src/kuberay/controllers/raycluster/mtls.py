@@ -20,9 +20,10 @@ so a certificate that becomes Ready, or its Secret written, wakes its cluster at
 also due by upstream's requeue decision (`requeue_seconds`): 30 s while the leaf certificates are not
 Ready, every 60 s once they are, so an expiry is warned of without an event.
 
-Whether cert-manager is installed (`cert-manager.io/v1` served) is what the Certificate informer's first
-list found at start-up (an optional informer: a 404 there means not served), taken on the first mTLS
-cluster and kept (upstream asks discovery once, at start-up).
+Whether cert-manager is installed (`cert-manager.io/v1` served) is what the Certificate informer found (an
+optional informer: a 404 means not served, and it lists again every `informer.NOT_SERVED_PROBE` seconds),
+so cert-manager installed after the operator is used without a restart (upstream asks discovery once, at
+start-up); a cluster refused for want of it is looked at again as often.
 """
 
 from __future__ import annotations
@@ -90,19 +91,17 @@ def issued_secret_owner(certificates: Store) -> Mapper:
 
 
 def cert_manager_installed(ctx: Context) -> bool:
-    """`cert-manager.io/v1` is served, as the Certificate informer found at start-up; logged once."""
-    if ctx.cert_manager is None:
-        served = ctx.cert_manager_served()
-        if served is None:
-            return False
-        ctx.cert_manager = served
-        if served:
-            log.info("cert-manager API found; RayClusters with tlsOptions get their certificates from it")
-        else:
-            log.info(
-                "cert-manager API not found; RayClusters with tlsOptions are refused until the operator restarts"
-            )
-    return ctx.cert_manager
+    """`cert-manager.io/v1` is served, as the Certificate informer last found (it looks again while it is
+    not); each change logged once."""
+    served = ctx.cert_manager_served()
+    if served is None or served == ctx.cert_manager:
+        return bool(ctx.cert_manager)
+    ctx.cert_manager = served
+    if served:
+        log.info("cert-manager API found; RayClusters with tlsOptions get their certificates from it")
+    else:
+        log.info("cert-manager API not found; RayClusters with tlsOptions are refused until it is installed")
+    return served
 
 
 def _cached(store: Store, name: str, namespace: str) -> CachedObject | None:

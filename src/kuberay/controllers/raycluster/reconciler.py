@@ -61,6 +61,7 @@ from kuberay.rayresources import RAYCLUSTER
 from kuberay.runtime import errors
 from kuberay.runtime.controller import Result, TemporaryError
 from kuberay.runtime.events import WARNING
+from kuberay.runtime.informer import NOT_SERVED_PROBE
 from kuberay.runtime.resources import ObjectKey
 from kuberay.runtime.steps import step
 from kubesemantics import times
@@ -107,11 +108,14 @@ class RayClusterReconciler:
             self._invalid(cluster, "InvalidRayClusterSpec", message)
             return await self._write_invalid(cluster, message)
         with step("validate"):
-            if mtls.enabled(self.ctx, model):
-                mtls.cert_manager_installed(self.ctx)
+            awaits_cert_manager = mtls.enabled(self.ctx, model) and not mtls.cert_manager_installed(self.ctx)
             refusal = self._validate(cluster, model, key)
         if refusal is not None:
-            return await self._write_invalid(cluster, refusal)
+            written = await self._write_invalid(cluster, refusal)
+            if awaits_cert_manager and not written.requeue:
+                # cert-manager installed after the operator is found by its informer's next look.
+                return Result(requeue_after=NOT_SERVED_PROBE)
+            return written
 
         with step("finalizer"):
             done = await finalizer.handle_finalizer(self.ctx, model)
