@@ -162,7 +162,8 @@ class Informer:
                             "%s is not served; looking again every %.0fs", self.resource, NOT_SERVED_PROBE
                         )
                         self.served = False
-                        self._scope_synced(namespace)
+                    # Each scope (a watched namespace) is synced by its own first answer.
+                    self._scope_synced(namespace)
                     await self._clock.sleep(NOT_SERVED_PROBE)
                     continue
                 self._connected_since[namespace] = None

@@ -60,6 +60,14 @@ async def test_an_optional_kind_not_served_is_synced_empty_and_cached_once_insta
     task.cancel()
 
 
+async def test_an_optional_kind_not_served_is_synced_in_every_watched_namespace() -> None:
+    server = Server(served=False)
+    informer = Informer(server, CERTIFICATE, namespaces=["a", "b", "c"], optional=True, clock=FakeClock())  # type: ignore[arg-type]
+    task = await run(informer)
+    assert (informer.synced, informer.served, server.lists) == (True, False, 3)
+    task.cancel()
+
+
 async def test_an_optional_kind_served_is_cached() -> None:
     server = Server(served=True)
     informer = Informer(server, CERTIFICATE, optional=True, clock=FakeClock())  # type: ignore[arg-type]
