@@ -76,4 +76,6 @@ class CertManager:
         names = [
             yaml.safe_load(path.read_text())["metadata"]["name"] for path in sorted(self.crds.glob("*.yaml"))
         ]
-        self.kubectl("delete", "crd", "--ignore-not-found", "--wait=false", *names)
+        # Waits until they are gone: the next module on the same control plane either installs them again
+        # (an apply beside a CRD still being deleted is refused) or must find cert-manager not served.
+        self.kubectl("delete", "crd", "--ignore-not-found", "--wait=true", "--timeout=120s", *names)
