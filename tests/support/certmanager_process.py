@@ -78,4 +78,4 @@ class CertManager:
         ]
         # Waits until they are gone: the next module on the same control plane either installs them again
         # (an apply beside a CRD still being deleted is refused) or must find cert-manager not served.
-        self.kubectl("delete", "crd", "--ignore-not-found", "--wait=true", "--timeout=120s", *names)
+        self.kubectl("delete", "crd", "--ignore-not-found", "--wait=true", "--timeout=90s", *names)
